@@ -1,0 +1,3 @@
+from graphchat.cli.main import main
+
+raise SystemExit(main())
