@@ -1,0 +1,270 @@
+"""The one asker: every question to the person (ask_user, plan `ask` steps, approvals).
+
+A host (plan run on a terminal, chat, ask, mcp serve, headless) provides one Asker. Questions
+are serialized by the asker's lock — one at a time, whoever asks. The host decides whether
+anyone can answer; callers never guess: an unavailable host answers `unavailable` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphchat.events import EventSink
+
+MAX_ATTEMPTS = 3
+
+
+@dataclass
+class Question:
+    """A question. `schema` is a flat object schema (fields asked one by one); without it the
+    answer is one line of text, optionally one of `options`. `key` is the plan step id (for
+    --answers files); `kind` is question | approval."""
+
+    prompt: str
+    schema: dict[str, Any] | None = None
+    options: list[str] | None = None
+    key: str | None = None
+    kind: str = "question"
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Answer:
+    answered: bool
+    value: Any = None
+    reason: str | None = None  # declined | unavailable (when not answered)
+
+    @classmethod
+    def declined(cls) -> Answer:
+        return cls(False, None, "declined")
+
+    @classmethod
+    def unavailable(cls) -> Answer:
+        return cls(False, None, "unavailable")
+
+
+class Asker:
+    """Base asker: serializes questions and reports each one as an `ask` event."""
+
+    def __init__(self, events: EventSink | None = None) -> None:
+        self.events = events
+        self._lock: asyncio.Lock | None = None
+
+    @property
+    def can_answer(self) -> bool:
+        return True
+
+    async def ask(self, question: Question) -> Answer:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            answer = await self._ask(question)
+        if self.events is not None:
+            self.events.ask(question.prompt, answer.answered, answer.reason)
+        return answer
+
+    async def _ask(self, question: Question) -> Answer:
+        raise NotImplementedError
+
+
+class UnavailableAsker(Asker):
+    """Nobody can answer (no terminal, CI, GRAPHCHAT_EVENTS=jsonl): never hangs."""
+
+    @property
+    def can_answer(self) -> bool:
+        return False
+
+    async def _ask(self, question: Question) -> Answer:
+        return Answer.unavailable()
+
+
+class ScriptedAsker(Asker):
+    """Answers from a map of step-id or question-prompt -> answer (`--answers FILE`).
+
+    Unlisted questions go to `fallback` (unavailable by default).
+    """
+
+    def __init__(
+        self, answers: dict[str, Any], fallback: Asker | None = None, events: EventSink | None = None
+    ) -> None:
+        super().__init__(events)
+        self.answers = answers
+        self.fallback = fallback or UnavailableAsker()
+
+    async def _ask(self, question: Question) -> Answer:
+        for key in (question.key, question.prompt):
+            if key is not None and key in self.answers:
+                return Answer(True, self.answers[key])
+        return await self.fallback._ask(question)
+
+
+def load_answers(path: str) -> dict[str, Any]:
+    """Read an --answers file (YAML or JSON mapping); errors are one clear line (exit 2)."""
+    from graphchat.errors import ConfigError
+    from graphchat.workspace import load_yaml_file
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"--answers {path}: no such file")
+    data, _ = load_yaml_file(file)
+    if not isinstance(data, dict):
+        raise ConfigError(f"--answers {path}: expected a mapping of step id or question -> answer")
+    return {str(k): v for k, v in data.items()}
+
+
+# --- coercion of typed text answers (pure) -----------------------------------------------------
+
+TRUE_WORDS = {"y", "yes", "true", "t", "1"}
+FALSE_WORDS = {"n", "no", "false", "f", "0"}
+
+
+def coerce(text: str, prop: dict[str, Any]) -> Any:
+    """Turn one typed line into the value the property schema wants; ValueError says why not."""
+    text = text.strip()
+    enum = prop.get("enum")
+    if enum is not None:
+        for choice in enum:
+            if str(choice).lower() == text.lower():
+                return choice
+        raise ValueError(f"choose one of: {', '.join(str(c) for c in enum)}")
+    kind = prop.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "boolean":
+        if text.lower() in TRUE_WORDS:
+            return True
+        if text.lower() in FALSE_WORDS:
+            return False
+        raise ValueError("answer y/yes/true or n/no/false")
+    if kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("expected a whole number") from None
+    if kind == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError("expected a number") from None
+        return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+    return text
+
+
+def describe_field(name: str, prop: dict[str, Any]) -> str:
+    """The label shown for one field: name, choices or type, description."""
+    label = prop.get("title") or name
+    if "enum" in prop:
+        hint = "/".join(str(c) for c in prop["enum"])
+    elif prop.get("type") == "boolean":
+        hint = "y/n"
+    else:
+        hint = str(prop.get("type", "text"))
+    desc = prop.get("description")
+    return f"{label} ({hint})" + (f" — {desc}" if desc else "")
+
+
+class LineReader:
+    """How a text host reads a line and writes a prompt (terminal, pty, chat)."""
+
+    async def prompt(self, text: str) -> str | None:
+        """Show `text`, return the typed line (None on EOF)."""
+        raise NotImplementedError
+
+    def say(self, text: str) -> None:
+        raise NotImplementedError
+
+
+class StderrLineReader(LineReader):
+    def say(self, text: str) -> None:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    async def prompt(self, text: str) -> str | None:
+        def read() -> str | None:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            line = sys.stdin.readline()
+            return None if line == "" else line.rstrip("\r\n")
+
+        return await asyncio.to_thread(read)
+
+
+async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
+    """Ask a question line by line: fields one at a time, re-asking a bad value up to 3 times;
+    a blank line on a required field declines at once."""
+    reader.say(f"? {question.prompt}")
+    if question.schema is None:
+        options = question.options or []
+        for i, option in enumerate(options, 1):
+            reader.say(f"  {i}. {option}")
+        for _ in range(MAX_ATTEMPTS):
+            line = await reader.prompt("> ")
+            if line is None or not line.strip():
+                return Answer.declined()
+            line = line.strip()
+            if not options:
+                return Answer(True, line)
+            if line.isdigit() and 1 <= int(line) <= len(options):
+                return Answer(True, options[int(line) - 1])
+            for option in options:
+                if option.lower() == line.lower() or option.lower().startswith(line.lower()):
+                    return Answer(True, option)
+            reader.say(f"  choose one of: {', '.join(options)} (or its number)")
+        return Answer.declined()
+    props: dict[str, Any] = question.schema.get("properties") or {}
+    required = set(question.schema.get("required") or [])
+    answer: dict[str, Any] = {}
+    for name, prop in props.items():
+        for _attempt in range(MAX_ATTEMPTS):
+            line = await reader.prompt(f"  {describe_field(name, prop)}: ")
+            if line is None:
+                return Answer.declined()
+            if not line.strip():
+                if name in required:
+                    return Answer.declined()
+                break
+            try:
+                answer[name] = coerce(line, prop)
+                break
+            except ValueError as exc:
+                reader.say(f"  {exc}")
+        else:
+            return Answer.declined()
+    return Answer(True, answer)
+
+
+class TerminalAsker(Asker):
+    """Asks on stderr and reads stdin (both must be terminals)."""
+
+    def __init__(self, events: EventSink | None = None, reader: LineReader | None = None) -> None:
+        super().__init__(events)
+        self.reader = reader or StderrLineReader()
+
+    async def _ask(self, question: Question) -> Answer:
+        return await ask_by_lines(question, self.reader)
+
+
+def terminal_available() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def host_asker(
+    *, answers_file: str | None = None, events: EventSink | None = None, interactive: bool | None = None
+) -> Asker:
+    """The asker of a command-line host: --answers first, then the terminal when stdin and
+    stderr are terminals, else unavailable. GRAPHCHAT_EVENTS=jsonl turns every question off."""
+    if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":
+        base: Asker = UnavailableAsker(events)
+    elif interactive if interactive is not None else terminal_available():
+        base = TerminalAsker(events)
+    else:
+        base = UnavailableAsker(events)
+    if answers_file:
+        return ScriptedAsker(load_answers(answers_file), fallback=UnavailableAsker(), events=events)
+    return base

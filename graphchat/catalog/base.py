@@ -1,0 +1,238 @@
+"""The catalog: every tool in one namespace, called through one path.
+
+`Catalog.call(name, arguments, ctx) -> ToolResult` is the only way the agent loop, the plan
+executor and `tools call` reach a tool. Argument validation, approvals, events and shape
+recording happen here, once, whatever kind of tool it is (MCP, plan, native).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from graphchat.asks import Asker
+    from graphchat.events import EventSink
+
+FAMILIES = ("read", "write", "destructive")
+CONTROL_STEPS = ("exit", "decide", "filter", "map", "reduce", "agent", "ask")
+
+
+@dataclass
+class ToolSpec:
+    """What a tool is: its catalog name, schemas and where it comes from."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    source: str  # "mcp:<server>", "plan", "native", "control"
+    family: str = "destructive"  # read | write | destructive (unannotated = destructive)
+    output_schema: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_model_tool(self) -> dict[str, Any]:
+        """The OpenAI-format tool definition litellm takes."""
+        schema = self.input_schema or {"type": "object", "properties": {}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description or self.name,
+                "parameters": schema,
+            },
+        }
+
+
+@dataclass
+class ToolResult:
+    """One tool call's outcome: a JSON value, whether it is an error, and how long it took."""
+
+    value: Any
+    is_error: bool = False
+    ms: float = 0.0
+
+    @classmethod
+    def error(cls, message: str, **extra: Any) -> ToolResult:
+        return cls(value={"error": message, **extra}, is_error=True)
+
+    @property
+    def error_message(self) -> str:
+        if isinstance(self.value, dict) and isinstance(self.value.get("error"), str):
+            return self.value["error"]
+        return str(self.value)
+
+    def to_text(self) -> str:
+        """The result as the string the model (and the thread) gets."""
+        import orjson
+
+        if isinstance(self.value, str):
+            return self.value
+        return orjson.dumps(self.value, default=str).decode()
+
+
+@dataclass
+class CallContext:
+    """Who is calling and how questions and events reach the person.
+
+    `chain` is the stack of plan identifiers being run (depth limit and cycle detection);
+    `assume_yes` is --yes (approve every sensitive call for this run).
+    """
+
+    asker: Asker | None = None
+    events: EventSink | None = None
+    chain: tuple[str, ...] = ()
+    assume_yes: bool = False
+    surface: str = "agent"  # agent | plan | cli
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def child(self, plan_id: str) -> CallContext:
+        return CallContext(
+            self.asker, self.events, (*self.chain, plan_id), self.assume_yes, "plan", self.extra
+        )
+
+
+class ToolSource(Protocol):
+    """A provider of tools (MCP pool, plans, natives). `specs` must be cheap: no server start."""
+
+    def specs(self) -> list[ToolSpec]: ...
+
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+# An approval hook: returns None to run the call, or the refusal message for the model.
+Approver = Callable[[ToolSpec, dict[str, Any], CallContext], Awaitable[str | None]]
+# A shape recorder: called after every successful call, must not block (schedules work off-loop).
+ShapeRecorder = Callable[[ToolSpec, Any], None]
+
+
+class Catalog:
+    """One namespace over several sources; `call` is the one call path."""
+
+    def __init__(
+        self,
+        sources: Iterable[ToolSource] = (),
+        *,
+        approver: Approver | None = None,
+        record_shape: ShapeRecorder | None = None,
+    ) -> None:
+        self.sources: list[ToolSource] = list(sources)
+        self.approver = approver
+        self.record_shape = record_shape
+        self._index: dict[str, tuple[ToolSpec, ToolSource]] | None = None
+        self.warnings: list[str] = []
+
+    def add_source(self, source: ToolSource) -> None:
+        self.sources.append(source)
+        self._index = None
+
+    def invalidate(self) -> None:
+        self._index = None
+
+    def _build(self) -> dict[str, tuple[ToolSpec, ToolSource]]:
+        if self._index is None:
+            index: dict[str, tuple[ToolSpec, ToolSource]] = {}
+            for source in self.sources:
+                for spec in source.specs():
+                    if spec.name in index:
+                        self.warnings.append(f"tool name {spec.name} is defined twice; the first one is kept")
+                        continue
+                    index[spec.name] = (spec, source)
+            self._index = index
+        return self._index
+
+    def list(self) -> list[ToolSpec]:
+        return [spec for spec, _ in self._build().values()]
+
+    def get(self, name: str) -> ToolSpec | None:
+        entry = self._build().get(name)
+        return entry[0] if entry else None
+
+    def model_tools(self, patterns: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Tool definitions for the model: everything but control steps, optionally filtered by globs.
+
+        `ask_user` is always kept (a big catalog must never push it out).
+        """
+        from fnmatch import fnmatchcase
+
+        pats = list(patterns) if patterns is not None else None
+        tools = []
+        for spec in self.list():
+            if spec.source == "control":
+                continue
+            if pats is not None and spec.name != "ask_user":
+                if not any(fnmatchcase(spec.name, p) for p in pats):
+                    continue
+            tools.append(spec.to_model_tool())
+        tools.sort(key=lambda t: (t["function"]["name"] != "ask_user",))
+        return tools
+
+    async def call(self, name: str, arguments: Any, ctx: CallContext | None = None) -> ToolResult:
+        """Run one tool: validate, approve, call, time, record. Never raises for a tool problem."""
+        ctx = ctx or CallContext()
+        events = ctx.events
+        entry = self._build().get(name)
+        started = time.perf_counter()
+        if entry is None:
+            result = ToolResult.error(f"unknown tool: {name}")
+            if events:
+                events.tool_finished(name, 0.0, True, result.error_message)
+            return result
+        spec, source = entry
+        if arguments is None:
+            arguments = {}
+        problem = validate_arguments(spec, arguments)
+        if problem is None and self.approver is not None:
+            problem = await self.approver(spec, arguments, ctx)
+        if problem is not None:
+            result = ToolResult.error(problem)
+            if events:
+                events.tool_finished(name, 0.0, True, problem)
+            return result
+        if events:
+            events.tool_started(name, arguments)
+        try:
+            result = await source.call(spec, arguments, ctx)
+        except asyncio.CancelledError:
+            if events:
+                events.tool_finished(name, (time.perf_counter() - started) * 1000, True, "cancelled")
+            raise
+        except Exception as exc:  # a tool must never take the round down
+            result = ToolResult.error(f"{name}: {type(exc).__name__}: {exc}")
+        result.ms = (time.perf_counter() - started) * 1000
+        if events:
+            events.tool_finished(
+                name, result.ms, result.is_error, result.error_message if result.is_error else None
+            )
+        if not result.is_error and self.record_shape is not None and spec.source != "control":
+            try:
+                self.record_shape(spec, result.value)
+            except Exception:  # shape learning is best-effort, never a failed call
+                pass
+        return result
+
+    async def aclose(self) -> None:
+        for source in self.sources:
+            try:
+                await source.aclose()
+            except Exception:
+                pass
+
+
+def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
+    """None when the arguments fit the tool's input schema, else a message the model can act on."""
+    if not isinstance(arguments, dict):
+        return f"{spec.name}: arguments must be a JSON object, got {type(arguments).__name__}"
+    schema = spec.input_schema
+    if not schema:
+        return None
+    from graphchat.jsonschema_util import first_error
+
+    error = first_error(schema, arguments)
+    if error is None:
+        return None
+    return f"invalid arguments for {spec.name}: {error}"

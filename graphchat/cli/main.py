@@ -1,0 +1,81 @@
+"""Entry point: global options, one sub-parser per command group, errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# Before anything can import litellm: no network fetch of the cost map at import.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+GROUPS = ("ask", "chat", "plan", "tools", "threads", "shapes", "mcp")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from importlib import import_module
+
+    from graphchat import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="graphchat",
+        description="A terminal chat agent over MCP tools and YAML plans.",
+    )
+    parser.add_argument(
+        "--home", metavar="DIR", help="workspace folder (default: $GRAPHCHAT_HOME or nearest graphchat.yaml)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"graphchat {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in GROUPS:
+        import_module(f"graphchat.cli.{group}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from graphchat.cli.output import report_error
+    from graphchat.errors import EXIT_INTERRUPTED, EXIT_USAGE, GraphchatError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        if args.command:
+            # a group given without its sub-command: show that group's help
+            parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    debug = args.verbose or os.environ.get("GRAPHCHAT_DEBUG") == "1"
+    try:
+        return int(func(args) or 0)
+    except GraphchatError as exc:
+        report_error(exc.message, exc.hint)
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed early (e.g. `| head`): not an error worth a traceback
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        return 0
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        report_error(
+            f"internal error: {type(exc).__name__}: {exc}",
+            "run with -v (or GRAPHCHAT_DEBUG=1) for the traceback",
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,279 @@
+"""Find the workspace and load graphchat.yaml + environment + flags into one Settings.
+
+The workspace is, in order: --home DIR, $GRAPHCHAT_HOME, the nearest folder at or above the
+current one holding graphchat.yaml, else the per-user data folder (created on first use).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphchat.errors import ConfigError
+
+CONFIG_NAME = "graphchat.yaml"
+ROLES = ("default", "chat", "solver", "judge", "planner")
+APPROVAL_MODES = ("ask", "auto", "deny")
+NO_MODEL_HINT = "set GRAPHCHAT_MODEL (e.g. GRAPHCHAT_MODEL=openai/gpt-4o-mini) or `models: {default: ...}` in graphchat.yaml"
+
+
+def user_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "graphchat"
+
+
+def find_workspace(home: str | os.PathLike[str] | None = None) -> Path:
+    """The workspace folder (see module doc). Never fails; creates the per-user folder if used."""
+    if home:
+        path = Path(home).expanduser()
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--home {home}: not a directory")
+        return path.resolve()
+    env_home = os.environ.get("GRAPHCHAT_HOME")
+    if env_home:
+        return Path(env_home).expanduser().resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    path = user_data_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model role: a litellm model string plus call options."""
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = None
+    temperature: float | None = None
+    context_window: int | None = None
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    role: str = "default"
+
+
+@dataclass(frozen=True)
+class Approvals:
+    mode: str = "ask"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+@dataclass
+class Settings:
+    workspace: Path
+    config_path: Path | None
+    models: dict[str, ModelConfig]
+    max_agent_iterations: int = 15
+    max_tool_result_chars: int = 20000
+    approvals: Approvals = field(default_factory=Approvals)
+    model_override: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def catalog_dir(self) -> Path:
+        return self.workspace / "catalog"
+
+    @property
+    def plans_dir(self) -> Path:
+        return self.workspace / "plans"
+
+    @property
+    def threads_dir(self) -> Path:
+        return self.workspace / "threads"
+
+    def has_model(self, role: str = "chat") -> bool:
+        return self.model_override is not None or role in self.models or "default" in self.models
+
+    def model_for(self, role: str = "chat", override: str | None = None) -> ModelConfig:
+        """The model of a role (falling back to default); --model overrides the command's role.
+
+        Raises ConfigError (exit 2) naming what to set when no model is configured.
+        """
+        base = self.models.get(role) or self.models.get("default")
+        name = override or self.model_override
+        if name:
+            if base is None:
+                base = ModelConfig(model=name, role=role)
+            else:
+                base = ModelConfig(**{**base.__dict__, "model": name, "role": role})
+            return base
+        if base is None:
+            raise ConfigError(f"no model configured for role '{role}'", hint=NO_MODEL_HINT)
+        return base if base.role == role else ModelConfig(**{**base.__dict__, "role": role})
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def _line_of(node: Any, path: tuple[str | int, ...]) -> int | None:
+    """1-based line of the YAML node at `path` (mapping keys / sequence indexes), if known."""
+    import yaml
+
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == part:
+                    line = key_node.start_mark.line + 1
+                    node = value_node
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def load_yaml_file(path: Path) -> tuple[Any, Any]:
+    """safe_load a YAML file; a syntax error becomes `<file>:<line>: <problem>` (ConfigError)."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    return data, node
+
+
+class _Problem(Exception):
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        self.path = path
+        self.message = message
+
+
+def _model_config(role: str, value: Any) -> ModelConfig:
+    if isinstance(value, str) and value.strip():
+        return ModelConfig(model=value.strip(), role=role)
+    if not isinstance(value, dict):
+        raise _Problem(("models", role), f"models.{role}: expected a model string or a mapping with `model`")
+    known = {f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role")}
+    model = value.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise _Problem(("models", role), f"models.{role}: `model` is required (a litellm model string)")
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in known:
+            if key in ("temperature", "input_cost_per_token", "output_cost_per_token") and not isinstance(
+                item, (int, float)
+            ):
+                raise _Problem(("models", role, key), f"models.{role}.{key}: expected a number")
+            if key == "context_window" and (not isinstance(item, int) or item <= 0):
+                raise _Problem(("models", role, key), f"models.{role}.{key}: expected a positive integer")
+            kwargs[key] = item
+        else:
+            extra[key] = item
+    return ModelConfig(**kwargs, extra=extra, role=role)
+
+
+def _parse_config(data: Any) -> dict[str, Any]:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise _Problem((), "expected a mapping at the top level")
+    allowed = {"models", "settings", "approvals"}
+    for key in data:
+        if key not in allowed:
+            raise _Problem((key,), f"unknown key `{key}` (expected one of: {', '.join(sorted(allowed))})")
+    out: dict[str, Any] = {"models": {}}
+    models = data.get("models") or {}
+    if not isinstance(models, dict):
+        raise _Problem(("models",), "models: expected a mapping of role -> model")
+    for role, value in models.items():
+        if role not in ROLES:
+            raise _Problem(("models", role), f"models.{role}: unknown role (roles: {', '.join(ROLES)})")
+        out["models"][role] = _model_config(role, value)
+    settings = data.get("settings") or {}
+    if not isinstance(settings, dict):
+        raise _Problem(("settings",), "settings: expected a mapping")
+    for key, value in settings.items():
+        if key not in ("max_agent_iterations", "max_tool_result_chars"):
+            raise _Problem(("settings", key), f"settings.{key}: unknown setting")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise _Problem(("settings", key), f"settings.{key}: expected a positive integer, got {value!r}")
+        out[key] = value
+    approvals = data.get("approvals") or {}
+    if not isinstance(approvals, dict):
+        raise _Problem(("approvals",), "approvals: expected a mapping")
+    mode = approvals.get("mode", "ask")
+    if mode not in APPROVAL_MODES:
+        raise _Problem(("approvals", "mode"), f"approvals.mode: expected one of {', '.join(APPROVAL_MODES)}")
+    lists = {}
+    for key in ("allow", "deny"):
+        value = approvals.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise _Problem(("approvals", key), f"approvals.{key}: expected a list of tool names or globs")
+        lists[key] = tuple(value)
+    for key in approvals:
+        if key not in ("mode", "allow", "deny"):
+            raise _Problem(("approvals", key), f"approvals.{key}: unknown key")
+    out["approvals"] = Approvals(mode=mode, **lists)
+    return out
+
+
+def _env_default_model(models: dict[str, ModelConfig]) -> dict[str, ModelConfig]:
+    env_model = os.environ.get("GRAPHCHAT_MODEL")
+    env_base = os.environ.get("GRAPHCHAT_API_BASE")
+    env_key = os.environ.get("GRAPHCHAT_API_KEY")
+    if not (env_model or env_base or env_key):
+        return models
+    current = models.get("default")
+    if current is None and not env_model:
+        return models
+    fields = dict(current.__dict__) if current else {"model": env_model, "role": "default"}
+    if env_model:
+        fields["model"] = env_model
+    if env_base:
+        fields["api_base"] = env_base
+    if env_key:
+        fields["api_key"] = env_key
+    return {**models, "default": ModelConfig(**fields)}
+
+
+def load_settings(home: str | os.PathLike[str] | None = None, model_override: str | None = None) -> Settings:
+    """Settings of the workspace: graphchat.yaml, then environment, then flags."""
+    workspace = find_workspace(home)
+    config_path = workspace / CONFIG_NAME
+    parsed: dict[str, Any] = {"models": {}}
+    raw: dict[str, Any] = {}
+    if config_path.is_file():
+        data, node = load_yaml_file(config_path)
+        try:
+            parsed = _parse_config(data)
+        except _Problem as problem:
+            line = _line_of(node, problem.path)
+            where = f"{config_path}:{line}" if line else str(config_path)
+            raise ConfigError(f"{where}: {problem.message}") from None
+        raw = data or {}
+    else:
+        config_path = None  # type: ignore[assignment]
+    models = _env_default_model(parsed["models"])
+    return Settings(
+        workspace=workspace,
+        config_path=config_path,
+        models=models,
+        max_agent_iterations=parsed.get("max_agent_iterations", 15),
+        max_tool_result_chars=parsed.get("max_tool_result_chars", 20000),
+        approvals=parsed.get("approvals", Approvals()),
+        model_override=model_override,
+        raw=raw,
+    )
