@@ -1,0 +1,108 @@
+"""The typed plan: what the loader produces and the executor runs.
+
+Field names are the spec's snake_case; the loader has already normalised camelCase spellings
+(toolName, outputSchema, whenUnanswered, ...) and checked every load-time rule, so the
+executor can trust the structure (but not the data templates render to).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONTROL_STEPS = frozenset({"exit", "decide", "filter", "map", "reduce", "agent", "ask"})
+RESERVED_ROOTS = frozenset({"input", "item", "index", "accumulator", "length"})
+BODY_FIELDS = {"decide": ("then", "else"), "map": ("do",), "reduce": ("do",)}
+
+
+@dataclass
+class Step:
+    """One step: a catalog tool call or a control step.
+
+    `input` holds the step's input tree with snake_case keys (templates unrendered). For control
+    steps with bodies (`decide` then/else, `map`/`reduce` do) the parsed bodies are in `bodies`
+    and are NOT rendered with the rest of the input.
+    """
+
+    id: str | None
+    tool_name: str
+    input: dict[str, Any] = field(default_factory=dict)
+    reasoning: str | None = None
+    bodies: dict[str, Body] = field(default_factory=dict)
+    line: int | None = None
+
+    @property
+    def is_control(self) -> bool:
+        return self.tool_name in CONTROL_STEPS
+
+    @property
+    def label(self) -> str:
+        return self.id or self.tool_name
+
+
+@dataclass
+class Body:
+    """A `then`/`else`/`do` body: one call without id (`single`) or a list of steps with ids.
+
+    The body's result is the last step's result.
+    """
+
+    steps: list[Step]
+    single: bool = False
+
+
+@dataclass
+class Solver:
+    query_to_answer: str
+    data: Any = None
+    system_prompt: str | None = None
+
+
+@dataclass
+class Plan:
+    identifier: str
+    name: str
+    description: str
+    steps: list[Step]
+    exemplars: list[str] = field(default_factory=list)
+    requires_servers: list[str] = field(default_factory=list)
+    input_schema: dict[str, Any] | None = None
+    solver: Solver | None = None
+    output: Any = None  # template map; None when absent
+    path: Path | None = None
+
+    @property
+    def finish(self) -> str:
+        """solver | output | silent"""
+        if self.solver is not None:
+            return "solver"
+        if self.output is not None:
+            return "output"
+        return "silent"
+
+    @property
+    def tool_name(self) -> str:
+        return f"plan__{self.identifier}"
+
+    def all_steps(self) -> list[Step]:
+        """Every step, body steps included, in file order."""
+        out: list[Step] = []
+
+        def walk(steps: list[Step]) -> None:
+            for step in steps:
+                out.append(step)
+                for body in step.bodies.values():
+                    walk(body.steps)
+
+        walk(self.steps)
+        return out
+
+
+class PlanLoadError(Exception):
+    """A plan that does not load: every problem, each `<file>: step <id>: <field>: <what>`."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__("\n".join(problems))
