@@ -1,0 +1,139 @@
+"""Thread events: the kinds of line a thread file holds, and small helpers to build them.
+
+Every line is one JSON object with `kind` and `ts` (ISO 8601, UTC, microseconds, so plain
+string order is time order).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal, NotRequired, TypedDict
+
+USER = "user"
+ASSISTANT = "assistant"
+TOOL_RESULT = "tool_result"
+TURN_END = "turn_end"
+TURN_FAILED = "turn_failed"
+META = "meta"
+
+# Kinds that become a model message (and count as a message in `threads list`).
+MESSAGE_KINDS = frozenset({USER, ASSISTANT, TOOL_RESULT})
+# Kinds that close a turn.
+TURN_CLOSERS = frozenset({TURN_END, TURN_FAILED})
+
+INTERRUPTED_ERROR = "interrupted before it finished"
+TITLE_CHARS = 60
+
+
+class ToolCall(TypedDict):
+    id: str
+    name: str
+    arguments: str  # a JSON string, as OpenAI sends it
+
+
+class UserEvent(TypedDict):
+    kind: Literal["user"]
+    ts: str
+    content: Any  # a string, or a list of content parts
+
+
+class AssistantEvent(TypedDict):
+    kind: Literal["assistant"]
+    ts: str
+    content: str | None
+    tool_calls: list[ToolCall]
+
+
+class ToolResultEvent(TypedDict):
+    kind: Literal["tool_result"]
+    ts: str
+    tool_call_id: str
+    name: str
+    content: str  # the whole result; only what is sent to the model is shortened
+    is_error: bool
+    ms: NotRequired[float]
+
+
+class TurnEndEvent(TypedDict):
+    kind: Literal["turn_end"]
+    ts: str
+    usage: dict[str, Any]
+    model: str | None
+
+
+class TurnFailedEvent(TypedDict):
+    kind: Literal["turn_failed"]
+    ts: str
+    error: str
+
+
+class MetaEvent(TypedDict):
+    kind: Literal["meta"]
+    ts: str
+    title: NotRequired[str]
+    model: NotRequired[str]
+
+
+def now_ts() -> str:
+    """The current time as an event timestamp."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def user(content: Any) -> UserEvent:
+    return {"kind": "user", "ts": now_ts(), "content": content}
+
+
+def assistant(content: str | None, tool_calls: list[ToolCall] | None = None) -> AssistantEvent:
+    return {"kind": "assistant", "ts": now_ts(), "content": content, "tool_calls": list(tool_calls or [])}
+
+
+def tool_result(
+    tool_call_id: str, name: str, content: str, *, is_error: bool = False, ms: float | None = None
+) -> ToolResultEvent:
+    event: ToolResultEvent = {
+        "kind": "tool_result",
+        "ts": now_ts(),
+        "tool_call_id": tool_call_id,
+        "name": name,
+        "content": content,
+        "is_error": is_error,
+    }
+    if ms is not None:
+        event["ms"] = ms
+    return event
+
+
+def turn_end(usage: dict[str, Any], model: str | None) -> TurnEndEvent:
+    return {"kind": "turn_end", "ts": now_ts(), "usage": usage, "model": model}
+
+
+def turn_failed(error: str) -> TurnFailedEvent:
+    return {"kind": "turn_failed", "ts": now_ts(), "error": error}
+
+
+def meta(*, title: str | None = None, model: str | None = None) -> MetaEvent:
+    event: MetaEvent = {"kind": "meta", "ts": now_ts()}
+    if title is not None:
+        event["title"] = title
+    if model is not None:
+        event["model"] = model
+    return event
+
+
+def text_of(content: Any) -> str:
+    """The text of a message content: a string as is, or the text parts of a content list joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return "" if content is None else str(content)
+
+
+def title_from(content: Any) -> str:
+    """A thread title: the first non-blank line of the first user message, cut to 60 characters."""
+    for line in text_of(content).splitlines():
+        line = line.strip()
+        if line:
+            return line[:TITLE_CHARS].rstrip()
+    return ""

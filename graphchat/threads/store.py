@@ -1,0 +1,366 @@
+"""The thread store: one folder a thread, `messages.jsonl` (append-only) plus a small `meta.json`.
+
+Why this layout: appending is one `write` to a file opened O_APPEND under an advisory lock, so it
+is O(1) and two processes never interleave lines; `meta.json` (title, message count, times) lets
+`threads list` read one small file a thread. The meta records how many bytes of messages.jsonl it
+covers (`size`), so it only needs rewriting at a few events (the first user message, turn ends,
+meta events): whatever was appended after it, e.g. by a process killed mid-turn, is folded in by
+reading just that tail.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from graphchat.threads import events as ev
+from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
+
+MESSAGES_FILE = "messages.jsonl"
+META_FILE = "meta.json"
+RECENT_IDS_SHOWN = 5
+# Events after which meta.json is rewritten; anything else is picked up from the tail on read.
+_META_REFRESH_KINDS = frozenset({ev.USER, ev.TURN_END, ev.TURN_FAILED, ev.META})
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """One row of `threads list`."""
+
+    id: str
+    title: str
+    message_count: int
+    updated_at: str
+    created_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "message_count": self.message_count,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass
+class LoadReport:
+    """What loading a thread file had to skip: a torn last line, undecodable lines in the middle."""
+
+    dropped_torn_tail: bool = False
+    skipped_lines: list[int] = field(default_factory=list)  # 1-based line numbers
+
+    @property
+    def clean(self) -> bool:
+        return not self.dropped_torn_tail and not self.skipped_lines
+
+    def warnings(self, thread_id: str) -> list[str]:
+        lines = []
+        if self.dropped_torn_tail:
+            lines.append(f"warning: thread {thread_id}: dropped a torn last line")
+        if self.skipped_lines:
+            shown = ", ".join(str(n) for n in self.skipped_lines[:10])
+            more = "" if len(self.skipped_lines) <= 10 else ", …"
+            lines.append(
+                f"warning: thread {thread_id}: skipped {len(self.skipped_lines)} undecodable "
+                f"line(s) (line {shown}{more})"
+            )
+        return lines
+
+
+def parse_lines(data: bytes) -> tuple[list[dict[str, Any]], LoadReport]:
+    """Decode a thread file's bytes; never raises. A last line without its newline is torn (dropped)."""
+    report = LoadReport()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline
+    if tail.strip():
+        report.dropped_torn_tail = True
+    loads = orjson.loads
+    out: list[dict[str, Any]] = []
+    append = out.append
+    for number, line in enumerate(lines, 1):
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError:
+            if line.strip():
+                report.skipped_lines.append(number)
+            continue
+        if type(obj) is dict and isinstance(obj.get("kind"), str):
+            append(obj)
+        else:
+            report.skipped_lines.append(number)
+    return out, report
+
+
+def _fold(meta: dict[str, Any], events: Iterable[dict[str, Any]]) -> None:
+    """Update a meta dict with events that came after it (count, title, model, updated_at)."""
+    count = meta.get("message_count", 0)
+    for event in events:
+        kind = event["kind"]
+        if kind in ev.MESSAGE_KINDS:
+            count += 1
+            if kind == ev.USER and not meta.get("title"):
+                meta["title"] = ev.title_from(event.get("content"))
+        elif kind == ev.META:
+            if isinstance(event.get("title"), str):
+                meta["title"] = event["title"][: ev.TITLE_CHARS]
+            if isinstance(event.get("model"), str):
+                meta["model"] = event["model"]
+        elif kind == ev.TURN_END and isinstance(event.get("model"), str):
+            meta["model"] = event["model"]
+        ts = event.get("ts")
+        if isinstance(ts, str) and ts > meta.get("updated_at", ""):
+            meta["updated_at"] = ts
+    meta["message_count"] = count
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
+    # A reader sees the old meta or the new one, never half of one.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(orjson.dumps(obj))
+    os.replace(tmp, path)
+
+
+def _pread_all(fd: int, start: int, end: int) -> bytes:
+    chunks = []
+    while start < end:
+        chunk = os.pread(fd, end - start, start)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        start += len(chunk)
+    return b"".join(chunks)
+
+
+class Thread:
+    """One conversation on disk. Appending is safe across processes; loading never raises on bad lines."""
+
+    def __init__(self, thread_id: str, path: Path) -> None:
+        self.id = thread_id
+        self.path = path
+        self.messages_path = path / MESSAGES_FILE
+        self.meta_path = path / META_FILE
+        self._fd: int | None = None
+        self._reported: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"Thread({self.id!r})"
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def _open_fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.messages_path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return self._fd
+
+    def append(self, event: dict[str, Any]) -> None:
+        """Append one event as one whole line (adds `ts` when missing). O(1); never rewrites the file."""
+        kind = event.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("a thread event needs a string `kind`")
+        if "ts" not in event:
+            event = {"kind": kind, "ts": ev.now_ts(), **event}
+        line = orjson.dumps(event) + b"\n"  # orjson never emits a raw newline inside
+        fd = self._open_fd()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            # A process killed mid-write may have left a line without its newline: start on a fresh
+            # line so ours stays whole (the fragment is then skipped on load as undecodable).
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            view = memoryview(line)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if kind in _META_REFRESH_KINDS:
+                self._refresh_meta_locked(fd, size + len(line))
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _refresh_meta_locked(self, fd: int, end: int) -> None:
+        meta = _read_json(self.meta_path) or {}
+        start = meta.get("size", 0)
+        if not isinstance(start, int) or not 0 <= start <= end:
+            meta, start = {}, 0  # meta from another file's history: recount from the start
+        meta.setdefault("id", self.id)
+        meta.setdefault("created_at", meta.get("updated_at") or ev.now_ts())
+        events, _ = parse_lines(_pread_all(fd, start, end))
+        _fold(meta, events)
+        meta["size"] = end
+        _write_json_atomic(self.meta_path, meta)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Thread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing useful to do
+            pass
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def load(self) -> tuple[list[dict[str, Any]], LoadReport]:
+        """All decodable events, and what had to be skipped. Never raises on a damaged file."""
+        try:
+            data = self.messages_path.read_bytes()
+        except FileNotFoundError:
+            return [], LoadReport()
+        return parse_lines(data)
+
+    def events(self) -> list[dict[str, Any]]:
+        """All decodable events; damage is reported once per problem on stderr (never an exception)."""
+        events, report = self.load()
+        for warning in report.warnings(self.id):
+            if warning not in self._reported:
+                self._reported.add(warning)
+                print(warning, file=sys.stderr)
+        return events
+
+    def info(self) -> ThreadInfo:
+        return _info_for(self.path, self.id)
+
+    def model_messages(self, *, max_tool_result_chars: int = 20000) -> list[dict[str, Any]]:
+        """The thread replayed for the model (failed turns left out, interruptions repaired)."""
+        from graphchat.threads.replay import to_model_messages
+
+        return to_model_messages(self.events(), max_tool_result_chars=max_tool_result_chars)
+
+
+def _info_for(path: Path, thread_id: str) -> ThreadInfo:
+    """A thread's list row from meta.json plus whatever was appended after it was written."""
+    meta = _read_json(path / META_FILE) or {}
+    covered = meta.get("size", 0)
+    if not isinstance(covered, int) or covered < 0:
+        meta, covered = {}, 0
+    try:
+        size = os.stat(path / MESSAGES_FILE).st_size
+    except FileNotFoundError:
+        size = 0
+    if size != covered:
+        if size < covered:  # cannot happen with append-only writes; recount rather than trust it
+            meta, covered = {}, 0
+        with open(path / MESSAGES_FILE, "rb") as f:
+            f.seek(covered)
+            tail = f.read(size - covered)
+        events, _ = parse_lines(tail)
+        _fold(meta, events)
+    created = meta.get("created_at") or ""
+    return ThreadInfo(
+        id=thread_id,
+        title=meta.get("title") or "",
+        message_count=int(meta.get("message_count", 0)),
+        updated_at=meta.get("updated_at") or created,
+        created_at=created,
+    )
+
+
+class ThreadStore:
+    """All threads of a workspace, under `<root>/` (normally `<workspace>/threads`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def create(self) -> Thread:
+        """A new, empty thread. Its folder appears whole (built aside, then renamed into place)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        while True:
+            thread_id = new_id()
+            final = self.root / thread_id
+            if final.exists():
+                continue
+            staging = self.root / f".new-{thread_id}-{os.getpid()}"
+            staging.mkdir()
+            (staging / MESSAGES_FILE).touch(0o600)
+            now = ev.now_ts()
+            meta = {"id": thread_id, "created_at": now, "updated_at": now, "message_count": 0, "size": 0}
+            (staging / META_FILE).write_bytes(orjson.dumps(meta))
+            try:
+                os.rename(staging, final)
+            except OSError:  # lost a race for the same id: try another
+                shutil.rmtree(staging, ignore_errors=True)
+                continue
+            return Thread(thread_id, final)
+
+    def _ids(self) -> list[str]:
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        return [e.name for e in entries if is_valid_id(e.name) and e.is_dir()]
+
+    def list(self) -> list[ThreadInfo]:
+        """Every thread, newest first. Reads one small meta file a thread (plus any unsummarised tail)."""
+        infos = [_info_for(self.root / thread_id, thread_id) for thread_id in self._ids()]
+        infos.sort(key=lambda i: (i.updated_at, i.created_at, i.id), reverse=True)
+        return infos
+
+    def latest(self) -> Thread | None:
+        """The most recently updated thread, if any."""
+        infos = self.list()
+        return Thread(infos[0].id, self.root / infos[0].id) if infos else None
+
+    def _unknown(self, message: str) -> Exception:
+        from graphchat.errors import GraphchatError
+
+        recent = [info.id for info in self.list()[:RECENT_IDS_SHOWN]]
+        if recent:
+            message += "; recent threads: " + ", ".join(recent)
+        else:
+            message += "; there are no threads yet"
+        return GraphchatError(message, hint="see `graphchat threads list`")
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """The full id a user meant: exact, or the one thread it is a prefix of (≥ 6 characters)."""
+        from graphchat.errors import GraphchatError
+
+        wanted = normalize_user_id(id_or_prefix)
+        if (self.root / wanted).is_dir():
+            return wanted
+        matches = sorted(name for name in self._ids() if name.startswith(wanted))
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise GraphchatError(
+                f"thread id {wanted!r} is ambiguous: " + ", ".join(matches[:RECENT_IDS_SHOWN]),
+                hint="type more characters of the id",
+            )
+        raise self._unknown(f"unknown thread {wanted!r}")
+
+    def open(self, id_or_prefix: str) -> Thread:
+        """An existing thread; an unknown id raises GraphchatError (exit 1) listing the recent ids."""
+        thread_id = self.resolve(id_or_prefix)
+        return Thread(thread_id, self.root / thread_id)
+
+    def remove(self, id_or_prefix: str) -> str:
+        """Delete a thread and everything in its folder; returns the full id removed."""
+        thread_id = self.resolve(id_or_prefix)
+        # Rename first so a half-finished delete never shows as a damaged thread in `list`.
+        doomed = self.root / f".rm-{thread_id}-{os.getpid()}"
+        os.rename(self.root / thread_id, doomed)
+        shutil.rmtree(doomed)
+        return thread_id
