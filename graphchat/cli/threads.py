@@ -1,0 +1,168 @@
+"""`graphchat threads list|show|rm|export`: look at, keep or delete past conversations."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+SHOW_RESULT_CHARS = 600
+SHOW_RESULT_LINES = 12
+SHOW_ARGS_CHARS = 300
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "threads",
+        help="list, show, export or remove conversation threads",
+        description="Every ask and chat turn is kept as a thread in the workspace's threads/ folder.",
+    )
+    commands = parser.add_subparsers(dest="threads_command", metavar="SUBCOMMAND")
+
+    p = commands.add_parser("list", help="threads, newest first")
+    p.add_argument("--json", action="store_true", help="print {threads: [...], count}")
+    p.set_defaults(func=run_list)
+
+    p = commands.add_parser("show", help="a thread's messages, tool calls and results")
+    p.add_argument("id", metavar="ID", help="thread id (or a unique prefix of at least 6 characters)")
+    p.add_argument("--json", action="store_true", help="print the events as a JSON array")
+    p.set_defaults(func=run_show)
+
+    p = commands.add_parser("rm", help="delete a thread")
+    p.add_argument("id", metavar="ID", help="thread id (or a unique prefix of at least 6 characters)")
+    p.set_defaults(func=run_rm)
+
+    p = commands.add_parser("export", help="a thread as Markdown or JSON, on stdout")
+    p.add_argument("id", metavar="ID", help="thread id (or a unique prefix of at least 6 characters)")
+    p.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
+    p.set_defaults(func=run_export)
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from graphchat.threads.store import ThreadStore
+    from graphchat.workspace import find_workspace
+
+    return ThreadStore(find_workspace(getattr(args, "home", None)) / "threads")
+
+
+def _local_time(ts: str) -> str:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(ts).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ts[:16]
+
+
+def run_list(args: argparse.Namespace) -> int:
+    infos = _store(args).list()
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json({"threads": [i.to_json() for i in infos], "count": len(infos)})
+        return 0
+    if not infos:
+        print("no threads yet", file=sys.stderr)
+        return 0
+    rows = [
+        f"{i.id}  {_local_time(i.updated_at):16}  {i.message_count:>5}  {i.title or '(no title)'}"
+        for i in infos
+    ]
+    sys.stdout.write("\n".join(rows) + "\n")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    thread = _store(args).open(args.id)
+    events = thread.events()
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json(events)
+        return 0
+    _render(thread.info(), events)
+    return 0
+
+
+def run_rm(args: argparse.Namespace) -> int:
+    removed = _store(args).remove(args.id)
+    print(f"removed thread {removed}", file=sys.stderr)
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    thread = _store(args).open(args.id)
+    events = thread.events()
+    info = thread.info()
+    if args.format == "json":
+        from graphchat.cli.output import print_json
+
+        print_json({**info.to_json(), "created_at": info.created_at, "events": events})
+        return 0
+    from graphchat.threads.export import to_markdown
+
+    sys.stdout.write(to_markdown(info, events))
+    return 0
+
+
+def _shorten(text: str, max_chars: int, max_lines: int) -> str:
+    lines = text.splitlines()
+    short = "\n".join(lines[:max_lines])[:max_chars]
+    if len(short) < len(text.rstrip("\n")):
+        short += f"\n… ({len(text) - len(short):,} more characters)"
+    return short
+
+
+def _render(info: Any, events: list[dict[str, Any]]) -> None:
+    """The thread for a reader: user turns, assistant markdown, tool calls and shortened results."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.rule import Rule
+    from rich.text import Text
+
+    from graphchat.threads import events as ev
+    from graphchat.threads.export import usage_line
+
+    console = Console(highlight=False, soft_wrap=False)
+    console.print(Text(info.title or "(no title)", style="bold"))
+    console.print(
+        Text(
+            f"thread {info.id} · {info.message_count} messages · updated {_local_time(info.updated_at)}",
+            "dim",
+        )
+    )
+    for event in events:
+        kind = event.get("kind")
+        if kind == ev.USER:
+            console.print(Rule(Text("you", style="bold cyan"), align="left", style="cyan"))
+            console.print(Text(ev.text_of(event.get("content"))))
+        elif kind == ev.ASSISTANT:
+            console.print(Rule(Text("assistant", style="bold green"), align="left", style="green"))
+            if event.get("content"):
+                console.print(Markdown(str(event["content"])))
+            for call in event.get("tool_calls") or []:
+                if not isinstance(call, dict):
+                    continue
+                arguments = call.get("arguments")
+                arguments = arguments if isinstance(arguments, str) else str(arguments)
+                line = Text("→ ", style="yellow")
+                line.append(str(call.get("name", "")), style="bold yellow")
+                line.append(" " + _shorten(arguments, SHOW_ARGS_CHARS, 3), style="yellow")
+                console.print(line)
+        elif kind == ev.TOOL_RESULT:
+            failed = bool(event.get("is_error"))
+            line = Text("✗ " if failed else "✓ ", style="red" if failed else "green")
+            line.append(str(event.get("name", "")), style="bold")
+            if isinstance(event.get("ms"), int | float):
+                line.append(f" {event['ms'] / 1000:.1f}s", style="dim")
+            console.print(line)
+            content = str(event.get("content", ""))
+            console.print(Text(_shorten(content, SHOW_RESULT_CHARS, SHOW_RESULT_LINES), style="dim"))
+        elif kind == ev.TURN_END:
+            usage = usage_line(event)
+            if usage:
+                console.print(Text(usage, style="dim italic"))
+        elif kind == ev.TURN_FAILED:
+            console.print(Text(f"turn failed: {event.get('error', '')}", style="bold red"))
+        elif kind == ev.META and event.get("title"):
+            console.print(Text(f"title: {event['title']}", style="dim"))
