@@ -1,0 +1,41 @@
+"""The plan template language: `{{path}}` values, sections, typed splice, typed errors.
+
+Pure functions over JSON values; see `parser` for the grammar and `renderer` for resolution.
+"""
+
+from graphchat.plans.template.errors import (
+    BadPath,
+    EmptyData,
+    MissingStep,
+    TemplateError,
+    TemplateSyntaxError,
+)
+from graphchat.plans.template.parser import Path, Section, Template, parse
+from graphchat.plans.template.renderer import (
+    check_syntax,
+    references,
+    render_string,
+    render_text,
+    render_value,
+    section_references,
+    to_text,
+)
+
+__all__ = [
+    "BadPath",
+    "EmptyData",
+    "MissingStep",
+    "Path",
+    "Section",
+    "Template",
+    "TemplateError",
+    "TemplateSyntaxError",
+    "check_syntax",
+    "parse",
+    "references",
+    "render_string",
+    "render_text",
+    "render_value",
+    "section_references",
+    "to_text",
+]
