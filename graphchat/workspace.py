@@ -147,6 +147,9 @@ def load_yaml_file(path: Path) -> tuple[Any, Any]:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        # An unclosed bracket or quote is reported at end of file; its opening line helps more.
+        if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
+            mark = exc.context_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise ConfigError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
