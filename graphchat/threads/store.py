@@ -251,20 +251,31 @@ class Thread:
         return to_model_messages(self.events(), max_tool_result_chars=max_tool_result_chars)
 
 
-def _info_for(path: Path, thread_id: str) -> ThreadInfo:
+def _read_meta(folder: str) -> dict[str, Any]:
+    try:
+        with open(f"{folder}/{META_FILE}", "rb") as f:
+            obj = orjson.loads(f.read())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _info_for(folder: str | Path, thread_id: str) -> ThreadInfo:
     """A thread's list row from meta.json plus whatever was appended after it was written."""
-    meta = _read_json(path / META_FILE) or {}
+    folder = os.fspath(folder)  # plain strings: pathlib costs as much as the reads here
+    meta = _read_meta(folder)
     covered = meta.get("size", 0)
     if not isinstance(covered, int) or covered < 0:
         meta, covered = {}, 0
+    messages = f"{folder}/{MESSAGES_FILE}"
     try:
-        size = os.stat(path / MESSAGES_FILE).st_size
+        size = os.stat(messages).st_size
     except FileNotFoundError:
         size = 0
     if size != covered:
         if size < covered:  # cannot happen with append-only writes; recount rather than trust it
             meta, covered = {}, 0
-        with open(path / MESSAGES_FILE, "rb") as f:
+        with open(messages, "rb") as f:
             f.seek(covered)
             tail = f.read(size - covered)
         events, _ = parse_lines(tail)
@@ -306,16 +317,19 @@ class ThreadStore:
                 continue
             return Thread(thread_id, final)
 
-    def _ids(self) -> list[str]:
+    def _entries(self) -> list[os.DirEntry[str]]:
         try:
-            entries = list(os.scandir(self.root))
+            with os.scandir(self.root) as it:
+                return [e for e in it if is_valid_id(e.name) and e.is_dir()]
         except FileNotFoundError:
             return []
-        return [e.name for e in entries if is_valid_id(e.name) and e.is_dir()]
+
+    def _ids(self) -> list[str]:
+        return [e.name for e in self._entries()]
 
     def list(self) -> list[ThreadInfo]:
         """Every thread, newest first. Reads one small meta file a thread (plus any unsummarised tail)."""
-        infos = [_info_for(self.root / thread_id, thread_id) for thread_id in self._ids()]
+        infos = [_info_for(e.path, e.name) for e in self._entries()]
         infos.sort(key=lambda i: (i.updated_at, i.created_at, i.id), reverse=True)
         return infos
 
