@@ -14,6 +14,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,8 @@ def main() -> int:
         )
         for name, value in cases.items():
             mb = len(json.dumps(value)) / 1e6
-            rec = median_ms(lambda n=name, v=value: store.record(n, v))
-            inf = median_ms(lambda v=value: infer_schema(v))
+            rec = median_ms(partial(store.record, name, value))
+            inf = median_ms(partial(infer_schema, value))
             size = store.path(name).stat().st_size
             g_ms = g_size = float("nan")
             if SchemaBuilder is not None:

@@ -378,7 +378,7 @@ def test_concurrent_records_from_threads_lose_no_update(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["shared.json"]
 
 
-async def test_record_async_runs_off_loop_and_drains(tmp_path: Path) -> None:
+async def test_record_async_runs_off_loop_and_drains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ShapeStore(tmp_path)
     loop_thread = threading.get_ident()
     seen_threads: list[int] = []
@@ -388,7 +388,7 @@ async def test_record_async_runs_off_loop_and_drains(tmp_path: Path) -> None:
         seen_threads.append(threading.get_ident())
         real_record(*args)
 
-    store.record = spying_record  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "record", spying_record)
     tasks = [record_async(store, "a", {"i": i}) for i in range(5)]
     tasks.append(store.record_async("b", [1], {"type": "array"}))
     await store.drain()
