@@ -33,7 +33,9 @@ def pretty_arguments(arguments: Any) -> str:
 
 def usage_line(event: dict[str, Any]) -> str:
     """`in 120 · out 40 · $0.0012 · model` from a turn_end event."""
-    usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+    usage = event.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     parts = []
     if "input_tokens" in usage:
         parts.append(f"in {usage['input_tokens']}")

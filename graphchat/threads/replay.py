@@ -65,7 +65,7 @@ class _TurnBuilder:
     def assistant(self, event: dict[str, Any]) -> None:
         self._close_calls()
         self.assistant_no += 1
-        calls = []
+        calls: list[dict[str, Any]] = []
         for k, call in enumerate(event.get("tool_calls") or []):
             if not isinstance(call, dict):
                 continue
