@@ -1,0 +1,217 @@
+"""LLM: one model role behind litellm — streaming, retries, usage and cost, structured replies."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from graphchat.errors import GraphchatError
+from graphchat.llm.runtime import alitellm_module, litellm_module
+from graphchat.llm.stream import StreamAssembler
+from graphchat.llm.types import Completion, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from graphchat.events import EventSink
+    from graphchat.workspace import ModelConfig
+
+Message = dict[str, Any]
+
+
+class LLM:
+    """Calls to one configured model. `usage` is the running total of every call made through it."""
+
+    def __init__(self, config: ModelConfig, *, events: EventSink | None = None, num_retries: int = 3) -> None:
+        self.config = config
+        self.events = events
+        self.num_retries = num_retries
+        self.usage = Usage()
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    def _kwargs(self) -> dict[str, Any]:
+        config = self.config
+        kwargs: dict[str, Any] = dict(config.extra)
+        kwargs["model"] = config.model
+        if config.api_base:
+            kwargs["api_base"] = config.api_base
+        if config.api_key:
+            kwargs["api_key"] = config.api_key
+        if config.temperature is not None:
+            kwargs["temperature"] = config.temperature
+        # The global litellm.num_retries is ignored (and reset) upstream: pass it on every call.
+        kwargs["num_retries"] = self.num_retries
+        return kwargs
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        tool_choice: Any = None,
+        response_format: Any = None,
+        site: str = "chat",
+        stream: bool = True,
+    ) -> Completion:
+        """One model call. Text reaches `on_text` as it streams; errors are GraphchatError (exit 1)."""
+        litellm = await alitellm_module()
+        kwargs = self._kwargs()
+        kwargs["messages"] = messages
+        if tools:
+            kwargs["tools"] = tools
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        started = time.perf_counter()
+        try:
+            if stream:
+                # Without include_usage, litellm invents usage with a local tokenizer.
+                response = await litellm.acompletion(
+                    **kwargs, stream=True, stream_options={"include_usage": True}
+                )
+                assembler = StreamAssembler(on_text)
+                async for chunk in response:
+                    assembler.feed(chunk)
+                content, calls = assembler.content, assembler.tool_calls()
+                raw_usage, finish = assembler.usage, assembler.finish_reason
+            else:
+                response = await litellm.acompletion(**kwargs)
+                content, calls, raw_usage, finish = _from_response(response)
+                if content and on_text is not None:
+                    on_text(content)
+        except GraphchatError:
+            raise
+        except Exception as exc:
+            from graphchat.llm.errors import to_graphchat_error
+
+            raise to_graphchat_error(
+                exc,
+                self.config,
+                num_retries=self.num_retries,
+                messages=messages,
+                count_tokens=lambda m: count_tokens(self.config.model, m),
+            ) from exc
+        ms = (time.perf_counter() - started) * 1000
+        usage = self._usage(raw_usage)
+        self.usage = self.usage + usage
+        if self.events is not None:
+            self.events.llm_call(site, self.config.model, usage.input_tokens, usage.output_tokens, ms)
+        return Completion(
+            content=content, tool_calls=calls, usage=usage, model=self.config.model, finish_reason=finish
+        )
+
+    def _usage(self, raw: Any) -> Usage:
+        def field(name: str) -> int:
+            value = raw.get(name) if isinstance(raw, dict) else getattr(raw, name, None)
+            return int(value or 0)
+
+        input_tokens = field("prompt_tokens") if raw is not None else 0
+        output_tokens = field("completion_tokens") if raw is not None else 0
+        return Usage(input_tokens, output_tokens, self.cost(input_tokens, output_tokens), calls=1)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """USD for a call: the configured price, else litellm's price list, else None (unknown)."""
+        config = self.config
+        if config.input_cost_per_token is not None or config.output_cost_per_token is not None:
+            return input_tokens * (config.input_cost_per_token or 0.0) + output_tokens * (
+                config.output_cost_per_token or 0.0
+            )
+        try:
+            prompt_cost, completion_cost = litellm_module().cost_per_token(
+                model=config.model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+            )
+        except Exception:  # ModelNotMappedError subclasses only Exception: an unpriced model
+            return None
+        return float(prompt_cost) + float(completion_cost)
+
+    async def structured(
+        self, messages: list[Message], schema: dict[str, Any], *, site: str, name: str = "output"
+    ) -> dict[str, Any]:
+        """A reply forced to `schema`: parsed, validated, with one repair pass; else GraphchatError."""
+        from graphchat.jsonschema_util import first_error
+        from graphchat.llm.jsonreply import parse_json_reply, schema_instruction
+
+        history = [*messages, {"role": "user", "content": schema_instruction(schema)}]
+        response_format = self._response_format(schema, name)
+        problem = ""
+        content = ""
+        for attempt in range(2):
+            if attempt:
+                history = [
+                    *history,
+                    {"role": "assistant", "content": content},
+                    {
+                        "role": "user",
+                        "content": f"That reply is not valid: {problem}. Reply again with only the JSON "
+                        "value that matches the schema, nothing else.",
+                    },
+                ]
+            completion = await self._complete_structured(history, response_format, site)
+            content = completion.content
+            try:
+                value = parse_json_reply(content)
+            except ValueError as exc:
+                problem = str(exc)
+                continue
+            problem = first_error(schema, value) or ""
+            if not problem:
+                return value
+        raise GraphchatError(f"the model's reply did not match the required JSON schema ({site}): {problem}")
+
+    async def _complete_structured(
+        self, history: list[Message], response_format: Any, site: str
+    ) -> Completion:
+        try:
+            return await self.complete(history, response_format=response_format, site=site, stream=False)
+        except GraphchatError as exc:
+            # Some OpenAI-compatible servers reject json_schema: the instruction alone must do.
+            if response_format is not None and "(400)" in exc.message:
+                return await self.complete(history, site=site, stream=False)
+            raise
+
+    def _response_format(self, schema: dict[str, Any], name: str) -> dict[str, Any] | None:
+        litellm = litellm_module()
+        try:
+            supported = litellm.supports_response_schema(self.config.model)
+        except Exception:
+            supported = False
+        if not supported and not (self.config.api_base and self.config.model.startswith("openai/")):
+            return None  # unknown model: rely on the instruction and validation
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
+def _from_response(response: Any) -> tuple[str, list[ToolCall], Any, str | None]:
+    choice = response.choices[0]
+    message = choice.message
+    calls = [
+        ToolCall(call.id or f"call_{n}", call.function.name or "", call.function.arguments or "{}")
+        for n, call in enumerate(getattr(message, "tool_calls", None) or [])
+        if call.function is not None and call.function.name
+    ]
+    return message.content or "", calls, getattr(response, "usage", None), choice.finish_reason
+
+
+def count_tokens(model: str, messages: list[Message]) -> int:
+    """Tokens of `messages` for `model` (litellm's tokenizer; a character estimate if that fails)."""
+    try:
+        return int(litellm_module().token_counter(model=model, messages=messages))
+    except Exception:
+        import orjson
+
+        return len(orjson.dumps(messages, default=str)) // 3 + 4 * len(messages)
+
+
+def context_window(config: ModelConfig) -> int | None:
+    """How many input tokens the model takes: the configured `context_window`, else litellm's info."""
+    if config.context_window:
+        return config.context_window
+    try:
+        info = litellm_module().get_model_info(config.model)
+    except Exception:  # an unmapped model: unknown window, nothing is trimmed
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if window else None

@@ -1,0 +1,134 @@
+"""Turn a failed model call into one clear line (GraphchatError, exit 1) that says what to fix."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from graphchat.errors import EXIT_FAILURE, GraphchatError
+
+if TYPE_CHECKING:
+    from graphchat.workspace import ModelConfig
+
+_PREFIX = re.compile(r"^(?:[\w.]*(?:Error|Exception):\s*)+", re.S)
+_PROVIDER = re.compile(r"\w*Exception - ", re.S)
+_RETRIED = re.compile(r"\s*LiteLLM Retried: \d+ times?.*$", re.S)
+_MAX_MESSAGE = 300
+
+# The key variable each provider reads (litellm's conventions); the rest follow <PROVIDER>_API_KEY.
+_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "vertex_ai": "GOOGLE_APPLICATION_CREDENTIALS",
+    "azure": "AZURE_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "xai": "XAI_API_KEY",
+}
+
+
+def provider_message(exc: BaseException) -> str:
+    """The provider's own words from a litellm error, on one line, without litellm's decorations."""
+    text = str(getattr(exc, "message", None) or exc)
+    text = _RETRIED.sub("", text)
+    parts = _PROVIDER.split(text)
+    text = parts[-1] if len(parts) > 1 else _PREFIX.sub("", text)
+    text = " ".join(text.split())
+    if len(text) > _MAX_MESSAGE:
+        text = text[: _MAX_MESSAGE - 1] + "…"
+    return text or type(exc).__name__
+
+
+def provider_of(model: str) -> str:
+    if "/" in model:
+        return model.split("/", 1)[0]
+    lowered = model.lower()
+    if lowered.startswith("claude"):
+        return "anthropic"
+    if lowered.startswith("gemini"):
+        return "gemini"
+    return "openai"
+
+
+def key_variable(model: str) -> str:
+    provider = provider_of(model)
+    return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
+
+
+def to_graphchat_error(
+    exc: BaseException,
+    config: ModelConfig,
+    *,
+    num_retries: int,
+    messages: list[dict[str, Any]] | None = None,
+    count_tokens: Callable[[list[dict[str, Any]]], int] | None = None,
+) -> GraphchatError:
+    """One line for a failed call; `messages` lets a context-window error say how long the history was."""
+    import openai
+
+    litellm_exceptions = _litellm_exceptions()
+    model = config.model
+    status = getattr(exc, "status_code", None)
+    detail = provider_message(exc)
+    if isinstance(exc, openai.AuthenticationError) or status == 401:
+        if config.api_key:
+            where = "GRAPHCHAT_API_KEY" if config.role == "default" else f"models.{config.role}.api_key"
+            hint = f"check the key in {where} (or `models.{config.role}.api_key` in graphchat.yaml)"
+        else:
+            hint = f"check {key_variable(model)} (or set GRAPHCHAT_API_KEY)"
+        return GraphchatError(
+            f"the model provider rejected the API key for {model} (401): {detail}", hint=hint
+        )
+    context_error = litellm_exceptions.get("ContextWindowExceededError")
+    if (context_error is not None and isinstance(exc, context_error)) or "context_length_exceeded" in str(
+        exc
+    ):
+        size = ""
+        if messages is not None:
+            approx = None
+            if count_tokens is not None:
+                try:
+                    approx = count_tokens(messages)
+                except Exception:
+                    approx = None
+            size = f": the history was {len(messages)} messages" + (
+                f", about {approx:,} tokens" if approx else ""
+            )
+        return GraphchatError(
+            f"the conversation does not fit {model}'s context window{size}",
+            hint="start a new thread (leave out --thread), or set `context_window` for the model in graphchat.yaml",
+        )
+    if isinstance(exc, openai.NotFoundError) or status == 404:
+        return GraphchatError(
+            f"model {model} was not found by the provider (404): {detail}",
+            hint="check the model name (GRAPHCHAT_MODEL, --model or graphchat.yaml)",
+        )
+    if isinstance(exc, openai.RateLimitError) or status == 429:
+        return GraphchatError(
+            f"rate limited by the provider of {model} (429) after {num_retries} retries: {detail}"
+        )
+    if isinstance(exc, openai.APIConnectionError) or "Connection error" in detail:
+        base = config.api_base or "the provider"
+        return GraphchatError(
+            f"cannot reach the model {model} at {base} after {num_retries} retries: {detail}",
+            hint="check GRAPHCHAT_API_BASE / `api_base` and that the server is running",
+        )
+    if isinstance(exc, openai.BadRequestError) or status == 400:
+        return GraphchatError(f"the provider rejected the request to {model} (400): {detail}")
+    if status:
+        return GraphchatError(
+            f"model call to {model} failed ({status}) after {num_retries} retries: {detail}"
+        )
+    return GraphchatError(f"model call to {model} failed: {type(exc).__name__}: {detail}", EXIT_FAILURE)
+
+
+def _litellm_exceptions() -> dict[str, type]:
+    from graphchat.llm.runtime import litellm_module
+
+    module = litellm_module().exceptions
+    return {name: getattr(module, name) for name in ("ContextWindowExceededError",) if hasattr(module, name)}
