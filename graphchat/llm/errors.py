@@ -77,8 +77,7 @@ def to_graphchat_error(
     detail = provider_message(exc)
     if isinstance(exc, openai.AuthenticationError) or status == 401:
         if config.api_key:
-            where = "GRAPHCHAT_API_KEY" if config.role == "default" else f"models.{config.role}.api_key"
-            hint = f"check the key in {where} (or `models.{config.role}.api_key` in graphchat.yaml)"
+            hint = "check the key in GRAPHCHAT_API_KEY or `api_key` under `models:` in graphchat.yaml"
         else:
             hint = f"check {key_variable(model)} (or set GRAPHCHAT_API_KEY)"
         return GraphchatError(
@@ -96,7 +95,8 @@ def to_graphchat_error(
                     approx = count_tokens(messages)
                 except Exception:
                     approx = None
-            size = f": the history was {len(messages)} messages" + (
+            plural = "" if len(messages) == 1 else "s"
+            size = f": the history was {len(messages)} message{plural}" + (
                 f", about {approx:,} tokens" if approx else ""
             )
         return GraphchatError(
