@@ -1,0 +1,160 @@
+"""Find the workspace's plans: every *.yaml/*.yml under plans/, sorted, first identifier wins.
+
+A file that does not load is skipped with a one-line warning, and asking for it by name
+prints its whole load error. Parsed plans are cached per process by (path, mtime, size).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graphchat.errors import GraphchatError
+from graphchat.plans.model import Plan, PlanLoadError
+
+Warn = Callable[[str], None]
+
+_cache: dict[Path, tuple[tuple[int, int], Plan | PlanLoadError]] = {}
+
+
+def load_cached(path: Path) -> Plan:
+    """`load_plan` with a per-process cache keyed by (path, mtime, size)."""
+    from graphchat.plans.loader import load_plan
+
+    try:
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return load_plan(path)
+    hit = _cache.get(path)
+    if hit is not None and hit[0] == key:
+        if isinstance(hit[1], PlanLoadError):
+            raise hit[1]
+        return hit[1]
+    try:
+        plan = load_plan(path)
+    except PlanLoadError as err:
+        _cache[path] = (key, err)
+        raise
+    _cache[path] = (key, plan)
+    return plan
+
+
+def plan_files(plans_dir: Path) -> list[Path]:
+    """Every *.yaml / *.yml under the folder (recursively), in sorted order; hidden ones skipped."""
+    if not plans_dir.is_dir():
+        return []
+    found: list[Path] = []
+    for root, dirs, files in os.walk(plans_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
+                found.append(Path(root) / name)
+    return sorted(found, key=lambda p: p.relative_to(plans_dir).parts)
+
+
+def summary(err: PlanLoadError) -> str:
+    """One line for a load error: its first problem and how many more."""
+    first = err.problems[0] if err.problems else str(err)
+    more = len(err.problems) - 1
+    return first + (f" (+{more} more problem{'s' if more > 1 else ''})" if more > 0 else "")
+
+
+def relative_problems(err: PlanLoadError) -> list[str]:
+    """The problems without their `<file>: ` prefix: `step <id>: <field>: <what>`."""
+    prefix = f"{err.source}: "
+    return [p[len(prefix) :] if p.startswith(prefix) else p for p in err.problems]
+
+
+def load_error_message(what: str, err: PlanLoadError) -> str:
+    lines = [f"{what} does not load ({err.source}):"]
+    lines += [f"  {p}" for p in relative_problems(err)]
+    return "\n".join(lines)
+
+
+@dataclass
+class PlanIndex:
+    """The plans of a workspace: loaded ones by identifier, failed files with their errors."""
+
+    plans_dir: Path
+    plans: dict[str, Plan] = field(default_factory=dict)
+    errors: dict[Path, PlanLoadError] = field(default_factory=dict)
+    duplicates: dict[Path, str] = field(default_factory=dict)  # skipped file -> identifier
+    raw_ids: dict[Path, str] = field(default_factory=dict)  # failed file -> identifier it declares
+
+    def get(self, name: str) -> Plan:
+        """A plan by identifier, `plan__<identifier>`, or file path. GraphchatError (exit 1) if none."""
+        if _looks_like_path(name):
+            path = Path(name).expanduser()
+            if not path.is_file():
+                raise GraphchatError(f"no plan file {name}")
+            try:
+                return load_cached(path)
+            except PlanLoadError as err:
+                raise GraphchatError(load_error_message(f"plan file {name}", err)) from None
+        ident = name[len("plan__") :] if name.startswith("plan__") and name not in self.plans else name
+        plan = self.plans.get(ident)
+        if plan is not None:
+            return plan
+        for path, err in self.errors.items():
+            if path.stem == ident or self.raw_ids.get(path) == ident:
+                raise GraphchatError(load_error_message(f"plan '{ident}'", err))
+        known = ", ".join(sorted(self.plans)) or "none"
+        raise GraphchatError(
+            f"unknown plan '{ident}' (known plans: {known})",
+            hint=f"plans are the *.yaml files under {self.plans_dir}",
+        )
+
+
+def discover(plans_dir: Path, *, warn: Warn | None = None) -> PlanIndex:
+    """Load every plan under `plans_dir`; failures and duplicates are warned about and skipped."""
+    index = PlanIndex(plans_dir=plans_dir)
+    where: dict[str, Path] = {}
+    for path in plan_files(plans_dir):
+        try:
+            plan = load_cached(path)
+        except PlanLoadError as err:
+            index.errors[path] = err
+            ident = _declared_identifier(path)
+            if ident:
+                index.raw_ids[path] = ident
+            if warn:
+                warn(f"skipping plan {summary(err)}")
+            continue
+        if plan.identifier in index.plans:
+            index.duplicates[path] = plan.identifier
+            if warn:
+                warn(
+                    f"skipping plan {path}: duplicate identifier '{plan.identifier}' "
+                    f"(first defined in {where[plan.identifier]})"
+                )
+            continue
+        index.plans[plan.identifier] = plan
+        where[plan.identifier] = path
+    return index
+
+
+def find_plan(name_or_path: str, plans_dir: Path, *, warn: Warn | None = None) -> Plan:
+    """One plan by name or path; a plan that does not load raises its whole load error."""
+    if _looks_like_path(name_or_path):
+        return PlanIndex(plans_dir=plans_dir).get(name_or_path)
+    return discover(plans_dir, warn=warn).get(name_or_path)
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith((".yaml", ".yml")) or os.sep in name or "/" in name
+
+
+def _declared_identifier(path: Path) -> str | None:
+    """The `identifier:` a broken file declares, found cheaply (the file may not even parse)."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("identifier:"):
+                    value = line.split(":", 1)[1].split("#", 1)[0].strip().strip("'\"")
+                    return value or None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
