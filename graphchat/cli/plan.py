@@ -1,9 +1,157 @@
-"""`graphchat plan` (placeholder until its owner lands it)."""
+"""`graphchat plan run` (list/show/validate come from plan_inspect): inputs, the host's asker,
+the executor, and the deliverable on stdout with the spec's exit codes."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("plan", help="(not yet available)")
+    parser = sub.add_parser("plan", help="list, show, validate and run plans")
+    plan_sub = parser.add_subparsers(dest="plan_command", metavar="SUBCOMMAND")
+    run = plan_sub.add_parser(
+        "run",
+        help="run a plan",
+        description="Run a plan by name (from the workspace's plans/) or by file path.",
+    )
+    run.add_argument("plan", metavar="NAME|PATH")
+    run.add_argument("document", nargs="?", metavar="JSON|@file|-", help="the input object")
+    run.add_argument(
+        "--input", action="append", metavar="k=v", help="one input (v parsed as JSON when it parses)"
+    )
+    run.add_argument("--json", action="store_true", help="print the {answer, output, plan, …} envelope")
+    run.add_argument(
+        "--answers", metavar="FILE", help="answers to ask steps (YAML/JSON: step id or prompt → answer)"
+    )
+    run.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
+    run.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
+    run.set_defaults(func=run_command)
+    try:
+        from graphchat.cli.plan_inspect import register_inspect
+    except ImportError:  # the inspect commands land separately
+        return
+    register_inspect(plan_sub)
+
+
+# --- resolving a plan ------------------------------------------------------------------------
+
+
+def resolve_plan(settings: Any, arg: str) -> Any:
+    """NAME → the workspace's plan of that identifier; PATH → that file. Load errors exit 1."""
+    from graphchat.cli.output import warn
+    from graphchat.plans.discovery import find_plan
+
+    return find_plan(arg, settings.plans_dir, warn=warn)
+
+
+def missing_servers(settings: Any, plan: Any) -> list[str]:
+    if not plan.requires_servers:
+        return []
+    from graphchat.catalog.plan_tools import configured_servers
+
+    have = configured_servers(settings)
+    return [name for name in plan.requires_servers if name not in have]
+
+
+def plan_needs_model(plan: Any) -> bool:
+    """Whether a model call is certain or possible (an output/silent plan of tool steps needs none)."""
+    if plan.finish == "solver":
+        return True
+    for step in plan.all_steps():
+        if step.tool_name in ("agent",) or step.tool_name == "builtin__infer":
+            return True
+        if step.tool_name in ("exit", "decide", "filter") and step.input.get("infer") is not None:
+            return True
+    return False
+
+
+# --- running -----------------------------------------------------------------------------------
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from graphchat.asks import host_asker
+    from graphchat.catalog.base import CallContext
+    from graphchat.catalog.build import build_catalog
+    from graphchat.cli.output import apply_input_flags, note, print_json, read_document_arg
+    from graphchat.errors import GraphchatError
+    from graphchat.events import sink_for_environment
+    from graphchat.plans.executor import llm_factory_for, run_plan
+    from graphchat.workspace import load_settings
+
+    settings = load_settings(args.home, model_override=args.model)
+    inputs = apply_input_flags(read_document_arg(args.document), args.input)
+    plan = resolve_plan(settings, args.plan)
+    missing = missing_servers(settings, plan)
+    if missing:
+        raise GraphchatError(
+            f"plan '{plan.identifier}' needs MCP servers that are not configured: {', '.join(missing)}",
+            hint=f"add them to {settings.catalog_dir / 'servers.yaml'}",
+        )
+    if plan.finish == "solver":
+        settings.model_for("solver")  # no model configured: exit 2 now, before any step runs
+        from graphchat.llm import preload_in_background
+
+        preload_in_background()
+    events = sink_for_environment()
+    asker = host_asker(answers_file=args.answers, events=events)
+    ctx = CallContext(asker=asker, events=events, assume_yes=args.yes, surface="plan")
+    streamed: list[str] = []
+
+    def on_text(text: str) -> None:
+        streamed.append(text)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    async def go() -> Any:
+        catalog = build_catalog(settings, events=events)
+        try:
+            return await run_plan(
+                plan,
+                inputs,
+                catalog=catalog,
+                ctx=ctx,
+                llm_factory=llm_factory_for(settings),
+                events=events,
+                on_text=None if args.json else on_text,
+                settings=settings,
+            )
+        finally:
+            await catalog.aclose()
+
+    outcome = asyncio.run(go())
+    if streamed and not streamed[-1].endswith("\n"):
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    if outcome.usage:
+        events.usage_summary(outcome.usage)
+    if args.json:
+        print_json(outcome.envelope())
+    if outcome.kind == "input":
+        import orjson
+
+        note(outcome.error or "")
+        if outcome.input_schema:
+            note("input schema:")
+            note(orjson.dumps(outcome.input_schema, option=orjson.OPT_INDENT_2).decode())
+        return outcome.exit_code
+    if outcome.kind == "failed":
+        raise GraphchatError(outcome.error or "plan failed")
+    if outcome.kind == "exit":
+        assert outcome.exit is not None
+        mark = "✓" if outcome.exit["status"] == "success" else "✗"
+        note(f"{mark} {outcome.exit['message']}")
+        if not args.json and "output" in outcome.exit:
+            print_json(outcome.exit["output"])
+        return outcome.exit_code
+    if not args.json:
+        if plan.finish == "output":
+            print_json(outcome.output)
+        elif plan.finish == "solver" and not streamed and outcome.answer:
+            sys.stdout.write(outcome.answer.rstrip("\n") + "\n")
+    if plan.finish == "silent":
+        note(f"✓ plan '{plan.identifier}' completed ({outcome.steps_executed} steps)")
+    return 0

@@ -1,0 +1,617 @@
+"""Run a loaded plan: inputs, steps in order through the catalog, control steps, the finish.
+
+`run_plan` is the one entry point, used by `plan run` and by `plan__*` tools alike. Every
+tool step goes through `Catalog.call` (the one call path); control steps are handled by the
+modules of `graphchat.plans.steps`. The hot path (a map body over thousands of items) avoids
+per-item deep copies and per-item schema work: a body scope is one shallow dict copy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from graphchat.catalog.base import CallContext
+from graphchat.events import EventSink
+from graphchat.plans.model import Body, Plan, Step
+from graphchat.plans.template import EmptyData, TemplateError, render_text, render_value
+
+if TYPE_CHECKING:
+    from graphchat.catalog.base import Catalog, ToolResult
+
+MAX_DEPTH = 8
+# (role, model override or None, events) -> an LLM object (graphchat.llm.LLM or a test double)
+LLMFactory = Callable[[str, "str | None", "EventSink | None"], Any]
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["verdict", "reason"],
+    "additionalProperties": False,
+}
+JUDGE_SYSTEM = (
+    "You judge one yes/no question about the data given with it. Set verdict to true for yes "
+    "and false for no, and give a one-sentence reason grounded in that data."
+)
+
+
+# --- failures and early ends ---------------------------------------------------------------
+
+
+class StepFailed(Exception):
+    """A step failed. `str()` is `step <id> (<tool>): <message>`; `empty_data` marks EmptyData."""
+
+    def __init__(self, step: str, tool: str, message: str, *, empty_data: bool = False) -> None:
+        super().__init__(message)
+        self.step = step
+        self.tool = tool
+        self.message = message
+        self.empty_data = empty_data
+
+    def __str__(self) -> str:
+        return f"step {self.step} ({self.tool}): {self.message}"
+
+
+class ExitFired(Exception):
+    """An `exit` step fired: the rest of the plan and the finish are skipped."""
+
+    def __init__(
+        self, status: str, message: str, step: str, reason: str | None = None, output: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.step = step
+        self.reason = reason
+        self.output = output
+        self.has_output = output is not None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": self.status, "message": self.message, "step": self.step}
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.has_output:
+            data["output"] = self.output
+        return data
+
+
+def template_message(err: TemplateError) -> str:
+    """A template error's text without the step prefix (the caller names the step)."""
+    if err.path is not None:
+        return "{{" + err.path + "}}: " + err.detail
+    return err.detail
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+# --- outcome -------------------------------------------------------------------------------
+
+
+@dataclass
+class PlanOutcome:
+    """What a run produced. `kind`: ok | exit | failed | input."""
+
+    plan: str
+    kind: str
+    finish: str
+    answer: str | None = None
+    output: Any = None
+    exit: dict[str, Any] | None = None
+    error: str | None = None
+    problems: list[str] = field(default_factory=list)
+    input_schema: dict[str, Any] | None = None
+    empty_data: bool = False
+    steps_executed: int = 0
+    usage: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.kind == "ok":
+            return 0
+        if self.kind == "exit":
+            return 0 if self.exit and self.exit["status"] == "success" else 4
+        if self.kind == "input":
+            return 3
+        return 1
+
+    def envelope(self) -> dict[str, Any]:
+        """The `--json` envelope of `plan run`."""
+        data: dict[str, Any] = {
+            "answer": self.answer,
+            "output": self.output,
+            "plan": self.plan,
+            "steps_executed": self.steps_executed,
+        }
+        if self.exit is not None:
+            data["exit"] = self.exit
+        if self.usage:
+            data["usage"] = self.usage
+        if self.kind in ("failed", "input"):
+            data["error"] = self.error
+            if self.problems:
+                data["problems"] = self.problems
+            if self.empty_data:
+                data["empty_data"] = True
+        return data
+
+    def tool_result(self) -> ToolResult:
+        """The result of the `plan__<id>` tool (spec: plans as tools)."""
+        from graphchat.catalog.base import ToolResult
+
+        if self.kind == "ok":
+            if self.finish == "solver":
+                return ToolResult({"answer": self.answer})
+            if self.finish == "output":
+                return ToolResult(self.output)
+            return ToolResult({"completed": True, "steps_executed": self.steps_executed})
+        if self.kind == "exit" and self.exit is not None:
+            if self.exit["status"] == "success":
+                value: dict[str, Any] = {
+                    "exited": True,
+                    "status": "success",
+                    "message": self.exit["message"],
+                }
+                if "output" in self.exit:
+                    value["output"] = self.exit["output"]
+                return ToolResult(value)
+            return ToolResult.error(f"plan '{self.plan}' exited with an error: {self.exit['message']}")
+        return ToolResult.error(self.error or "plan failed")
+
+
+# --- usage and quiet events ----------------------------------------------------------------
+
+
+class UsageTap(EventSink):
+    """Forwards every event and adds up the model usage of the run (llm_call events)."""
+
+    def __init__(self, inner: EventSink | None) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if event == "llm_call":
+            self.calls += 1
+            self.input_tokens += int(fields.get("input_tokens") or 0)
+            self.output_tokens += int(fields.get("output_tokens") or 0)
+        if self.inner is not None:
+            self.inner.emit(event, **fields)
+
+    def usage(self) -> dict[str, Any] | None:
+        if not self.calls:
+            return None
+        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+class QuietToolEvents(EventSink):
+    """For a human's terminal inside a map: per-item tool lines would drown the progress line,
+    so successful tool calls are dropped (failures still show). JSONL keeps everything."""
+
+    def __init__(self, inner: EventSink) -> None:
+        self.inner = inner
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if event == "tool_started" or (event == "tool_finished" and not fields.get("is_error")):
+            return
+        self.inner.emit(event, **fields)
+
+
+def is_human_sink(events: EventSink | None) -> bool:
+    from graphchat.events import TerminalSink
+
+    while isinstance(events, UsageTap):
+        events = events.inner
+    return isinstance(events, TerminalSink)
+
+
+# --- the runner ----------------------------------------------------------------------------
+
+
+class AskTurn:
+    """Questions in item order inside a concurrent map: item i asks only after every item
+    before it has asked or finished."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.done: set[int] = set()
+        self.low = 0
+        self.cond = asyncio.Condition()
+
+    async def wait(self, index: int) -> None:
+        async with self.cond:
+            await self.cond.wait_for(lambda: self.low >= index)
+
+    async def release(self, index: int) -> None:
+        async with self.cond:
+            self.done.add(index)
+            while self.low in self.done:
+                self.low += 1
+            self.cond.notify_all()
+
+
+@dataclass
+class Frame:
+    """Where a step runs: its path prefix (for exit attribution), the map item and ask order."""
+
+    prefix: str = ""
+    index: int | None = None
+    turn: AskTurn | None = None
+    ctx: CallContext | None = None
+
+
+TOP = Frame()
+
+
+class Runner:
+    """One plan run: the scope walk, step dispatch, gates, bodies, counters."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        catalog: Catalog,
+        ctx: CallContext,
+        llm_factory: LLMFactory | None,
+        events: UsageTap,
+        settings: Any = None,
+    ) -> None:
+        self.plan = plan
+        self.catalog = catalog
+        self.ctx = ctx
+        self.llm_factory = llm_factory
+        self.events = events
+        self.settings = settings
+        self.steps_executed = 0
+        self._quiet_ctx: CallContext | None = None
+
+    # -- models --
+
+    def llm(self, role: str, model: str | None = None) -> Any:
+        if self.llm_factory is None:
+            from graphchat.errors import ConfigError
+
+            raise ConfigError("this plan needs a model but none can be used here")
+        return self.llm_factory(role, model, self.events)
+
+    async def judge(self, question: str, model: str | None) -> tuple[bool, str]:
+        """One structured call to the judge role: (verdict, reason)."""
+        llm = self.llm("judge", model)
+        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": question}]
+        out = await llm.structured(messages, VERDICT_SCHEMA, site="judge")
+        if not isinstance(out, Mapping) or not isinstance(out.get("verdict"), bool):
+            raise ValueError(f"the judge did not return a verdict: {out!r}")
+        return bool(out["verdict"]), str(out.get("reason") or "")
+
+    async def gate(
+        self, step: Step, logical: Any, infer: Any, model: Any, scope: Mapping[str, Any]
+    ) -> tuple[bool, str | None]:
+        """Evaluate a step's gate: a logical one (reason null) or an inferred one."""
+        from graphchat.plans.gates import GateError, evaluate
+
+        label = step.label
+        try:
+            if infer is not None:
+                question = render_text(infer, scope, step=label)
+                model_name = render_text(model, scope, step=label) if isinstance(model, str) else None
+                return await self.judge(question, model_name or None)
+            verdict, _reason = evaluate(logical, scope, step=label)
+            return verdict, None
+        except TemplateError as err:
+            raise StepFailed(
+                label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
+            ) from None
+        except GateError as err:
+            raise StepFailed(label, step.tool_name, f"gate: {err}") from None
+        except StepFailed:
+            raise
+        except Exception as err:
+            from graphchat.errors import GraphchatError
+
+            if isinstance(err, GraphchatError) and err.exit_code == 2:
+                raise
+            raise StepFailed(label, step.tool_name, f"judge: {err}") from None
+
+    # -- rendering --
+
+    def render(self, step: Step, value: Any, scope: Mapping[str, Any]) -> Any:
+        try:
+            return render_value(value, scope, step=step.label)
+        except TemplateError as err:
+            raise StepFailed(
+                step.label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
+            ) from None
+
+    def render_text(self, step: Step, value: Any, scope: Mapping[str, Any]) -> str:
+        try:
+            return render_text(value, scope, step=step.label)
+        except TemplateError as err:
+            raise StepFailed(
+                step.label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
+            ) from None
+
+    def render_over(self, step: Step, scope: Mapping[str, Any]) -> list[Any]:
+        over = self.render(step, step.input.get("over"), scope)
+        if not isinstance(over, list):
+            raise StepFailed(
+                step.label, step.tool_name, f"`over` must render to an array, got {describe(over)}"
+            )
+        return over
+
+    # -- dispatch --
+
+    async def run_steps(self, steps: list[Step], scope: dict[str, Any], frame: Frame = TOP) -> Any:
+        """Run steps in order, each result stored under its id in `scope`; the last result."""
+        result: Any = None
+        top = frame is TOP
+        events = self.events
+        for step in steps:
+            if top:
+                events.step_started(step.label, step.tool_name)
+                started = time.perf_counter()
+                try:
+                    result = await self.run_step(step, scope, frame)
+                except StepFailed:
+                    events.step_finished(
+                        step.label, step.tool_name, (time.perf_counter() - started) * 1000, True
+                    )
+                    raise
+                events.step_finished(step.label, step.tool_name, (time.perf_counter() - started) * 1000)
+            else:
+                result = await self.run_step(step, scope, frame)
+            if step.id is not None:
+                scope[step.id] = result
+        return result
+
+    async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+        name = step.tool_name
+        if name in CONTROL_HANDLERS:
+            self.steps_executed += 1
+            return await CONTROL_HANDLERS[name](self, step, scope, frame)
+        arguments = self.render(step, step.input, scope)
+        self.steps_executed += 1
+        result = await self.catalog.call(name, arguments, frame.ctx or self.ctx)
+        if result.is_error:
+            raise StepFailed(step.label, name, result.error_message)
+        return result.value
+
+    async def run_body(self, owner: Step, body: Body, scope: dict[str, Any], frame: Frame, what: str) -> Any:
+        """Run a then/else/do body; a failure is re-attributed to the owning control step as
+        `<what> (<tool>): <message>` (`<what>: step <id> (<tool>): …` for step lists)."""
+        try:
+            if body.single:
+                return await self.run_step(body.steps[0], scope, frame)
+            return await self.run_steps(body.steps, scope, frame)
+        except StepFailed as inner:
+            if body.single:
+                message = f"{what} ({inner.tool}): {inner.message}"
+            else:
+                message = f"{what}: {inner}"
+            raise StepFailed(owner.label, owner.tool_name, message, empty_data=inner.empty_data) from None
+
+    def quiet_ctx(self) -> CallContext:
+        """The context for calls inside a map/filter body (quiet tool lines on a terminal)."""
+        if self._quiet_ctx is None:
+            ctx = self.ctx
+            if is_human_sink(ctx.events):
+                assert ctx.events is not None
+                ctx = CallContext(
+                    ctx.asker, QuietToolEvents(ctx.events), ctx.chain, ctx.assume_yes, ctx.surface, ctx.extra
+                )
+            self._quiet_ctx = ctx
+        return self._quiet_ctx
+
+
+class Progress:
+    """Throttled `done/total` progress events for a long step (at most ~4 a second + the end)."""
+
+    def __init__(self, events: EventSink, step: str, total: int, interval: float = 0.25) -> None:
+        self.events = events
+        self.step = step
+        self.total = total
+        self.done = 0
+        self.interval = interval
+        self.last = time.monotonic()
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.done == self.total:
+            if self.total > 1:
+                self.events.progress(self.step, self.done, self.total)
+            return
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.events.progress(self.step, self.done, self.total)
+
+
+def _handlers() -> dict[str, Callable[..., Any]]:
+    from graphchat.plans.steps import HANDLERS
+
+    return HANDLERS
+
+
+class _LazyHandlers(dict):  # type: ignore[type-arg]
+    """The control-step table, filled on first use (steps import the runner's helpers)."""
+
+    def _fill(self) -> None:
+        if not dict.__len__(self):
+            self.update(_handlers())
+
+    def __contains__(self, key: object) -> bool:
+        self._fill()
+        return dict.__contains__(self, key)
+
+    def __getitem__(self, key: str) -> Any:
+        self._fill()
+        return dict.__getitem__(self, key)
+
+
+CONTROL_HANDLERS: dict[str, Callable[..., Any]] = _LazyHandlers()
+
+
+# --- inputs --------------------------------------------------------------------------------
+
+
+def apply_defaults(schema: Mapping[str, Any] | None, value: Any) -> Any:
+    """Fill `default`s of object properties (recursively) where the input leaves them out."""
+    if not isinstance(schema, Mapping) or not isinstance(value, dict):
+        return value
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return value
+    out = dict(value)
+    for name, prop in props.items():
+        if not isinstance(prop, Mapping):
+            continue
+        if name not in out and "default" in prop:
+            import copy
+
+            out[name] = copy.deepcopy(prop["default"])
+        if name in out and isinstance(out[name], dict):
+            out[name] = apply_defaults(prop, out[name])
+    return out
+
+
+def input_problems(schema: Mapping[str, Any] | None, value: Any) -> list[str]:
+    if not isinstance(value, dict):
+        return [f"the input must be a JSON object, got {describe(value)}"]
+    if not schema:
+        return []
+    from graphchat.jsonschema_util import errors
+
+    return errors(dict(schema), value)
+
+
+def chain_problem(plan_id: str, chain: tuple[str, ...]) -> str | None:
+    """A cycle or a too-deep nesting, naming the chain; None when the call may go ahead."""
+    if plan_id in chain:
+        return "plan cycle: " + " → ".join((*chain, plan_id))
+    if len(chain) >= MAX_DEPTH:
+        return f"plans nest deeper than {MAX_DEPTH}: " + " → ".join((*chain, plan_id))
+    return None
+
+
+def llm_factory_for(settings: Any) -> LLMFactory:
+    """An LLM per (role, model) made on first use, so a run that calls no model never imports
+    litellm. `model` may name a role (`judge`, `solver`, …) or be a litellm model string."""
+    from graphchat.workspace import ROLES
+
+    def factory(role: str, model: str | None, events: EventSink | None) -> Any:
+        from graphchat.llm import LLM
+
+        if model and model in ROLES:
+            role, model = model, None
+        return LLM(settings.model_for(role, override=model), events=events)
+
+    return factory
+
+
+# --- the entry point -----------------------------------------------------------------------
+
+
+async def run_plan(
+    plan: Plan,
+    inputs: Any,
+    *,
+    catalog: Catalog,
+    ctx: CallContext,
+    llm_factory: LLMFactory | None,
+    events: EventSink | None = None,
+    on_text: Callable[[str], None] | None = None,
+    settings: Any = None,
+) -> PlanOutcome:
+    """Run `plan` with `inputs`. `ctx` is the CALLER's context: the run itself uses
+    `ctx.child(plan.identifier)` (depth limit and cycle detection are checked here).
+
+    `on_text` receives the solver's report as it streams (plan run); `llm_factory` is only
+    called when the plan actually reaches a model (so output/silent plans never import litellm).
+    """
+    from graphchat.plans import finish as finishes
+
+    tap = UsageTap(events if events is not None else ctx.events)
+    outcome = PlanOutcome(plan=plan.identifier, kind="ok", finish=plan.finish)
+    problem = chain_problem(plan.identifier, ctx.chain)
+    if problem is not None:
+        outcome.kind, outcome.error = "failed", problem
+        return outcome
+    if inputs is None:
+        inputs = {}
+    inputs = apply_defaults(plan.input_schema, inputs)
+    problems = input_problems(plan.input_schema, inputs)
+    if problems:
+        outcome.kind = "input"
+        outcome.problems = problems
+        outcome.input_schema = plan.input_schema
+        outcome.error = f"plan '{plan.identifier}' needs inputs:\n" + "\n".join(f"  - {p}" for p in problems)
+        return outcome
+
+    run_ctx = CallContext(ctx.asker, tap, (*ctx.chain, plan.identifier), ctx.assume_yes, "plan", ctx.extra)
+    runner = Runner(
+        plan, catalog=catalog, ctx=run_ctx, llm_factory=llm_factory, events=tap, settings=settings
+    )
+    scope: dict[str, Any] = {"input": inputs}
+    not_found: str | None = None
+    try:
+        unknown = unresolved_tools(plan, catalog)
+        if unknown:
+            step, name = unknown[0]
+            raise StepFailed(step, name, f"unknown tool: {name}")
+        await runner.run_steps(plan.steps, scope)
+    except ExitFired as fired:
+        outcome.kind = "exit"
+        outcome.exit = fired.to_json()
+        if fired.has_output:
+            outcome.output = fired.output
+    except StepFailed as failed:
+        if failed.empty_data and plan.finish == "solver":
+            not_found = str(failed)  # the solver explains what was not found
+        else:
+            outcome.kind = "failed"
+            outcome.error = f"plan failed at {failed}"
+            outcome.empty_data = failed.empty_data
+    if outcome.kind == "ok":
+        try:
+            if plan.finish == "solver":
+                outcome.answer = await finishes.solve(runner, scope, not_found=not_found, on_text=on_text)
+            elif plan.finish == "output":
+                outcome.output = finishes.render_output(plan, scope)
+        except finishes.FinishFailed as failed:
+            outcome.kind = "failed"
+            outcome.error = f"plan failed at {failed.where}: {failed.message}"
+            outcome.empty_data = failed.empty_data
+    outcome.steps_executed = runner.steps_executed
+    outcome.usage = tap.usage()
+    return outcome
+
+
+def unresolved_tools(plan: Plan, catalog: Catalog) -> list[tuple[str, str]]:
+    """Step tools the catalog cannot resolve, checked before any step runs.
+
+    MCP tools (`server__tool` of a server without a cached tool list) are only known once the
+    server starts, so names whose prefix is not `plan`/`builtin` are left to dispatch time.
+    """
+    missing = []
+    for step in plan.all_steps():
+        name = step.tool_name
+        if step.is_control or not name.startswith(("plan__", "builtin__")):
+            continue
+        if catalog.get(name) is None:
+            missing.append((step.label, name))
+    return missing

@@ -1,0 +1,164 @@
+"""The three finishes: solver (one model call writing a report), output (a rendered JSON map,
+no model), silent (nothing to deliver). Oversized solver data is cut, and the cut is said."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from graphchat.plans.model import Plan
+from graphchat.plans.template import EmptyData, TemplateError, render_text, render_value
+
+if TYPE_CHECKING:
+    from graphchat.plans.executor import Runner
+
+DATA_LIMIT_CHARS = 60_000
+SOLVER_SYSTEM = (
+    "You write the final answer of a workflow that has already gathered its data. Answer the "
+    "request using only the data provided; when something is missing or was cut, say so plainly "
+    "instead of guessing. Write for a person reading a terminal: clear, direct, no preamble."
+)
+
+
+class FinishFailed(Exception):
+    def __init__(self, where: str, message: str, *, empty_data: bool = False) -> None:
+        super().__init__(message)
+        self.where = where
+        self.message = message
+        self.empty_data = empty_data
+
+
+def _message(err: TemplateError) -> str:
+    return ("{{" + err.path + "}}: " + err.detail) if err.path is not None else err.detail
+
+
+def render_output(plan: Plan, scope: Mapping[str, Any]) -> Any:
+    """The `output` map rendered; any template error (EmptyData included) fails the run."""
+    try:
+        return render_value(plan.output, scope, step="output")
+    except TemplateError as err:
+        raise FinishFailed("output", _message(err), empty_data=isinstance(err, EmptyData)) from None
+
+
+def render_solver_data(data: Any, scope: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """Render the solver's data; a key whose data ran out becomes null and is reported, so the
+    solver can say what was not found. Other template errors are plan defects."""
+    try:
+        return render_value(data, scope, step="solver"), []
+    except EmptyData as err:
+        if not isinstance(data, Mapping):
+            return None, [_message(err)]
+    except TemplateError as err:
+        raise FinishFailed("solver", _message(err)) from None
+    out: dict[str, Any] = {}
+    missing: list[str] = []
+    for key, value in data.items():
+        try:
+            out[key] = render_value(value, scope, step="solver")
+        except EmptyData as err:
+            out[key] = None
+            missing.append(f"{key}: {_message(err)}")
+        except TemplateError as err:
+            raise FinishFailed("solver", _message(err)) from None
+    return out, missing
+
+
+def _shorten(value: Any, max_str: int, max_items: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= max_str else value[:max_str] + f"…[{len(value) - max_str} chars cut]"
+    if isinstance(value, list):
+        head = [_shorten(v, max_str, max_items) for v in value[:max_items]]
+        if len(value) > max_items:
+            head.append(f"…[{len(value) - max_items} more items cut]")
+        return head
+    if isinstance(value, Mapping):
+        return {k: _shorten(v, max_str, max_items) for k, v in value.items()}
+    return value
+
+
+def cut_data(data: Any, limit: int = DATA_LIMIT_CHARS) -> tuple[str, str | None]:
+    """The data as JSON text within `limit` chars: (text, note saying what was cut or None)."""
+    import orjson
+
+    text = orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str).decode()
+    if len(text) <= limit:
+        return text, None
+    max_str, max_items = 4000, 200
+    while True:
+        shortened = _shorten(data, max_str, max_items)
+        text = orjson.dumps(shortened, option=orjson.OPT_INDENT_2, default=str).decode()
+        if len(text) <= limit or (max_str <= 40 and max_items <= 2):
+            break
+        max_str, max_items = max(40, max_str // 2), max(2, max_items // 2)
+    note = (
+        f"The data was too large and was cut to fit: strings longer than {max_str} characters and "
+        f"arrays longer than {max_items} items were shortened (marked with …)."
+    )
+    if len(text) > limit:
+        text = text[:limit] + "\n…[cut]"
+    return text, note
+
+
+def solver_messages(
+    query: str, data_text: str, *, system_prompt: str | None, notes: list[str]
+) -> list[dict[str, Any]]:
+    system = SOLVER_SYSTEM + (f"\n\n{system_prompt}" if system_prompt else "")
+    user = f"Request:\n{query}\n\nData:\n{data_text}"
+    if notes:
+        user += "\n\nNotes:\n" + "\n".join(f"- {n}" for n in notes)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def completion_text(result: Any) -> str:
+    """The text of an LLM completion, whatever object the llm layer returns."""
+    if isinstance(result, str):
+        return result
+    for name in ("content", "text"):
+        value = result.get(name) if isinstance(result, Mapping) else getattr(result, name, None)
+        if isinstance(value, str):
+            return value
+    return "" if result is None else str(result)
+
+
+async def solve(
+    runner: Runner,
+    scope: Mapping[str, Any],
+    *,
+    not_found: str | None = None,
+    on_text: Callable[[str], None] | None = None,
+) -> str:
+    """One call to the `solver` role with the rendered data; the report (streamed to `on_text`)."""
+    solver = runner.plan.solver
+    assert solver is not None
+    notes: list[str] = []
+    if not_found:
+        notes.append(
+            f"The workflow stopped early because data ran out ({not_found}); say what was not found."
+        )
+    try:
+        query = render_text(solver.query_to_answer, scope, step="solver")
+    except EmptyData as err:
+        query = solver.query_to_answer
+        notes.append(f"not found: {_message(err)}")
+    except TemplateError as err:
+        raise FinishFailed("solver", _message(err)) from None
+    data, missing = render_solver_data(solver.data, scope)
+    notes.extend(f"not found: {m}" for m in missing)
+    limit = DATA_LIMIT_CHARS
+    settings = runner.settings
+    if settings is not None and getattr(settings, "max_tool_result_chars", None):
+        limit = max(limit, int(settings.max_tool_result_chars) * 3)
+    data_text, cut = cut_data(data, limit)
+    if cut:
+        notes.append(cut)
+        runner.events.warning(f"plan '{runner.plan.identifier}': solver data cut to {limit} characters")
+    system_prompt = None
+    if solver.system_prompt:
+        try:
+            system_prompt = render_text(solver.system_prompt, scope, step="solver")
+        except TemplateError:
+            system_prompt = solver.system_prompt
+    llm = runner.llm("solver", None)
+    messages = solver_messages(query, data_text, system_prompt=system_prompt, notes=notes)
+    result = await llm.complete(messages, on_text=on_text, site="solver")
+    return completion_text(result)

@@ -1,0 +1,102 @@
+"""`agent`: a bounded tool-calling loop (the same loop as `ask`/`chat`) whose last round
+withdraws the tools and forces `output_schema`; `{output, iterations, tools_called, final}`."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any
+
+from graphchat.plans.executor import Frame, Runner, StepFailed
+from graphchat.plans.model import Step
+
+AGENT_SYSTEM = (
+    "You are carrying out one task inside an automated workflow. Use the tools you are given "
+    "when they help, calling independent tools together in one turn, and finish in as few turns "
+    "as you can. Your final answer must be a JSON object matching this schema:\n{schema}"
+)
+
+
+def check_patterns(runner: Runner, step: Step, patterns: list[str]) -> None:
+    """A pattern that matches no tool is an error naming it (a typo must not shrink the set)."""
+    names = [spec.name for spec in runner.catalog.list() if spec.source != "control"]
+    for pattern in patterns:
+        if not any(fnmatchcase(name, pattern) for name in names):
+            raise StepFailed(
+                step.label, "agent", f"`tools` pattern {pattern!r} matches no tool in the catalog"
+            )
+
+
+async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    import orjson
+
+    from graphchat.agent.loop import run_loop
+
+    data = step.input
+    prompt = runner.render_text(step, data.get("prompt"), scope)
+    schema = data.get("output_schema") or {"type": "object"}
+    system = AGENT_SYSTEM.format(schema=orjson.dumps(schema).decode())
+    if data.get("system_prompt"):
+        system += "\n\n" + runner.render_text(step, data["system_prompt"], scope)
+    patterns = data.get("tools")
+    if patterns is not None:
+        check_patterns(runner, step, list(patterns))
+    model = data.get("model")
+    if isinstance(model, str):
+        model = runner.render_text(step, model, scope) or None
+    max_iterations = int(data.get("max_iterations") or 8)
+    llm = runner.llm("chat", model)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": prompt},
+    ]
+    try:
+        outcome = await run_loop(
+            llm=llm,
+            catalog=runner.catalog,
+            messages=messages,
+            ctx=frame.ctx or runner.ctx,
+            max_iterations=max_iterations,
+            tools=patterns,
+            output_schema=schema,
+        )
+    except StepFailed:
+        raise
+    except Exception as exc:
+        from graphchat.errors import GraphchatError
+
+        if isinstance(exc, GraphchatError) and exc.exit_code == 2:
+            raise
+        raise StepFailed(step.label, "agent", str(exc) or type(exc).__name__) from None
+    return shape_result(outcome)
+
+
+def shape_result(outcome: Any) -> dict[str, Any]:
+    """The loop's outcome in the spec's shape."""
+
+    def get(name: str, default: Any = None) -> Any:
+        if isinstance(outcome, dict):
+            return outcome.get(name, default)
+        return getattr(outcome, name, default)
+
+    output = get("output")
+    final = isinstance(output, dict)
+    calls = get("tools_called")
+    if calls is None:
+        calls = []
+        for call in get("tool_calls", None) or []:
+            tool = (
+                call.get("tool") or call.get("name")
+                if isinstance(call, dict)
+                else getattr(call, "name", None)
+            )
+            rnd = call.get("round") if isinstance(call, dict) else getattr(call, "round", None)
+            calls.append({"tool": tool, "round": rnd})
+    iterations = get("iterations")
+    if iterations is None:
+        iterations = get("rounds", 0)
+    return {
+        "output": output if final else {},
+        "iterations": iterations,
+        "tools_called": calls,
+        "final": bool(get("final", final)) and final,
+    }

@@ -1,0 +1,21 @@
+"""`decide`: evaluate a gate, run `then` or `else` (only the chosen branch is rendered)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphchat.plans.executor import Frame, Runner
+from graphchat.plans.model import Step
+
+
+async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    data = step.input
+    verdict, reason = await runner.gate(step, data.get("if"), data.get("infer"), data.get("model"), scope)
+    branch = "then" if verdict else "else"
+    body = step.bodies.get(branch)
+    if body is None:
+        return {"branch": None, "verdict": verdict, "reason": reason, "result": None}
+    # Branch steps see the plan's scope; their own ids stay inside the branch.
+    inner = Frame(f"{frame.prefix}{step.label}/{branch}/", frame.index, frame.turn, frame.ctx)
+    result = await runner.run_body(step, body, dict(scope), inner, branch)
+    return {"branch": branch, "verdict": verdict, "reason": reason, "result": result}

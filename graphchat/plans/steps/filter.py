@@ -1,0 +1,67 @@
+"""`filter`: keep the items of `over` whose gate holds; both halves in input order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphchat.plans.executor import Frame, Runner, StepFailed, describe, template_message
+from graphchat.plans.model import Step
+from graphchat.plans.steps.pool import run_pool
+
+
+async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    data = step.input
+    over = runner.render_over(step, scope)
+    verdicts: list[bool]
+    if data.get("infer") is not None:
+        verdicts = await _inferred(runner, step, scope, over)
+    else:
+        verdicts = _logical(step, scope, over, data.get("where"))
+    items = [x for x, keep in zip(over, verdicts, strict=True) if keep]
+    dropped = [x for x, keep in zip(over, verdicts, strict=True) if not keep]
+    return {"count": len(items), "items": items, "dropped": dropped, "dropped_count": len(dropped)}
+
+
+def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> list[bool]:
+    from graphchat.plans.gates import GateError, evaluate
+    from graphchat.plans.template import EmptyData, TemplateError
+
+    label = step.label
+    item_scope = dict(scope)
+    verdicts = []
+    for index, item in enumerate(over):
+        item_scope["item"] = item
+        item_scope["index"] = index
+        try:
+            verdicts.append(evaluate(where, item_scope, step=label)[0])
+        except TemplateError as err:
+            raise StepFailed(
+                label,
+                "filter",
+                f"item {index}: {template_message(err)}",
+                empty_data=isinstance(err, EmptyData),
+            ) from None
+        except GateError as err:
+            raise StepFailed(label, "filter", f"item {index}: gate: {err}") from None
+    return verdicts
+
+
+async def _inferred(runner: Runner, step: Step, scope: dict[str, Any], over: list[Any]) -> list[bool]:
+    data = step.input
+    concurrency = data.get("concurrency") or 1
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise StepFailed(
+            step.label, "filter", f"`concurrency` must be an integer ≥ 1, got {describe(concurrency)}"
+        )
+
+    async def judge(index: int, item: Any) -> bool:
+        item_scope = {**scope, "item": item, "index": index}
+        try:
+            verdict, _ = await runner.gate(step, None, data["infer"], data.get("model"), item_scope)
+        except StepFailed as inner:
+            raise StepFailed(
+                step.label, "filter", f"item {index}: {inner.message}", empty_data=inner.empty_data
+            ) from None
+        return verdict
+
+    return await run_pool(over, judge, concurrency)

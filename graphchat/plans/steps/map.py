@@ -1,0 +1,50 @@
+"""`map`: run the `do` body once per item of `over`, up to `concurrency` at once; results in
+input order. Body calls count in steps_executed; progress shows `done/total`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphchat.plans.executor import AskTurn, Frame, Progress, Runner, StepFailed, describe
+from graphchat.plans.model import Step
+from graphchat.plans.steps.pool import run_pool
+
+
+def concurrency_of(runner: Runner, step: Step, scope: dict[str, Any]) -> int:
+    value = step.input.get("concurrency", 1)
+    if isinstance(value, str):
+        value = runner.render(step, value, scope)
+    if value is None:
+        return 1
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise StepFailed(
+            step.label, step.tool_name, f"`concurrency` must be an integer ≥ 1, got {describe(value)}"
+        )
+    return value
+
+
+async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    over = runner.render_over(step, scope)
+    concurrency = concurrency_of(runner, step, scope)
+    body = step.bodies["do"]
+    total = len(over)
+    progress = Progress(runner.events, step.label, total)
+    # Questions keep item order even when items run concurrently.
+    turn = AskTurn() if concurrency > 1 and total > 1 else None
+    ctx = runner.quiet_ctx() if total > 1 else frame.ctx
+    prefix = f"{frame.prefix}{step.label}/do/"
+
+    async def one(index: int, item: Any) -> Any:
+        item_scope = dict(scope)
+        item_scope["item"] = item
+        item_scope["index"] = index
+        try:
+            return await runner.run_body(
+                step, body, item_scope, Frame(prefix, index, turn, ctx), f"do item {index}"
+            )
+        finally:
+            if turn is not None:
+                await turn.release(index)
+
+    results = await run_pool(over, one, concurrency, progress.tick)
+    return {"count": total, "results": results}

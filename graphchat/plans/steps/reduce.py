@@ -1,0 +1,28 @@
+"""`reduce`: fold `over` through the `do` body; each result is the next `{{accumulator}}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphchat.plans.executor import Frame, Progress, Runner
+from graphchat.plans.model import Step
+
+
+async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    over = runner.render_over(step, scope)
+    initial = step.input.get("initial")
+    accumulator = runner.render(step, initial, scope) if initial is not None else None
+    body = step.bodies["do"]
+    progress = Progress(runner.events, step.label, len(over))
+    ctx = runner.quiet_ctx() if len(over) > 1 else frame.ctx
+    prefix = f"{frame.prefix}{step.label}/do/"
+    for index, item in enumerate(over):
+        item_scope = dict(scope)
+        item_scope["item"] = item
+        item_scope["index"] = index
+        item_scope["accumulator"] = accumulator
+        accumulator = await runner.run_body(
+            step, body, item_scope, Frame(prefix, index, frame.turn, ctx), f"do item {index}"
+        )
+        progress.tick()
+    return {"count": len(over), "result": accumulator}
