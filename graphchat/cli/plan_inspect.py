@@ -1,0 +1,270 @@
+"""`graphchat plan list|show|validate`: look at plans without running them.
+
+Cheap on purpose (`plan validate` ≤ 0.25 s): no model library, no MCP SDK, no server start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register_inspect(plan_sub: argparse._SubParsersAction) -> None:
+    """Add list/show/validate to the `plan` group's sub-parsers."""
+    p_list = plan_sub.add_parser(
+        "list", help="list the workspace's plans", description="List the plans under plans/."
+    )
+    p_list.add_argument("--json", action="store_true", help="machine-readable output")
+    p_list.set_defaults(func=run_list)
+
+    p_show = plan_sub.add_parser(
+        "show",
+        help="show a plan as loaded",
+        description="Show a plan, normalised, with its tool name and schema.",
+    )
+    p_show.add_argument("plan", metavar="NAME|PATH")
+    p_show.add_argument("--json", action="store_true", help="machine-readable output")
+    p_show.set_defaults(func=run_show)
+
+    p_val = plan_sub.add_parser(
+        "validate",
+        help="check plans without running them",
+        description="Check structure, templates, gates, bodies, ask schemas and that every tool resolves. "
+        "Without NAME, every plan of the workspace is checked.",
+    )
+    p_val.add_argument("plan", nargs="?", metavar="NAME|PATH")
+    p_val.add_argument("--json", action="store_true", help="machine-readable output")
+    p_val.set_defaults(func=run_validate)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from graphchat.workspace import load_settings
+
+    return load_settings(getattr(args, "home", None))
+
+
+def _catalog(settings: Any) -> Any:
+    """The catalog for resolution checks: cheap (no server start, nothing recorded)."""
+    from graphchat.catalog.build import build_catalog
+
+    return build_catalog(settings, record_shapes=False)
+
+
+def _plan_summary(plan: Any) -> dict[str, Any]:
+    return {
+        "identifier": plan.identifier,
+        "name": plan.name,
+        "description": plan.description,
+        "finish": plan.finish,
+        "tool_name": plan.tool_name,
+        "path": str(plan.path) if plan.path else None,
+        "requires_servers": list(plan.requires_servers),
+    }
+
+
+def input_schema_of(plan: Any) -> dict[str, Any]:
+    return plan.input_schema if plan.input_schema is not None else {"type": "object", "properties": {}}
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- list --------------------------------------------------------------------------------------
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from graphchat.cli.output import print_json
+    from graphchat.plans.discovery import discover, relative_problems
+
+    settings = _settings(args)
+    index = discover(settings.plans_dir)
+    plans = sorted(index.plans.values(), key=lambda p: p.identifier)
+    failed = [
+        {"path": str(path), "problems": relative_problems(err)} for path, err in sorted(index.errors.items())
+    ]
+    duplicates = [
+        {"path": str(path), "identifier": ident} for path, ident in sorted(index.duplicates.items())
+    ]
+    if args.json:
+        print_json({"plans": [_plan_summary(p) for p in plans], "failed": failed, "duplicates": duplicates})
+        return 0
+    if not plans and not failed:
+        sys.stderr.write(f"no plans in {settings.plans_dir}\n")
+        return 0
+    width = max((len(p.identifier) for p in plans), default=0)
+    for plan in plans:
+        sys.stdout.write(
+            f"{plan.identifier:<{width}}  {plan.finish:<6}  {plan.name} — {_one_line(plan.description)}  ({plan.path})\n"
+        )
+    for entry in failed:
+        count = len(entry["problems"])
+        sys.stdout.write(
+            f"✗ {entry['path']}: does not load ({count} problem{'s' if count != 1 else ''}): "
+            f"{entry['problems'][0] if entry['problems'] else ''}\n"
+        )
+    for entry in duplicates:
+        sys.stdout.write(f"✗ {entry['path']}: skipped, duplicate identifier '{entry['identifier']}'\n")
+    return 0
+
+
+# --- show --------------------------------------------------------------------------------------
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from graphchat.cli.output import print_json, warn
+    from graphchat.plans.discovery import find_plan
+    from graphchat.plans.loader import plan_to_dict
+
+    settings = _settings(args)
+    plan = find_plan(args.plan, settings.plans_dir, warn=warn)
+    data = plan_to_dict(plan)
+    if args.json:
+        print_json(
+            {
+                **_plan_summary(plan),
+                "input_schema": input_schema_of(plan),
+                "plan": data,
+            }
+        )
+        return 0
+    import yaml
+
+    out = sys.stdout
+    out.write(f"# {plan.tool_name} — {plan.name} ({plan.finish} finish)\n")
+    if plan.path:
+        out.write(f"# {plan.path}\n")
+    out.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
+    if plan.input_schema is None:
+        out.write("# input_schema (default): {type: object, properties: {}}\n")
+    return 0
+
+
+# --- validate ----------------------------------------------------------------------------------
+
+
+def _validate_one(
+    plan: Any, catalog: Any, servers: Any, plans: Any, *, by_path: bool
+) -> tuple[list[str], list[str]]:
+    from graphchat.plans.validate import missing_servers, validate_against_catalog
+
+    problems = validate_against_catalog(
+        plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path
+    )
+    notes = []
+    if by_path:
+        gone = missing_servers(plan, servers)
+        if gone:
+            notes.append(
+                f"requires_servers: {', '.join(gone)} not configured here; the plan is hidden from the catalog"
+            )
+    return problems, notes
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from graphchat.cli.output import print_json
+    from graphchat.plans.discovery import _looks_like_path, discover, load_cached, relative_problems
+    from graphchat.plans.model import PlanLoadError
+    from graphchat.plans.validate import servers_of
+
+    settings = _settings(args)
+    index = discover(settings.plans_dir)
+    reports: list[dict[str, Any]] = []
+    targets: list[tuple[str, Any, PlanLoadError | None, bool]] = []  # (path, plan, error, by_path)
+    if args.plan is None:
+        for path, err in sorted(index.errors.items()):
+            targets.append((str(path), None, err, False))
+        for plan in index.plans.values():
+            targets.append((str(plan.path), plan, None, False))
+        for path, ident in sorted(index.duplicates.items()):
+            reports.append(
+                {
+                    "path": str(path),
+                    "identifier": ident,
+                    "ok": False,
+                    "problems": [f"identifier: duplicate '{ident}' (another file defines it first)"],
+                    "notes": [],
+                }
+            )
+        targets.sort(key=lambda t: t[0])
+    elif _looks_like_path(args.plan):
+        from pathlib import Path
+
+        from graphchat.errors import GraphchatError
+
+        path = Path(args.plan).expanduser()
+        if not path.is_file():
+            raise GraphchatError(f"no plan file {args.plan}")
+        try:
+            targets.append((str(path), load_cached(path), None, True))
+        except PlanLoadError as err:
+            targets.append((str(path), None, err, True))
+    else:
+        name = args.plan
+        ident = name[len("plan__") :] if name.startswith("plan__") and name not in index.plans else name
+        broken = [(p, e) for p, e in index.errors.items() if p.stem == ident or index.raw_ids.get(p) == ident]
+        if ident in index.plans:
+            plan = index.plans[ident]
+            targets.append((str(plan.path), plan, None, False))
+        elif broken:
+            targets.append((str(broken[0][0]), None, broken[0][1], False))
+        else:
+            index.get(name)  # raises "unknown plan" listing the known ones
+    catalog = servers = None
+    if any(plan is not None for _, plan, _, _ in targets):
+        catalog = _catalog(settings)
+        servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
+    for path, plan, err, by_path in targets:
+        if err is not None:
+            reports.append(
+                {
+                    "path": path,
+                    "identifier": index.raw_ids.get(_as_path(path)),
+                    "ok": False,
+                    "problems": relative_problems(err),
+                    "notes": [],
+                }
+            )
+            continue
+        problems, notes = _validate_one(plan, catalog, servers, index.plans, by_path=by_path)
+        reports.append(
+            {
+                "path": path,
+                "identifier": plan.identifier,
+                "ok": not problems,
+                "problems": problems,
+                "notes": notes,
+            }
+        )
+    ok = all(r["ok"] for r in reports)
+    if args.json:
+        print_json({"ok": ok, "plans": reports})
+        return 0 if ok else 1
+    if not reports:
+        sys.stderr.write(f"no plans in {settings.plans_dir}\n")
+        return 0
+    err_out = sys.stderr
+    for report in reports:
+        label = f"'{report['identifier']}' ({report['path']})" if report["identifier"] else report["path"]
+        if report["ok"]:
+            err_out.write(f"✓ plan {label} is valid\n")
+        else:
+            count = len(report["problems"])
+            err_out.write(f"✗ plan {label}: {count} problem{'s' if count != 1 else ''}\n")
+            for problem in report["problems"]:
+                err_out.write(f"{problem}\n")
+        for note in report["notes"]:
+            err_out.write(f"note: {note}\n")
+    err_out.flush()
+    return 0 if ok else 1
+
+
+def _as_path(text: str) -> Any:
+    from pathlib import Path
+
+    return Path(text)
