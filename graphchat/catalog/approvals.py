@@ -1,9 +1,283 @@
-"""Approvals (placeholder until the catalog owner lands the policy): everything runs."""
+"""Approvals: which tool calls may run without asking, and asking when they may not.
+
+Every tool has an action family (read | write | destructive). The workspace policy
+(`approvals: {mode, allow, deny}` in graphchat.yaml) plus `--yes` decide; in `ask` mode a
+non-read call not covered by `allow` is asked about through the one asker (once / always /
+refuse). "always" is written to the workspace config's `approvals.allow`. When nobody can
+answer the call is refused — never run silently, never waiting forever.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphchat.catalog.base import Approver, CallContext, ToolSpec
+    from graphchat.workspace import Settings
+
+OPTIONS = ["once", "always", "refuse"]
 
 
-def make_approver(settings: Any) -> Any:
+def family_from_annotations(annotations: dict[str, Any] | None, override: str | None = None) -> str:
+    """read when read-only; destructive when destructive or the server says nothing; else write.
+
+    Accepts snake_case (SDK) and camelCase (wire) keys. MCP's own default for an unstated
+    destructiveHint is true, so only an explicit `destructive_hint: false` makes a tool `write`.
+    """
+    if override:
+        return override
+    ann = annotations or {}
+
+    def hint(snake: str, camel: str) -> Any:
+        return ann.get(snake, ann.get(camel))
+
+    if hint("read_only_hint", "readOnlyHint") is True:
+        return "read"
+    if hint("destructive_hint", "destructiveHint") is False:
+        return "write"
+    return "destructive"
+
+
+def _match(name: str, patterns: Any) -> str | None:
+    for pattern in patterns:
+        if fnmatchcase(name, pattern):
+            return pattern
     return None
+
+
+def _short_args(arguments: dict[str, Any], limit: int = 200) -> str:
+    import orjson
+
+    text = orjson.dumps(arguments, default=str).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class PolicyApprover:
+    """The approval hook of one command (see module doc); callable as a Catalog `Approver`."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.policy = settings.approvals
+        self.session_allow: set[str] = set()  # "always" answers of this run (also persisted)
+        self._lock: asyncio.Lock | None = None
+
+    def _refusal(self, spec: ToolSpec, why: str) -> str:
+        return (
+            f"{spec.name} was not run: {why}. It is a {spec.family} tool; "
+            "do not retry it, continue without it or tell the user what you wanted to do."
+        )
+
+    def decide_without_asking(self, spec: ToolSpec, ctx: CallContext) -> tuple[bool, str | None]:
+        """(decided, refusal): decided=False means the person must be asked."""
+        pattern = _match(spec.name, self.policy.deny)
+        if pattern is not None:
+            return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})")
+        if spec.family == "read" or spec.source == "control":
+            return True, None
+        if ctx.assume_yes or self.policy.mode == "auto":
+            return True, None
+        if spec.name in self.session_allow or _match(spec.name, self.policy.allow) is not None:
+            return True, None
+        if self.policy.mode == "deny":
+            return True, self._refusal(spec, "approvals.mode is deny (only read tools run)")
+        return False, None
+
+    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> str | None:
+        decided, refusal = self.decide_without_asking(spec, ctx)
+        if decided:
+            return refusal
+        asker = ctx.asker
+        if asker is None or not asker.can_answer:
+            return self._refusal(
+                spec,
+                "it needs the user's approval and nobody can answer here "
+                "(the user can rerun with --yes or add it to approvals.allow in graphchat.yaml)",
+            )
+        from graphchat.asks import Question
+
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        # One approval question at a time, re-checking after the wait: an "always" given to
+        # the first of 8 parallel calls answers the 7 others.
+        async with self._lock:
+            decided, refusal = self.decide_without_asking(spec, ctx)
+            if decided:
+                return refusal
+            question = Question(
+                prompt=f"Allow {spec.name} ({spec.family}) with {_short_args(arguments)}?",
+                options=list(OPTIONS),
+                kind="approval",
+                context={"tool": spec.name, "family": spec.family, "arguments": arguments},
+            )
+            try:
+                answer = await asker.ask(question)
+            except Exception as exc:  # a broken asker must refuse, not run the tool
+                return self._refusal(spec, f"the approval question failed ({exc})")
+            if not answer.answered:
+                reason = "the user declined" if answer.reason == "declined" else "nobody could answer"
+                return self._refusal(spec, f"approval was not given ({reason})")
+            choice = str(answer.value).strip().lower()
+            if choice in ("always", "a"):
+                self.session_allow.add(spec.name)
+                try:
+                    path = remember_allow(self.settings, spec.name)
+                except Exception as exc:  # approved all the same; say why it is not remembered
+                    if ctx.events is not None:
+                        ctx.events.warning(f"could not save approval of {spec.name}: {exc}")
+                else:
+                    if ctx.events is not None:
+                        ctx.events.info(f"{spec.name} is now always allowed ({path})")
+                return None
+            if choice in ("once", "o", "yes", "y"):
+                return None
+            return self._refusal(spec, "the user refused it")
+
+
+def make_approver(settings: Settings) -> Approver:
+    """The approval hook for a command's catalog."""
+    return PolicyApprover(settings)
+
+
+# --- persisting "always" ------------------------------------------------------------------------
+
+
+def remember_allow(settings: Settings, tool: str) -> Path:
+    """Add `tool` to `approvals.allow` of the workspace graphchat.yaml, keeping everything else
+    (comments, order, formatting) as it is. Creates the file when there is none."""
+    from graphchat.workspace import CONFIG_NAME
+
+    path = settings.config_path or (settings.workspace / CONFIG_NAME)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    new_text = add_allow_entry(text, tool)
+    if new_text != text:
+        _write_atomic(path, new_text)
+    return path
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _scalar(value: str) -> str:
+    import json
+
+    return json.dumps(value)  # a JSON string is a valid YAML scalar, quoted as needed
+
+
+def add_allow_entry(text: str, tool: str) -> str:
+    """`text` (a graphchat.yaml) with `tool` added to approvals.allow; a pure text edit.
+
+    Edits only the smallest span (the allow list, or inserts one line) so the user's comments
+    and layout survive; falls back to a full re-dump only for layouts it cannot edit in place.
+    """
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader) if text.strip() else None
+        data = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError:
+        raise ValueError("graphchat.yaml is not valid YAML; not editing it") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError("graphchat.yaml is not a mapping; not editing it")
+    approvals = data.get("approvals")
+    if isinstance(approvals, dict) and tool in (approvals.get("allow") or []):
+        return text
+    edited = _edit_in_place(text, node, tool)
+    if edited is not None:
+        try:
+            check = yaml.safe_load(edited)
+            allow = (check.get("approvals") or {}).get("allow") or []
+            rest_same = {k: v for k, v in check.items() if k != "approvals"} == {
+                k: v for k, v in data.items() if k != "approvals"
+            }
+            if tool in allow and rest_same:
+                return edited
+        except yaml.YAMLError:
+            pass
+    # Fallback: structured re-dump (loses comments, keeps data).
+    approvals = dict(approvals) if isinstance(approvals, dict) else {}
+    approvals["allow"] = [*(approvals.get("allow") or []), tool]
+    data = {**data, "approvals": approvals}
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
+    import yaml
+
+    entry = _scalar(tool)
+    if root is None:  # empty file, or comments only
+        sep = "\n" if text and not text.endswith("\n") else ""
+        return f"{text}{sep}approvals:\n  allow:\n    - {entry}\n"
+    if not isinstance(root, yaml.MappingNode) or root.flow_style:
+        return None
+    approvals_node = None
+    approvals_key = None
+    for key, value in root.value:
+        if key.value == "approvals":
+            approvals_key, approvals_node = key, value
+    if approvals_node is None:
+        sep = "" if text.endswith("\n") else "\n"
+        return f"{text}{sep}approvals:\n  allow:\n    - {entry}\n"
+    if isinstance(approvals_node, yaml.ScalarNode) and approvals_node.value in ("", "~", "null"):
+        # `approvals:` with nothing under it
+        line_end = text.find("\n", approvals_key.end_mark.index)
+        line_end = len(text) if line_end == -1 else line_end
+        line = text[:line_end]
+        indent = approvals_key.start_mark.column
+        return f"{line}\n{' ' * (indent + 2)}allow:\n{' ' * (indent + 4)}- {entry}{text[line_end:]}"
+    if not isinstance(approvals_node, yaml.MappingNode):
+        return None
+    if approvals_node.flow_style:
+        return None
+    allow_key = allow_node = None
+    for key, value in approvals_node.value:
+        if key.value == "allow":
+            allow_key, allow_node = key, value
+    if allow_node is None:
+        first_key = approvals_node.value[0][0]
+        col = first_key.start_mark.column
+        start = first_key.start_mark.index - col  # start of that line
+        return f"{text[:start]}{' ' * col}allow:\n{' ' * (col + 2)}- {entry}\n{text[start:]}"
+    if isinstance(allow_node, yaml.ScalarNode) and allow_node.value in ("", "~", "null"):
+        if allow_node.start_mark.index == allow_node.end_mark.index:  # `allow:` then nothing
+            pos = allow_key.end_mark.index
+            colon = text.index(":", pos) + 1
+            return f"{text[:colon]} [{entry}]{text[colon:]}"
+        return f"{text[: allow_node.start_mark.index]}[{entry}]{text[allow_node.end_mark.index :]}"
+    if not isinstance(allow_node, yaml.SequenceNode):
+        return None
+    if allow_node.flow_style or not allow_node.value:
+        items = [_scalar(str(item.value)) for item in allow_node.value]
+        body = "[" + ", ".join([*items, entry]) + "]"
+        return f"{text[: allow_node.start_mark.index]}{body}{text[allow_node.end_mark.index :]}"
+    first = allow_node.value[0]
+    line_start = text.rfind("\n", 0, first.start_mark.index) + 1
+    prefix = text[line_start : first.start_mark.index]  # e.g. "    - "
+    if prefix.strip() != "-":
+        return None
+    last = allow_node.value[-1]
+    end = text.find("\n", last.end_mark.index)
+    if end == -1:
+        return f"{text}\n{prefix}{entry}\n"
+    return f"{text[: end + 1]}{prefix}{entry}\n{text[end + 1 :]}"

@@ -34,17 +34,39 @@ def build_catalog(
 
         catalog.add_source(PlanSource(settings, catalog))
     if record_shapes:
-        catalog.record_shape = shape_recorder(settings)
+        recorder = ShapeRecorderHook(settings)
+        catalog.record_shape = recorder
+        catalog.add_source(recorder)  # a source only so that catalog.aclose() flushes it
     return catalog
 
 
-def shape_recorder(settings: Settings):  # type: ignore[no-untyped-def]
-    """A recorder that learns shapes off the event loop (see graphchat.shapes)."""
-    from graphchat.shapes import ShapeStore
+class ShapeRecorderHook:
+    """Learns shapes off the round's critical path (graphchat.shapes) and, as a tool source with
+    no tools, makes `Catalog.aclose()` wait for pending recordings before the process exits."""
 
-    store = ShapeStore(settings.catalog_dir / "shapes")
+    def __init__(self, settings: Settings) -> None:
+        self.directory = settings.catalog_dir / "shapes"
+        self._store = None
 
-    def record(spec, value):  # type: ignore[no-untyped-def]
-        store.record_background(spec.name, value, spec.output_schema)
+    @property
+    def store(self):  # type: ignore[no-untyped-def]
+        if self._store is None:
+            from graphchat.shapes import ShapeStore
 
-    return record
+            self._store = ShapeStore(self.directory)
+        return self._store
+
+    def __call__(self, spec, value) -> None:  # type: ignore[no-untyped-def]
+        self.store.record_async(spec.name, value, spec.output_schema)
+
+    def specs(self) -> list:  # type: ignore[type-arg]
+        return []
+
+    async def call(self, spec, arguments, ctx):  # type: ignore[no-untyped-def]
+        from graphchat.catalog.base import ToolResult
+
+        return ToolResult.error(f"unknown tool: {spec.name}")
+
+    async def aclose(self) -> None:
+        if self._store is not None:
+            await self._store.drain()
