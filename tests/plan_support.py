@@ -19,7 +19,7 @@ Tool = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class FakeTools:
-    """Native-like tools for tests: `t__echo`, `t__double`, `t__slow`, `t__fail`, `t__count`."""
+    """Native-like tools for tests: `t__echo`, `t__double`, `t__slow`, `t__fail`, `t__list`, `t__add`."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -31,6 +31,7 @@ class FakeTools:
             "t__slow": (self._slow, "read"),
             "t__fail": (self._fail, "write"),
             "t__list": (self._list, "read"),
+            "t__add": (self._add, "read"),
         }
 
     def add(self, name: str, fn: Tool, family: str = "read") -> None:
@@ -55,6 +56,9 @@ class FakeTools:
 
     async def _fail(self, args: dict[str, Any]) -> Any:
         raise RuntimeError(args.get("message", "boom"))
+
+    async def _add(self, args: dict[str, Any]) -> Any:
+        return {"total": args["total"] + args["item"], "seen": args.get("seen")}
 
     async def _list(self, args: dict[str, Any]) -> Any:
         return {"items": args.get("items", [])}
