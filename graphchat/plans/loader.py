@@ -352,7 +352,7 @@ class _Loader:
                 if isinstance(key, str) and key in ("then", "else", "do") and isinstance(value, list):
                     for sub in value:
                         if isinstance(sub, Mapping) and isinstance(sub.get("id"), str):
-                            self.body_owner.setdefault(sub["id"], owner)
+                            self.body_owner.setdefault(sub["id"], f"{owner}/{key}")
 
     def check_id(self, raw_id: Any, label: str) -> str | None:
         if raw_id is None:
@@ -493,7 +493,7 @@ class _Loader:
         def report(field: str, what: str) -> None:
             report_step(f"input.{field}", what)
 
-        spec, raw_keys = self.normalise(raw_input, CONTROL_FIELDS[tool], report, f"a `{tool}` step")
+        spec, raw_keys = self.normalise(raw_input, CONTROL_FIELDS[tool], report, f"`{tool}` input")
         bodies: dict[str, Body] = {}
         checker = getattr(self, f"control_{tool}")
         checker(spec, where, scope, report, context)
@@ -783,14 +783,14 @@ class _Loader:
                 continue
             for root in sorted(template.roots):
                 if root not in known:
-                    report(loc, self.explain_root(root, scope))
+                    report(loc, self.explain_root(root, scope, where))
             for root in sorted(template.section_roots):
                 # Inside a section a dotted path may read the item; only flag ids that are
                 # certainly steps which have not run yet here.
                 if root not in known and (root in self.top_ids or root in self.body_owner):
-                    report(loc, self.explain_root(root, scope))
+                    report(loc, self.explain_root(root, scope, where))
 
-    def explain_root(self, root: str, scope: _Scope) -> str:
+    def explain_root(self, root: str, scope: _Scope, where: str | None = None) -> str:
         ref = "{{" + root + "}}"
         if root in ("item", "index"):
             return f"{ref} is only available inside a map/reduce body or a filter gate"
@@ -798,9 +798,12 @@ class _Loader:
             return f"{ref} is only available inside a reduce body"
         if root in self.top_ids:
             return f"forward reference to step {root!r}: it has not run yet here (only `input` and earlier steps)"
+        owner = self.body_owner.get(root)
+        if owner is not None and where is not None and where.startswith(f"{owner}/"):
+            return f"forward reference to step {root!r}: it runs later in this body"
         if root in self.body_owner:
             return (
-                f"{root!r} is a step inside the body of step {self.body_owner[root]} and is not visible here"
+                f"{root!r} is a step of body {self.body_owner[root]} and is not visible here"
             )
         known = ", ".join(sorted(scope.all, key=lambda r: (r != "input", r)))
         return f"unknown root {root!r} in {ref} (known here: {known})"
