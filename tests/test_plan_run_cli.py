@@ -1,0 +1,297 @@
+"""`graphchat plan run` as the real command: exit codes 0/1/2/3/4, stdout holding only the
+deliverable, inputs, --json, --answers, asks on a pseudo-terminal, events, lazy imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GraphchatRunner, clean_env
+
+PICK = """identifier: pick
+name: Pick
+description: Keep the numbers at or above a threshold.
+input_schema:
+  type: object
+  required: [numbers]
+  properties:
+    numbers: {type: array, items: {type: number}}
+    min: {type: number, default: 10}
+steps:
+  - id: E0
+    tool_name: filter
+    input:
+      over: "{{input.numbers}}"
+      where: {value: "{{item}}", op: gte, to: "{{input.min}}"}
+  - id: E1
+    tool_name: exit
+    input:
+      when: {value: "{{E0.count}}", op: gt, to: 3}
+      status: error
+      message: "too many: {{E0.count}}"
+  - id: E2
+    tool_name: exit
+    input:
+      when: {value: "{{E0.count}}", op: eq, to: 3}
+      status: success
+      message: "exactly three"
+      output: {three: "{{E0.items}}"}
+output:
+  big: "{{E0.items}}"
+  first: "{{E0.items.0}}"
+"""
+
+ASK = """identifier: release
+name: Release
+description: Ask which channel to release to.
+steps:
+  - id: E0
+    tool_name: ask
+    input:
+      prompt: "Which channel?"
+      output_schema:
+        type: object
+        required: [channel]
+        properties:
+          channel: {enum: [stable, beta, nightly], description: Release channel}
+          count: {type: integer, description: How many}
+      when_unanswered: %s
+output:
+  asked: "{{E0}}"
+"""
+
+SOLVER = """identifier: report
+name: Report
+description: Write a report.
+steps:
+  - id: E0
+    tool_name: filter
+    input: {over: [1, 2, 3], where: {value: "{{item}}", op: gt, to: 1}}
+solver:
+  query_to_answer: Describe the numbers.
+  data: "{{E0.items}}"
+"""
+
+SILENT = """identifier: quiet
+name: Quiet
+description: Does nothing visible.
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: "{{input.xs}}"
+      concurrency: 3
+      do:
+        tool_name: filter
+        input: {over: "{{item}}", where: {value: "{{item}}", op: gt, to: 0}}
+"""
+
+
+@pytest.fixture
+def plans(workspace: Path) -> Path:
+    folder = workspace / "plans"
+    (folder / "pick.yaml").write_text(PICK)
+    (folder / "release.yaml").write_text(ASK % "fail")
+    (folder / "release_default.yaml").write_text(
+        (ASK % "default\n      default: {channel: stable}").replace(
+            "identifier: release", "identifier: release_default"
+        )
+    )
+    (folder / "report.yaml").write_text(SOLVER)
+    (folder / "quiet.yaml").write_text(SILENT)
+    return folder
+
+
+def test_exit_0_output_json_only_on_stdout(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", '{"numbers": [1, 20, 30]}')
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"big": [20, 30], "first": 20}
+    assert "step E0 (filter)" in run.stderr  # progress goes to stderr
+
+
+def test_inputs_from_flags_file_and_stdin(graphchat: GraphchatRunner, plans: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "in.json"
+    doc.write_text('{"numbers": [1, 2, 50], "min": 100}')
+    run = graphchat("plan", "run", "pick", f"@{doc}", "--input", "min=2")
+    assert json.loads(run.stdout) == {"big": [2, 50], "first": 2}
+    run = graphchat("plan", "run", "pick", "-", "--input", "numbers=[7,70]", input='{"numbers": [1]}')
+    assert json.loads(run.stdout) == {"big": [70], "first": 70}
+    run = graphchat("plan", "run", str(plans / "pick.yaml"), "--input", "numbers=[5]", "--input", "min=5")
+    assert json.loads(run.stdout) == {"big": [5], "first": 5}
+
+
+def test_exit_1_empty_data_in_output_mode(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", '{"numbers": [1, 2]}')
+    assert run.returncode == 1
+    assert run.stdout == ""
+    assert "error: plan failed at output: {{E0.items.0}}: E0.items is an empty array" in run.stderr
+
+
+def test_exit_1_unknown_plan(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "nope")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "unknown plan 'nope'" in run.stderr
+
+
+def test_exit_3_inputs_missing_with_schema_on_stderr(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", '{"numbers": ["x"]}')
+    assert run.returncode == 3
+    assert run.stdout == ""
+    assert "plan 'pick' needs inputs:" in run.stderr
+    assert "'x' is not of type 'number'" in run.stderr
+    assert '"required": [' in run.stderr  # the input schema
+    run = graphchat("plan", "run", "pick")
+    assert run.returncode == 3 and "'numbers' is a required property" in run.stderr
+
+
+def test_exit_4_error_exit_fired(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[11,12,13,14]")
+    assert run.returncode == 4
+    assert run.stdout == ""
+    assert "✗ too many: 4" in run.stderr
+
+
+def test_success_exit_output_is_the_deliverable(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[11,12,13]")
+    assert run.returncode == 0
+    assert json.loads(run.stdout) == {"three": [11, 12, 13]}
+    assert "✓ exactly three" in run.stderr
+
+
+def test_exit_2_usage_and_no_model(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", "--bogus")
+    assert run.returncode == 2 and run.stdout == ""
+    run = graphchat("plan", "run", "report")
+    assert run.returncode == 2 and run.stdout == ""
+    assert "no model configured" in run.stderr
+    run = graphchat("plan", "run", "pick", "{not json")
+    assert run.returncode == 2 and "invalid JSON" in run.stderr
+
+
+def test_json_envelope(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[10]", "--json")
+    assert run.returncode == 0
+    assert json.loads(run.stdout) == {
+        "answer": None,
+        "output": {"big": [10], "first": 10},
+        "plan": "pick",
+        "steps_executed": 3,
+    }
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[10,11,12,13]", "--json")
+    assert run.returncode == 4
+    envelope = json.loads(run.stdout)
+    assert envelope["exit"] == {"status": "error", "message": "too many: 4", "step": "E1"}
+    assert envelope["steps_executed"] == 2
+
+
+def test_silent_plan_and_progress(graphchat: GraphchatRunner, plans: Path) -> None:
+    xs = [[1, -1]] * 40
+    run = graphchat("plan", "run", "quiet", json.dumps({"xs": xs}))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ""
+    assert "✓ plan 'quiet' completed (41 steps)" in run.stderr
+    assert "E0: 40/40" in run.stderr
+
+
+def test_events_jsonl(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[10]", env={"GRAPHCHAT_EVENTS": "jsonl"})
+    assert run.returncode == 0
+    events = [json.loads(line) for line in run.stderr.splitlines() if line.strip()]
+    assert {"event": "step_started", "step": "E0", "tool": "filter"} in events
+    assert any(e["event"] == "step_finished" and e["step"] == "E1" for e in events)
+    assert json.loads(run.stdout)["first"] == 10
+
+
+def test_ask_unavailable_without_a_terminal(graphchat: GraphchatRunner, plans: Path) -> None:
+    run = graphchat("plan", "run", "release")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "plan failed at step E0 (ask): the question was not answered (unavailable)" in run.stderr
+    run = graphchat("plan", "run", "release_default")
+    assert run.returncode == 0
+    assert json.loads(run.stdout) == {
+        "asked": {"answer": {"channel": "stable"}, "answered": False, "reason": "unavailable"}
+    }
+
+
+def test_ask_answers_file(graphchat: GraphchatRunner, plans: Path, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("E0: {channel: beta, count: 2}\n")
+    run = graphchat("plan", "run", "release", "--answers", str(answers))
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"asked": {"answer": {"channel": "beta", "count": 2}, "answered": True}}
+    answers.write_text("'Which channel?': {channel: weekly}\n")  # by prompt; not in the enum
+    run = graphchat("plan", "run", "release", "--answers", str(answers))
+    assert run.returncode == 1 and "the answer does not fit the schema" in run.stderr
+
+
+def _spawn(workspace: Path, *args: str):  # type: ignore[no-untyped-def]
+    pexpect = pytest.importorskip("pexpect")
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), *args],
+        env=clean_env({"NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=30,
+    )
+
+
+def test_ask_on_a_terminal_reprompts_then_answers(workspace: Path, plans: Path) -> None:
+    child = _spawn(workspace, "plan", "run", "release")
+    child.expect_exact("? Which channel?")
+    child.expect("channel")
+    child.sendline("weekly")  # not a choice: re-asked
+    child.expect("choose one of: stable, beta, nightly")
+    child.sendline("BETA")  # enums match case-insensitively
+    child.expect("count")
+    child.sendline("two")  # not a number: re-asked
+    child.expect("whole number")
+    child.sendline("2")
+    child.expect(r'"channel": "beta"')
+    child.expect(pexpect_eof())
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_ask_on_a_terminal_blank_declines(workspace: Path, plans: Path) -> None:
+    child = _spawn(workspace, "plan", "run", "release_default")
+    child.expect_exact("? Which channel?")
+    child.expect("channel")
+    child.sendline("")
+    child.expect(r'"reason": "declined"')
+    child.expect(pexpect_eof())
+    child.close()
+    assert child.exitstatus == 0
+
+
+def pexpect_eof():  # type: ignore[no-untyped-def]
+    import pexpect
+
+    return pexpect.EOF
+
+
+def test_a_no_model_run_imports_neither_litellm_nor_mcp(workspace: Path, plans: Path) -> None:
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['graphchat', '--home', sys.argv[1], 'plan', 'run', 'pick', '--input', 'numbers=[12]']\n"
+        "from graphchat.cli.main import main\n"
+        "rc = main()\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('litellm', 'mcp', 'openai'))\n"
+        "print('IMPORTED', bad, file=sys.stderr)\n"
+        "sys.exit(rc)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(workspace)],
+        env=clean_env(None, workspace.parent),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(workspace),
+    )
+    assert run.returncode == 0, run.stderr
+    assert "IMPORTED []" in run.stderr
+    assert json.loads(run.stdout) == {"big": [12], "first": 12}
