@@ -1,0 +1,1 @@
+"""The agent: the tool-calling loop and the conversational session that `ask` and `chat` share."""

@@ -1,21 +1,161 @@
-"""Native tools (placeholder until the agent-loop owner lands ask_user and builtin__infer)."""
+"""Native tools: `ask_user` (the model asks the person) and `builtin__infer` (one model call).
+
+Test hook: with GRAPHCHAT_TEST_TOOLS=1 in the environment, `debug__sleep` (sleeps, then echoes)
+is also listed, so tests and benches can drive slow parallel tool rounds through the real command.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
 
+if TYPE_CHECKING:
+    from graphchat.workspace import Settings
+
+ASK_USER = ToolSpec(
+    name="ask_user",
+    description=(
+        "Ask the person a question and wait for the answer. Use it when you need a decision or a fact "
+        "only they have. Give `options` for a choice, or `schema` (a flat object schema) for a form. "
+        "The result is {answer, answered: true} or {answered: false, reason: declined|unavailable}; "
+        "when unavailable nobody can answer, so proceed on your best judgement and say so."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "description": "the question, in one or two sentences"},
+            "options": {"type": "array", "items": {"type": "string"}, "description": "choices to pick from"},
+            "schema": {
+                "type": "object",
+                "description": "a flat JSON object schema: fields the answer must have",
+            },
+        },
+        "required": ["question"],
+        "additionalProperties": False,
+    },
+    source="native",
+    family="read",
+)
+
+INFER = ToolSpec(
+    name="builtin__infer",
+    description=(
+        "One model call on an instruction. With `output_schema` the reply is JSON of that schema "
+        "(validated); without it the result is {text}. `model` is a role (default, solver, judge, planner) "
+        "or a model string."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "instruction": {"type": "string", "description": "what to do, with all the data it needs"},
+            "output_schema": {"type": "object", "description": "JSON schema of the wanted output"},
+            "model": {"type": "string", "description": "a model role or a litellm model string"},
+        },
+        "required": ["instruction"],
+        "additionalProperties": False,
+    },
+    source="native",
+    family="read",
+)
+
+DEBUG_SLEEP = ToolSpec(
+    name="debug__sleep",
+    description="Test tool: sleep `seconds`, then return {slept, label}. Fails when `fail` is true.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "seconds": {"type": "number", "minimum": 0},
+            "label": {"type": "string"},
+            "fail": {"type": "boolean"},
+        },
+        "required": ["seconds"],
+    },
+    source="native",
+    family="read",
+)
+
+
+def test_tools_enabled() -> bool:
+    return os.environ.get("GRAPHCHAT_TEST_TOOLS") == "1"
+
 
 class NativeSource:
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
     def specs(self) -> list[ToolSpec]:
-        return []
+        specs = [ASK_USER, INFER]
+        if test_tools_enabled():
+            specs.append(DEBUG_SLEEP)
+        return specs
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        if spec.name == ASK_USER.name:
+            return await ask_user(arguments, ctx)
+        if spec.name == INFER.name:
+            return await self._infer(arguments, ctx)
+        if spec.name == DEBUG_SLEEP.name and test_tools_enabled():
+            await asyncio.sleep(float(arguments["seconds"]))
+            if arguments.get("fail"):
+                return ToolResult.error(f"debug__sleep failed as asked ({arguments.get('label', '')})")
+            return ToolResult({"slept": arguments["seconds"], "label": arguments.get("label", "")})
         return ToolResult.error(f"unknown native tool {spec.name}")
+
+    async def _infer(self, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        from graphchat.errors import GraphchatError
+        from graphchat.llm.client import LLM
+
+        try:
+            config = self._model(arguments.get("model"))
+        except GraphchatError as exc:
+            return ToolResult.error(exc.message)
+        llm = LLM(config, events=ctx.events)
+        messages = [{"role": "user", "content": arguments["instruction"]}]
+        schema = arguments.get("output_schema")
+        try:
+            if schema:
+                value: Any = await llm.structured(messages, schema, site="builtin__infer")
+            else:
+                value = {"text": (await llm.complete(messages, site="builtin__infer")).content}
+        except GraphchatError as exc:
+            return ToolResult.error(exc.message)
+        finally:
+            on_usage = ctx.extra.get("on_usage")
+            if callable(on_usage):
+                on_usage(llm.usage)
+        return ToolResult(value)
+
+    def _model(self, name: str | None) -> Any:
+        from graphchat.workspace import ROLES
+
+        if name and name in ROLES:
+            return self.settings.model_for(name)
+        return self.settings.model_for("default", override=name or None)
 
     async def aclose(self) -> None:
         pass
+
+
+async def ask_user(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+    """Put the model's question to the person through the host's one asker."""
+    asker = ctx.asker
+    if asker is None:  # no host to ask through: never hang
+        return ToolResult({"answered": False, "reason": "unavailable"})
+    answer = await asker.ask(_question(arguments))  # an unavailable host answers at once
+    if answer.answered:
+        return ToolResult({"answer": answer.value, "answered": True})
+    return ToolResult({"answered": False, "reason": answer.reason or "declined"})
+
+
+def _question(arguments: dict[str, Any]) -> Any:
+    from graphchat.asks import Question
+
+    options = arguments.get("options")
+    return Question(
+        prompt=str(arguments["question"]),
+        schema=arguments.get("schema") or None,
+        options=[str(o) for o in options] if options else None,
+    )

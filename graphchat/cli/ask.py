@@ -1,9 +1,135 @@
-"""`graphchat ask` (placeholder until its owner lands it)."""
+"""`graphchat ask MESSAGE`: one question; the answer streams to stdout and nothing else does."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
+
+STDIN_CONTEXT_HEADER = "Context (piped input):"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("ask", help="(not yet available)")
+    parser = sub.add_parser(
+        "ask",
+        help="ask one question; the answer streams to stdout",
+        description="Ask one question. The answer streams to stdout; tool activity goes to stderr. "
+        "Piped stdin is appended to the message as context.",
+    )
+    parser.add_argument("message", metavar="MESSAGE", help="the question")
+    parser.add_argument(
+        "--thread",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ID",
+        help="continue a thread: the most recent one, or ID (default: a new thread)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print {content, thread_id, tool_calls_made, usage}"
+    )
+    parser.add_argument("--model", metavar="M", help="model for this question (a litellm model string)")
+    parser.add_argument("--no-stream", action="store_true", help="print the answer once it is complete")
+    parser.add_argument("--answers", metavar="F", help="answers to questions, from a YAML/JSON file")
+    parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
+    parser.set_defaults(func=run)
+
+
+def _message_with_stdin(message: str) -> str:
+    """Piped stdin (not a terminal) is appended to the message as context."""
+    stdin = sys.stdin
+    if stdin is None or stdin.closed or stdin.isatty():
+        return message
+    data = stdin.read()
+    if not data.strip():
+        return message
+    return f"{message}\n\n{STDIN_CONTEXT_HEADER}\n{data.rstrip()}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from graphchat.workspace import load_settings
+
+    settings = load_settings(getattr(args, "home", None), model_override=args.model)
+    settings.model_for("chat")  # no model configured: exit 2 before anything starts
+    from graphchat.llm import preload_in_background
+
+    preload_in_background()  # a model call is certain: overlap litellm's import with the rest
+    message = _message_with_stdin(args.message)
+    import asyncio
+
+    return asyncio.run(_ask(args, settings, message))
+
+
+async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
+    from graphchat.agent.session import Session
+    from graphchat.asks import host_asker
+    from graphchat.catalog.build import build_catalog
+    from graphchat.cli.output import print_json, warn
+    from graphchat.events import sink_for_environment
+    from graphchat.threads.store import ThreadStore
+
+    events = sink_for_environment()
+    store = ThreadStore(settings.threads_dir)
+    thread = None
+    if args.thread is not None:
+        thread = store.open(args.thread) if args.thread else store.latest()
+        if thread is None:
+            warn("there is no thread to continue yet: starting a new one")
+    asker = host_asker(answers_file=args.answers, events=events)
+    catalog = build_catalog(settings, events=events)
+    session = None
+    try:
+        session = Session(
+            settings,
+            thread_store=store,
+            thread=thread,
+            catalog=catalog,
+            asker=asker,
+            events=events,
+            model_override=args.model,
+            assume_yes=args.yes,
+        )
+        streaming = not (args.json or args.no_stream)
+        writer = _StdoutWriter() if streaming else None
+        result = await session.turn(message, on_text=writer.write if writer else None)
+        events.usage_summary(result.usage)
+        if args.json:
+            print_json(
+                {
+                    "content": result.content,
+                    "thread_id": result.thread_id,
+                    "tool_calls_made": result.tool_calls_made,
+                    "usage": result.usage,
+                }
+            )
+        elif writer is not None:
+            writer.finish()
+        else:
+            sys.stdout.write(result.content)
+            if sys.stdout.isatty() and not result.content.endswith("\n"):
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+        return 0
+    finally:
+        if session is not None:
+            await session.aclose()
+        await catalog.aclose()  # no server process is left behind, whatever happened
+
+
+class _StdoutWriter:
+    """Streams the answer's text to stdout as it arrives (exactly the text when not a terminal)."""
+
+    def __init__(self) -> None:
+        self.stream = sys.stdout
+        self.tty = self.stream.isatty()
+        self.last = ""
+
+    def write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+        self.last = text[-1:] or self.last
+
+    def finish(self) -> None:
+        if self.tty and self.last and self.last != "\n":
+            self.stream.write("\n")
+        self.stream.flush()

@@ -1,0 +1,212 @@
+"""The tool-calling loop: rounds of model call → all tool calls at once → results in call order.
+
+Used by `ask`, `chat` and the plan `agent` step alike. Tools are reached only through
+`Catalog.call`. Cancellation (Ctrl-C) cancels the model call and the in-flight tools; results
+that completed are still recorded, in call order, so the thread keeps them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from graphchat.catalog.base import ToolResult
+from graphchat.errors import GraphchatError
+from graphchat.llm.types import ToolCall, Usage
+from graphchat.threads import events as ev
+from graphchat.threads.replay import shorten_tool_result
+
+if TYPE_CHECKING:
+    from graphchat.catalog.base import CallContext, Catalog
+    from graphchat.llm.client import LLM
+
+Record = Callable[[dict[str, Any]], None]
+CANCELLED_MESSAGE = "cancelled (Ctrl-C) before it finished"
+
+
+@dataclass
+class LoopResult:
+    content: str
+    output: Any = None  # the parsed object when an output_schema was given
+    rounds: int = 0
+    tool_calls_made: list[dict[str, Any]] = field(default_factory=list)  # [{tool, round}]
+    usage: Usage = field(default_factory=Usage)
+
+
+def parse_arguments(call: ToolCall) -> tuple[Any, str | None]:
+    """The call's arguments as JSON, or an error message the model can act on."""
+    text = call.arguments.strip() if call.arguments else ""
+    if not text:
+        return {}, None
+    try:
+        return json.loads(text), None
+    except ValueError as exc:
+        return None, (
+            f"the arguments of {call.name} are not valid JSON ({exc}); "
+            "call the tool again with a JSON object as arguments"
+        )
+
+
+async def _call_one(catalog: Catalog, call: ToolCall, ctx: CallContext) -> ToolResult:
+    arguments, problem = parse_arguments(call)
+    if problem is not None:
+        if ctx.events is not None:
+            ctx.events.tool_finished(call.name, 0.0, True, problem)
+        return ToolResult.error(problem)
+    try:
+        return await catalog.call(call.name, arguments, ctx)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # Catalog.call should not raise; a bug there must not sink the round
+        return ToolResult.error(f"{call.name}: {type(exc).__name__}: {exc}")
+
+
+def _result_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:
+    return dict(
+        ev.tool_result(call.id, call.name, result.to_text(), is_error=result.is_error, ms=round(result.ms, 1))
+    )
+
+
+async def run_tool_round(
+    catalog: Catalog, calls: list[ToolCall], ctx: CallContext, record: Record | None = None
+) -> list[ToolResult]:
+    """Run every call at once (one task each); record results in call order as each one's turn comes.
+
+    One failing call never cancels the others. On cancellation the in-flight calls are cancelled
+    and every call not yet recorded is recorded in order: its result if it completed, else a
+    "cancelled" error — positions stay aligned with the calls (replay pairs them by position).
+    """
+    tasks = [asyncio.create_task(_call_one(catalog, call, ctx), name=f"tool:{call.name}") for call in calls]
+    results: list[ToolResult] = []
+    try:
+        for call, task in zip(calls, tasks, strict=True):
+            result = await task
+            results.append(result)
+            if record is not None:
+                record(_result_event(call, result))
+        return results
+    except BaseException:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if record is not None:
+            for call, task in list(zip(calls, tasks, strict=True))[len(results) :]:
+                if task.cancelled() or task.exception() is not None:
+                    result = ToolResult.error(CANCELLED_MESSAGE)
+                else:
+                    result = task.result()
+                record(_result_event(call, result))
+        raise
+
+
+def _assistant_event(content: str, calls: list[ToolCall]) -> dict[str, Any]:
+    return dict(ev.assistant(content or None, [call.to_event() for call in calls]))  # type: ignore[misc]
+
+
+async def run_loop(
+    *,
+    llm: LLM,
+    catalog: Catalog,
+    messages: list[dict[str, Any]],
+    ctx: CallContext,
+    max_iterations: int,
+    on_text: Callable[[str], None] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    record: Record | None = None,
+    max_tool_result_chars: int = 20000,
+    site: str = "chat",
+) -> LoopResult:
+    """Run rounds until the model answers in text (see module doc); `messages` is not modified.
+
+    With `output_schema`, the answer must be a JSON object of that schema: the last allowed round
+    withdraws the tools and forces it; `output` is the parsed object.
+    """
+    history = list(messages)
+    tool_list = catalog.model_tools() if tools is None else tools
+    result = LoopResult(content="")
+    usage_before = llm.usage
+
+    def finish(content: str, output: Any = None) -> LoopResult:
+        result.content = content
+        result.output = output
+        result.usage = llm.usage - usage_before
+        return result
+
+    streamed: list[str] = []  # this round's text so far, kept if the round is cancelled
+
+    shown_before = [False]  # whether an earlier round already streamed text
+
+    def forward(text: str) -> None:
+        if on_text is not None:
+            if not streamed and shown_before[0]:
+                on_text("\n\n")  # keep the rounds' texts apart on the terminal
+            on_text(text)
+        streamed.append(text)
+        shown_before[0] = True
+
+    for round_no in range(1, max_iterations + 1):
+        result.rounds = round_no
+        if ctx.events is not None:
+            ctx.events.agent_round(round_no)
+        if output_schema is not None and round_no == max_iterations:
+            output = await llm.structured(history, output_schema, site=site)
+            content = json.dumps(output, ensure_ascii=False)
+            if record is not None:
+                record(_assistant_event(content, []))
+            return finish(content, output)
+        streamed.clear()
+        try:
+            completion = await llm.complete(history, tools=tool_list or None, on_text=forward, site=site)
+        except asyncio.CancelledError:
+            if streamed and record is not None:  # what the person already saw stays in the thread
+                record(_assistant_event("".join(streamed), []))
+            raise
+        calls = completion.tool_calls
+        if record is not None:
+            record(_assistant_event(completion.content, calls))
+        if not calls:
+            if output_schema is None:
+                return finish(completion.content)
+            output = await _final_output(llm, history, completion.content, output_schema, site)
+            return finish(completion.content, output)
+        if round_no == max_iterations:
+            raise GraphchatError(
+                f"the agent stopped after {max_iterations} rounds of tool calls without a final answer",
+                hint="raise settings.max_agent_iterations in graphchat.yaml, or ask for less at once",
+            )
+        history.append(completion.to_message())
+        result.tool_calls_made.extend({"tool": call.name, "round": round_no} for call in calls)
+        tool_results = await run_tool_round(catalog, calls, ctx, record)
+        for call, tool_result in zip(calls, tool_results, strict=True):
+            history.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": shorten_tool_result(tool_result.to_text(), max_tool_result_chars),
+                }
+            )
+    raise GraphchatError(
+        f"the agent stopped after {max_iterations} rounds without a final answer"
+    )  # pragma: no cover
+
+
+async def _final_output(
+    llm: LLM, history: list[dict[str, Any]], content: str, schema: dict[str, Any], site: str
+) -> Any:
+    """The text answer as the schema's object: parsed directly when it fits, else one structured call."""
+    from graphchat.jsonschema_util import first_error
+    from graphchat.llm.jsonreply import parse_json_reply
+
+    try:
+        value = parse_json_reply(content)
+    except ValueError:
+        value = None
+    else:
+        if first_error(schema, value) is None:
+            return value
+    return await llm.structured([*history, {"role": "assistant", "content": content}], schema, site=site)

@@ -1,0 +1,202 @@
+"""A conversation over a thread: what `ask` (one turn) and `chat` (many turns) both drive.
+
+A turn appends the user message, replays the thread (repaired, trimmed to the model's window),
+runs the loop with every event appended as it happens, and closes with `turn_end` — or
+`turn_failed` on an error or a cancellation, which is then re-raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from graphchat.llm.types import Usage
+from graphchat.threads import events as ev
+
+if TYPE_CHECKING:
+    from graphchat.asks import Asker
+    from graphchat.catalog.base import Catalog
+    from graphchat.events import EventSink
+    from graphchat.llm.client import LLM
+    from graphchat.threads.store import Thread, ThreadStore
+    from graphchat.workspace import ModelConfig, Settings
+
+# Room kept free in the window for the reply (and the tool list, counted separately).
+REPLY_RESERVE_TOKENS = 4096
+
+
+@dataclass
+class TurnResult:
+    content: str
+    thread_id: str
+    tool_calls_made: int
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+class Session:
+    """Turns over one thread at a time. The thread is created on first use (no empty threads)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        thread_store: ThreadStore,
+        thread: Thread | None = None,
+        catalog: Catalog,
+        asker: Asker | None,
+        events: EventSink | None,
+        model_override: str | None = None,
+        assume_yes: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.thread_store = thread_store
+        self._thread = thread
+        self.catalog = catalog
+        self.asker = asker
+        self.events = events
+        self.assume_yes = assume_yes
+        self._model_name = model_override
+        self._llm: LLM | None = None
+        self._usage = Usage()
+        self.model_config()  # fail early (exit 2) when no model is configured
+
+    # -- thread ----------------------------------------------------------------------------------
+
+    @property
+    def thread(self) -> Thread:
+        """The current thread (created on first access)."""
+        if self._thread is None:
+            self._thread = self.thread_store.create()
+        return self._thread
+
+    @property
+    def thread_id(self) -> str | None:
+        """The current thread's id, or None while no thread was created yet."""
+        return self._thread.id if self._thread is not None else None
+
+    def new_thread(self) -> None:
+        """Start a fresh thread for the next turn (created when that turn starts)."""
+        self._thread = None
+
+    # -- model -----------------------------------------------------------------------------------
+
+    def model_config(self) -> ModelConfig:
+        return self.settings.model_for("chat", override=self._model_name)
+
+    @property
+    def model(self) -> str:
+        return self.model_config().model
+
+    def set_model(self, name: str) -> None:
+        """Use model `name` (a litellm model string) from the next turn on."""
+        self._model_name = name
+        self._llm = None
+        if self._thread is not None:
+            self._thread.append(dict(ev.meta(model=name)))
+
+    def llm(self) -> LLM:
+        if self._llm is None:
+            from graphchat.llm.client import LLM
+
+            self._llm = LLM(self.model_config(), events=self.events)
+        return self._llm
+
+    @property
+    def usage_total(self) -> dict[str, Any]:
+        """`{calls, input_tokens, output_tokens, cost_usd?}` over every turn of this session."""
+        return self._usage.to_dict()
+
+    # -- turns -----------------------------------------------------------------------------------
+
+    async def turn(self, message: str, *, on_text: Callable[[str], None] | None = None) -> TurnResult:
+        from graphchat.agent.loop import run_loop
+        from graphchat.catalog.base import CallContext
+        from graphchat.errors import GraphchatError
+
+        thread = self.thread
+        thread.append(dict(ev.user(message)))
+        llm = self.llm()
+        before = llm.usage
+        extra_usage: list[Usage] = []
+        ctx = CallContext(
+            asker=self.asker,
+            events=self.events,
+            assume_yes=self.assume_yes,
+            surface="agent",
+            extra={"on_usage": extra_usage.append, "session_model": llm.config},
+        )
+        try:
+            tools = self.catalog.model_tools()
+            history = await asyncio.to_thread(self._history, thread, llm, tools)
+            result = await run_loop(
+                llm=llm,
+                catalog=self.catalog,
+                messages=history,
+                ctx=ctx,
+                max_iterations=self.settings.max_agent_iterations,
+                on_text=on_text,
+                tools=tools,
+                record=thread.append,
+                max_tool_result_chars=self.settings.max_tool_result_chars,
+            )
+        except asyncio.CancelledError:
+            self._close_failed(thread, "interrupted (Ctrl-C)", llm, before, extra_usage)
+            raise
+        except GraphchatError as exc:
+            self._close_failed(thread, exc.message, llm, before, extra_usage)
+            raise
+        except Exception as exc:
+            self._close_failed(thread, f"{type(exc).__name__}: {exc}", llm, before, extra_usage)
+            raise
+        usage = self._spent(llm, before, extra_usage)
+        thread.append(dict(ev.turn_end(usage.to_dict(), llm.model)))
+        return TurnResult(result.content, thread.id, len(result.tool_calls_made), usage.to_dict())
+
+    def _spent(self, llm: LLM, before: Usage, extra: list[Usage]) -> Usage:
+        usage = llm.usage - before
+        for item in extra:
+            usage = usage + item
+        self._usage = self._usage + usage
+        return usage
+
+    def _close_failed(self, thread: Thread, error: str, llm: LLM, before: Usage, extra: list[Usage]) -> None:
+        self._spent(llm, before, extra)
+        try:
+            thread.append(dict(ev.turn_failed(error)))
+        except OSError:  # the turn's failure matters more than its record
+            pass
+
+    def _history(self, thread: Thread, llm: LLM, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The thread replayed for the model, trimmed to its context window (oldest turns first)."""
+        from graphchat.llm.client import context_window, count_tokens
+        from graphchat.threads.replay import to_model_messages
+        from graphchat.threads.window import fit_to_window
+
+        messages = to_model_messages(
+            thread.events(), max_tool_result_chars=self.settings.max_tool_result_chars
+        )
+        window = context_window(llm.config)
+        if not window:
+            return messages
+        import orjson
+
+        tools_tokens = len(orjson.dumps(tools)) // 3 if tools else 0
+        budget = max(1024, window - min(REPLY_RESERVE_TOKENS, window // 4) - tools_tokens)
+        chars = sum(len(orjson.dumps(m, default=str)) for m in messages)
+        if chars < budget:  # a token is at least one character: certainly fits, skip the tokenizer
+            return messages
+        fitted, omitted = fit_to_window(
+            messages, max_tokens=budget, count_tokens=lambda m: count_tokens(llm.model, m)
+        )
+        if omitted and self.events is not None:
+            self.events.info(
+                f"note: {omitted} earlier messages were left out to fit the model's context window"
+            )
+        return fitted
+
+    async def aclose(self) -> None:
+        """Release the session's resources (the catalog belongs to the caller)."""
+        if self._thread is not None:
+            self._thread.close()
