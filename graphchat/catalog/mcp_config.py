@@ -97,7 +97,7 @@ class ServerConfig:
     def expanded(self, environ: Mapping[str, str] | None = None) -> Expanded:
         """Fields with `${VAR}` / `${VAR:-default}` expanded; an unset variable is a GraphchatError
         naming the server, the field and the variable."""
-        environ = os.environ if environ is None else environ
+        environ = builtin_variables(self.base_dir) | dict(os.environ if environ is None else environ)
 
         def one(value: str, where: str) -> str:
             return expand(value, environ, server=self.name, field=where)
@@ -125,6 +125,18 @@ class ServerConfig:
     @property
     def where(self) -> str:
         return self.url or " ".join([self.command or "", *self.args]).strip()
+
+
+def builtin_variables(workspace: str | None) -> dict[str, str]:
+    """Variables graphchat provides (the environment overrides them): `GRAPHCHAT_PYTHON`, the
+    interpreter graphchat runs on (servers installed with graphchat, e.g. `-m mcp_server_time`),
+    and `GRAPHCHAT_WORKSPACE`, the workspace folder."""
+    import sys
+
+    out = {"GRAPHCHAT_PYTHON": sys.executable}
+    if workspace:
+        out["GRAPHCHAT_WORKSPACE"] = workspace
+    return out
 
 
 def expand(value: str, environ: Mapping[str, str], *, server: str, field: str) -> str:

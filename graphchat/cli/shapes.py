@@ -1,9 +1,82 @@
-"""`graphchat shapes` (placeholder until its owner lands it)."""
+"""`graphchat shapes list|show NAME`: what each tool was seen to return (the shape cache)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("shapes", help="(not yet available)")
+    parser = sub.add_parser(
+        "shapes",
+        help="the learned output shapes of tools",
+        description="After every successful call a tool's output shape is merged into catalog/shapes/.",
+    )
+    commands = parser.add_subparsers(dest="shapes_command", metavar="SUBCOMMAND")
+
+    p = commands.add_parser("list", help="tools with a recorded shape")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(func=run_list)
+
+    p = commands.add_parser("show", help="one tool's merged schema and example")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--json", action="store_true", help="print the stored document")
+    p.set_defaults(func=run_show)
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from graphchat.shapes import ShapeStore
+    from graphchat.workspace import find_workspace
+
+    return ShapeStore(find_workspace(getattr(args, "home", None)) / "catalog" / "shapes")
+
+
+def run_list(args: argparse.Namespace) -> int:
+    rows = _store(args).list()
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no shapes recorded yet (they are learned from successful tool calls)", file=sys.stderr)
+        return 0
+    width = max(len(str(r["tool"])) for r in rows)
+    lines = [
+        f"{r['tool']:<{width}}  {r['source']:<8}  seen {r['seen_count']:>4}x  {r['updated_at'] or ''}"
+        for r in rows
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    import json
+
+    from graphchat.errors import GraphchatError
+
+    doc = _store(args).get(args.name)
+    if doc is None:
+        raise GraphchatError(
+            f"no shape recorded for {args.name}",
+            1,
+            hint=f"call it once (graphchat tools call {args.name} …) or see `graphchat shapes list`",
+        )
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json(doc)
+        return 0
+    out = [
+        f"{doc.get('tool', args.name)}  ({doc.get('source', 'observed')}, seen {doc.get('seen_count', 0)}x, "
+        f"updated {doc.get('updated_at')})",
+        "",
+        "schema:",
+        json.dumps(doc.get("schema", {}), indent=2, ensure_ascii=False),
+    ]
+    if doc.get("observed_schema") is not None:
+        out += ["", "observed schema:", json.dumps(doc["observed_schema"], indent=2, ensure_ascii=False)]
+    out += ["", "example:", json.dumps(doc.get("example"), indent=2, ensure_ascii=False)]
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

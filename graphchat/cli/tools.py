@@ -1,9 +1,280 @@
-"""`graphchat tools` (placeholder until its owner lands it)."""
+"""`graphchat tools list|show|call`: the catalog, seen and probed from the command line."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("tools", help="(not yet available)")
+    parser = sub.add_parser(
+        "tools",
+        help="list, show or call the tools of the catalog",
+        description="Every tool in one namespace: MCP servers (server__tool), plans (plan__name), natives.",
+    )
+    commands = parser.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
+
+    p = commands.add_parser("list", help="every tool: name, source, family, description")
+    p.add_argument("--json", action="store_true", help="print a JSON array of tools")
+    p.add_argument("--refresh", action="store_true", help="start every MCP server to refresh its tool list")
+    p.set_defaults(func=run_list)
+
+    p = commands.add_parser("show", help="one tool: input schema, output shape, example")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--json", action="store_true", help="print the tool as JSON")
+    p.set_defaults(func=run_show)
+
+    p = commands.add_parser("call", help="call one tool and print its result")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("input", nargs="?", metavar="JSON|@file|-", help="the arguments (a JSON object)")
+    p.add_argument(
+        "--input", dest="pairs", action="append", metavar="k=v", help="set one argument (v parsed as JSON)"
+    )
+    p.add_argument("--json", action="store_true", help="print {value, is_error, ms}")
+    p.add_argument("--yes", action="store_true", help="approve the call without asking")
+    p.set_defaults(func=run_call)
+
+
+def _catalog(args: argparse.Namespace, events: Any = None, record_shapes: bool = False) -> Any:
+    from graphchat.catalog.build import build_catalog
+    from graphchat.workspace import load_settings
+
+    settings = load_settings(getattr(args, "home", None))
+    return build_catalog(settings, events=events, record_shapes=record_shapes)
+
+
+def _warn(message: str) -> None:
+    from graphchat.cli.output import warn
+
+    warn(message)
+
+
+async def _fill_cache(catalog: Any, *, refresh: bool) -> None:
+    """Start the MCP servers whose tools are unknown (all with --refresh), concurrently."""
+    from graphchat.catalog.mcp_pool import mcp_source, prepare_catalog
+
+    source = mcp_source(catalog)
+    if source is None:
+        return
+    names = [s.name for s in source.servers] if refresh else source.uncached()
+    if not names:
+        return
+    from graphchat.cli.output import note
+
+    note(f"starting {len(names)} MCP server(s) to read their tools: {', '.join(names)}")
+    errors = await prepare_catalog(catalog, refresh=refresh, names=names)
+    for server, error in errors.items():
+        _warn(f"MCP server '{server}': {error} (log: catalog/logs/{server}.log)")
+
+
+def _collisions(catalog: Any) -> dict[str, list[str]]:
+    """catalog name -> the real `server/tool` pairs that wanted it."""
+    from graphchat.catalog.mcp_pool import mcp_source
+
+    source = mcp_source(catalog)
+    if source is None:
+        return {}
+    return {name: [f"{s}/{t}" for s, t in pairs] for name, pairs in source.collisions}
+
+
+def _first_line(text: str, limit: int = 90) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _tool_row(spec: Any, collisions: dict[str, list[str]]) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "name": spec.name,
+        "source": spec.source,
+        "family": spec.family,
+        "description": spec.description,
+    }
+    if spec.meta.get("server"):
+        row["server"] = spec.meta["server"]
+        row["tool"] = spec.meta["tool"]
+    for contested, pairs in collisions.items():
+        real = f"{spec.meta.get('server')}/{spec.meta.get('tool')}"
+        if real in pairs:
+            row["collision"] = {"name": contested, "tools": pairs}
+    return row
+
+
+def run_list(args: argparse.Namespace) -> int:
+    import asyncio
+
+    catalog = _catalog(args)
+
+    async def main() -> None:
+        try:
+            await _fill_cache(catalog, refresh=args.refresh)
+        finally:
+            await catalog.aclose()
+
+    from graphchat.catalog.mcp_pool import mcp_source
+
+    source = mcp_source(catalog)
+    if source is not None and (args.refresh or source.uncached()):
+        asyncio.run(main())  # only then: a warm cache starts nothing and needs no event loop
+    collisions = _collisions(catalog)
+    for name, pairs in collisions.items():
+        _warn(f"tool name {name} is wanted by {' and '.join(pairs)}; each got a distinct name")
+    for message in catalog.warnings:
+        _warn(message)
+    rows = [_tool_row(spec, collisions) for spec in catalog.list()]
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json(rows)
+        return 0
+    if not rows:
+        print("no tools (configure MCP servers in catalog/servers.yaml)", file=sys.stderr)
+        return 0
+    width = min(max(len(r["name"]) for r in rows), 64)
+    src_width = min(max(len(r["source"]) for r in rows), 24)
+    lines = [
+        f"{r['name']:<{width}}  {r['source']:<{src_width}}  {r['family']:<11}  {_first_line(r['description'])}"
+        for r in rows
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+async def _afind(catalog: Any, name: str) -> Any:
+    """The spec of `name`, starting uncached MCP servers if that is the only way to know it."""
+    from graphchat.catalog.mcp_pool import mcp_source
+    from graphchat.errors import GraphchatError
+
+    spec = catalog.get(name)
+    if spec is not None:
+        return spec
+    source = mcp_source(catalog)
+    if source is not None and source.uncached():
+        await _fill_cache(catalog, refresh=False)
+        spec = catalog.get(name)
+        if spec is not None:
+            return spec
+    import difflib
+
+    close = difflib.get_close_matches(name, [s.name for s in catalog.list()], n=3)
+    hint = f"did you mean: {', '.join(close)}?" if close else "see `graphchat tools list`"
+    raise GraphchatError(f"unknown tool: {name}", 1, hint=hint)
+
+
+def _find(catalog: Any, name: str) -> Any:
+    """`_afind` for commands that call nothing afterwards (servers it starts are stopped)."""
+    import asyncio
+
+    spec = catalog.get(name)
+    if spec is not None:
+        return spec
+
+    async def main() -> Any:
+        try:
+            return await _afind(catalog, name)
+        finally:
+            await catalog.aclose()
+
+    return asyncio.run(main())
+
+
+def describe_tool(catalog: Any, spec: Any, settings_dir: Any) -> dict[str, Any]:
+    """Everything `tools show` says about a tool, as JSON."""
+    from graphchat.shapes import ShapeStore
+
+    doc: dict[str, Any] = {
+        "name": spec.name,
+        "source": spec.source,
+        "family": spec.family,
+        "description": spec.description,
+        "input_schema": spec.input_schema,
+    }
+    if spec.meta.get("server"):
+        doc["server"] = spec.meta["server"]
+        doc["tool"] = spec.meta["tool"]
+        if spec.meta.get("annotations"):
+            doc["annotations"] = spec.meta["annotations"]
+    shape = ShapeStore(settings_dir / "shapes").get(spec.name)
+    if spec.output_schema:
+        doc["output_schema"] = spec.output_schema
+        doc["output_schema_source"] = "declared"
+    elif shape and shape.get("schema"):
+        doc["output_schema"] = shape["schema"]
+        doc["output_schema_source"] = f"observed ({shape.get('seen_count', 0)} calls)"
+    if "output_example" in spec.meta:
+        doc["example"] = spec.meta["output_example"]
+    elif shape and "example" in shape:
+        doc["example"] = shape["example"]
+    return doc
+
+
+def run_show(args: argparse.Namespace) -> int:
+    import json
+
+    catalog = _catalog(args)
+    spec = _find(catalog, args.name)
+    settings_dir = _settings(args).catalog_dir
+    doc = describe_tool(catalog, spec, settings_dir)
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json(doc)
+        return 0
+    out = [f"{doc['name']}  ({doc['source']}, {doc['family']})"]
+    if doc.get("server"):
+        out.append(f"MCP tool: {doc['tool']} on server {doc['server']}")
+    if doc["description"]:
+        out += ["", doc["description"].strip()]
+    out += ["", "input schema:", json.dumps(doc["input_schema"], indent=2)]
+    if "output_schema" in doc:
+        out += [
+            "",
+            f"output schema ({doc['output_schema_source']}):",
+            json.dumps(doc["output_schema"], indent=2),
+        ]
+    else:
+        out += ["", "output schema: unknown yet (call the tool once: graphchat tools call NAME …)"]
+    if "example" in doc:
+        out += ["", "example:", json.dumps(doc["example"], indent=2, ensure_ascii=False)]
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from graphchat.workspace import load_settings
+
+    return load_settings(getattr(args, "home", None))
+
+
+def run_call(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from graphchat.asks import host_asker
+    from graphchat.catalog.base import CallContext
+    from graphchat.cli.output import apply_input_flags, print_json, read_document_arg, report_error
+    from graphchat.events import sink_for_environment
+
+    arguments = apply_input_flags(read_document_arg(args.input, what="tool input"), args.pairs)
+    events = sink_for_environment()
+    catalog = _catalog(args, events=events, record_shapes=True)
+    ctx = CallContext(asker=host_asker(events=events), events=events, assume_yes=args.yes, surface="cli")
+
+    async def main() -> Any:
+        try:
+            spec = await _afind(catalog, args.name)
+            return await catalog.call(spec.name, arguments if arguments is not None else {}, ctx)
+        finally:
+            await catalog.aclose()
+
+    result = asyncio.run(main())
+    if args.json:
+        print_json({"value": result.value, "is_error": result.is_error, "ms": round(result.ms, 1)})
+        return 1 if result.is_error else 0
+    if result.is_error:
+        report_error(result.error_message)
+        return 1
+    if isinstance(result.value, str):
+        sys.stdout.write(result.value + ("" if result.value.endswith("\n") else "\n"))
+    else:
+        print_json(result.value)
+    return 0
