@@ -1,0 +1,119 @@
+"""The chat loop: read a message, run a turn with its live display, repeat until Ctrl-D or /quit.
+
+Ctrl-C during a turn cancels that turn only: the terminal is in cooked mode while a turn runs,
+so Ctrl-C arrives as SIGINT, and our handler cancels the turn's task (the session's thread keeps
+what completed). At a prompt (message or question) prompt_toolkit reads Ctrl-C as a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from graphchat.chat.commands import is_command, run_command
+from graphchat.chat.ui import ChatUI
+
+
+class ChatApp:
+    """One interactive session: a UI, an agent Session, the catalog it calls."""
+
+    def __init__(self, ui: ChatUI, session: Any, catalog: Any, settings: Any = None) -> None:
+        self.ui = ui
+        self.session = session
+        self.catalog = catalog
+        self.settings = settings
+
+    def model_name(self) -> str:
+        for attr in ("model_name", "model"):
+            value = getattr(self.session, attr, None)
+            if isinstance(value, str):
+                return value
+            if value is not None and isinstance(getattr(value, "model", None), str):
+                return value.model
+        if self.settings is not None:
+            try:
+                return self.settings.model_for("chat").model
+            except Exception:
+                pass
+        return "(none)"
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            # Python runs this between bytecodes of the loop thread: hand it to the loop.
+            loop.call_soon_threadsafe(self.ui.cancel_turn)
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            while True:
+                line = await self.ui.read_message()
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                if is_command(line.strip()):
+                    if not await run_command(self, line.strip()):
+                        break
+                    continue
+                message = line[1:] if line.startswith("//") else line
+                await self.run_turn(message)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    async def run_turn(self, message: str) -> Any:
+        """One turn with its live display; never raises for a turn that failed or was cancelled."""
+        from graphchat.errors import GraphchatError
+
+        ui = self.ui
+        ui.begin_turn()
+        task = asyncio.ensure_future(self.session.turn(message, on_text=ui.on_text))
+        ui.turn_task = task
+        try:
+            await asyncio.wait({task})
+        finally:
+            ui.end_turn()
+        if task.cancelled():
+            ui.print("⏹ turn cancelled (the thread keeps what completed)", style="yellow", markup=False)
+            return None
+        exc = task.exception()
+        if exc is None:
+            return task.result()
+        if isinstance(exc, GraphchatError):
+            ui.print(f"error: {exc.message}", style="red", markup=False)
+            if exc.hint:
+                ui.print(f"  {exc.hint}", markup=False)
+        elif isinstance(exc, KeyboardInterrupt):
+            ui.print("⏹ turn cancelled", style="yellow", markup=False)
+        else:
+            ui.print(f"error: {type(exc).__name__}: {exc}", style="red", markup=False)
+        return None
+
+
+def current_thread_id(session: Any) -> str | None:
+    """The session's thread id without creating a thread (`Session.thread` creates one)."""
+    return getattr(session, "thread_id", None)
+
+
+def resume_hint(session: Any) -> str | None:
+    thread_id = current_thread_id(session)
+    return f"resume with: graphchat chat --thread {thread_id}" if thread_id else None
+
+
+async def close_quietly(*closables: Any) -> None:
+    for item in closables:
+        if item is None:
+            continue
+        try:
+            await item.aclose()
+        except Exception:
+            pass
+
+
+def print_resume_hint(session: Any) -> None:
+    hint = resume_hint(session)
+    if hint:
+        sys.stderr.write(hint + "\n")
+        sys.stderr.flush()

@@ -1,0 +1,149 @@
+"""Slash commands of the chat: /help /tools /thread /new /model [NAME] /usage /quit."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphchat.chat.app import ChatApp
+
+HELP = """\
+Type a message and press Enter to send it.
+  Alt-Enter or Esc Enter   new line (a trailing \\ at the end of a line continues it too)
+  Up / Down                input history (kept in the workspace's .graphchat_history)
+  Ctrl-C                   cancel the running turn; at the prompt, clear the line
+  Ctrl-D                   leave (so does /quit)
+Questions from tools (ask_user, approvals, plan asks) appear inline: type the answer at
+`answer>`; a blank answer declines.
+Commands:
+  /help            this help
+  /tools           the tools the model can call
+  /thread          the current thread (id, title, messages)
+  /new             start a new thread
+  /model [NAME]    show the model, or switch to NAME for the next turns
+  /usage           tokens (and cost, when known) used in this session
+  /quit            leave (prints how to resume the thread)
+A message that starts with // is sent as text starting with /."""
+
+COMMANDS = ("help", "tools", "thread", "new", "model", "usage", "quit")
+
+Handler = Callable[["ChatApp", str], Awaitable[bool]]
+
+
+def is_command(line: str) -> bool:
+    return line.startswith("/") and not line.startswith("//")
+
+
+def usage_text(usage: Any) -> str:
+    """`calls 3 · input 1,234 · output 56 · $0.0012` from a dict or a Usage object."""
+    if usage is None:
+        return "no model calls yet"
+    data = usage if isinstance(usage, dict) else getattr(usage, "__dict__", {})
+    if hasattr(usage, "to_json"):
+        data = usage.to_json()
+    parts = [
+        f"calls {int(data.get('calls') or 0):,}",
+        f"input {int(data.get('input_tokens') or 0):,} tokens",
+        f"output {int(data.get('output_tokens') or 0):,} tokens",
+    ]
+    if data.get("cost_usd") is not None:
+        parts.append(f"${float(data['cost_usd']):.4f}")
+    return " · ".join(parts)
+
+
+async def _help(app: ChatApp, arg: str) -> bool:
+    app.ui.print(HELP, markup=False)
+    return True
+
+
+async def _tools(app: ChatApp, arg: str) -> bool:
+    from rich.table import Table
+
+    specs = [s for s in app.catalog.list() if s.source != "control"]
+    if not specs:
+        app.ui.print("no tools (configure MCP servers in catalog/servers.yaml, plans in plans/)")
+        return True
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("family", no_wrap=True)
+    table.add_column("description", overflow="ellipsis", no_wrap=True)
+    for spec in sorted(specs, key=lambda s: s.name):
+        first_line = (spec.description or "").strip().splitlines()
+        table.add_row(spec.name, spec.family, first_line[0] if first_line else "")
+    app.ui.print(table)
+    return True
+
+
+async def _thread(app: ChatApp, arg: str) -> bool:
+    from graphchat.chat.app import current_thread_id
+
+    thread_id = current_thread_id(app.session)
+    if thread_id is None:
+        app.ui.print("no thread yet: the first message starts one")
+        return True
+    thread = app.session.thread
+    try:
+        info = thread.info()
+        app.ui.print(
+            f"thread {info.id} · {info.title or '(untitled)'} · {info.message_count} messages", markup=False
+        )
+    except Exception:
+        app.ui.print(f"thread {thread_id}", markup=False)
+    return True
+
+
+async def _new(app: ChatApp, arg: str) -> bool:
+    app.session.new_thread()
+    app.ui.print("new thread: the next message starts it")
+    return True
+
+
+async def _model(app: ChatApp, arg: str) -> bool:
+    from graphchat.errors import GraphchatError
+
+    if arg:
+        try:
+            app.session.set_model(arg)
+        except GraphchatError as exc:
+            app.ui.print(f"error: {exc.message}", style="red", markup=False)
+            return True
+        app.ui.print(f"model: {arg}", markup=False)
+    else:
+        app.ui.print(f"model: {app.model_name()}", markup=False)
+    return True
+
+
+async def _usage(app: ChatApp, arg: str) -> bool:
+    app.ui.print(usage_text(app.session.usage_total), markup=False)
+    return True
+
+
+async def _quit(app: ChatApp, arg: str) -> bool:
+    return False
+
+
+HANDLERS: dict[str, Handler] = {
+    "help": _help,
+    "tools": _tools,
+    "thread": _thread,
+    "new": _new,
+    "model": _model,
+    "usage": _usage,
+    "quit": _quit,
+}
+
+
+async def run_command(app: ChatApp, line: str) -> bool:
+    """Run one slash command; False means leave the chat."""
+    name, _, arg = line[1:].strip().partition(" ")
+    name = name.lower()
+    handler = HANDLERS.get(name)
+    if handler is None:
+        matches = [c for c in COMMANDS if name and c.startswith(name)]
+        if len(matches) == 1:
+            handler = HANDLERS[matches[0]]
+        else:
+            app.ui.print(f"unknown command /{name}: /help lists them", style="yellow", markup=False)
+            return True
+    return await handler(app, arg.strip())

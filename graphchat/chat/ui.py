@@ -1,0 +1,340 @@
+"""The chat terminal: prompt_toolkit input, rich output, one live region while a turn runs.
+
+Everything printed during a turn goes through this object, so the live region (the growing
+answer block and the running tools), permanent lines (tool activity, finished answer blocks)
+and inline questions never draw over each other:
+- finished markdown blocks and activity lines are printed once, above the live region;
+- a question stops the live region, prompts with prompt_toolkit, and restarts it;
+- lines printed while a question prompt is up go through `run_in_terminal`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from graphchat.chat.render import TailView, split_stable
+
+MESSAGE_PROMPT = "you> "
+ANSWER_PROMPT = "answer> "
+REFRESH_S = 0.08  # live region redraws at most ~12 times a second: no flicker, still fluid
+TICK_S = 0.25  # running-tool timers
+CODE_THEME = "monokai"
+
+
+class Lines:
+    """Already rendered lines, printed as they are."""
+
+    def __init__(self, lines: list[Any]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.segment import Segment
+
+        for line in self.lines:
+            yield from line
+            yield Segment.line()
+
+
+def make_key_bindings() -> Any:
+    """Enter sends; Alt-Enter / Esc-Enter inserts a newline; a trailing backslash continues;
+    Ctrl-C clears the line (it never leaves the session)."""
+    from prompt_toolkit.key_binding import KeyBindings
+
+    kb = KeyBindings()
+
+    @kb.add("c-c")
+    def _clear(event: Any) -> None:
+        event.current_buffer.reset()
+
+    @kb.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @kb.add("enter")
+    def _enter(event: Any) -> None:
+        buffer = event.current_buffer
+        if buffer.document.is_cursor_at_the_end and buffer.text.endswith("\\"):
+            buffer.delete_before_cursor(1)
+            buffer.insert_text("\n")
+        else:
+            buffer.validate_and_handle()
+
+    return kb
+
+
+class ChatUI:
+    """Terminal input and output of one chat session (single event loop, single thread)."""
+
+    def __init__(
+        self,
+        *,
+        history_path: Path | None = None,
+        console: Any = None,
+        pt_input: Any = None,
+        pt_output: Any = None,
+    ) -> None:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
+        from rich.console import Console
+
+        self.console = console or Console(highlight=False, soft_wrap=False)
+        history = InMemoryHistory()
+        if history_path is not None:
+            with suppress(OSError):
+                history_path.parent.mkdir(parents=True, exist_ok=True)
+                history = FileHistory(str(history_path))
+        self.prompt_session: Any = PromptSession(
+            history=history,
+            key_bindings=make_key_bindings(),
+            prompt_continuation=lambda width, line_no, wrap: "." * (width - 1) + " ",
+            input=pt_input,
+            output=pt_output,
+        )
+        self.answer_session: Any = PromptSession(history=InMemoryHistory(), input=pt_input, output=pt_output)
+        self.live_enabled = self.console.is_interactive  # False for TERM=dumb or a non-terminal
+        self._live: Any = None
+        self._buffer = ""  # streamed answer text not finished yet (shown in the live region)
+        self._segment = ""  # finished answer text of the current segment (printed)
+        self._lines_printed = 0  # rendered lines of `_segment` already printed
+        self._running: list[tuple[str, float]] = []
+        self._status: str | None = None  # plan step / progress while a plan tool runs
+        self._in_turn = False
+        self._prompting = False
+        self._refresh_handle: asyncio.TimerHandle | None = None
+        self._last_refresh = 0.0
+        self._ticker: asyncio.Task[None] | None = None
+        self._saved_tty: Any = None
+        self.turn_task: asyncio.Task[Any] | None = None
+
+    # --- input ---------------------------------------------------------------------------------
+
+    async def read_message(self) -> str | None:
+        """The next message (None on Ctrl-D at an empty prompt)."""
+        try:
+            return await self.prompt_session.prompt_async(MESSAGE_PROMPT)
+        except EOFError:
+            return None
+
+    async def read_answer(self, prompt: str) -> str | None:
+        """One line typed in answer to a question, while a turn is running.
+
+        The live region is stopped for the prompt's lifetime. Ctrl-D declines (None); Ctrl-C
+        cancels the whole turn, as it does anywhere during a turn.
+        """
+        self._stop_live()
+        self._prompting = True
+        try:
+            return await self.answer_session.prompt_async(prompt)
+        except EOFError:
+            return None
+        except KeyboardInterrupt:
+            self.cancel_turn()
+            return None
+        finally:
+            self._prompting = False
+            if self._in_turn:
+                self._start_live()
+
+    # --- turns ---------------------------------------------------------------------------------
+
+    def begin_turn(self) -> None:
+        self._in_turn = True
+        self._buffer = ""
+        self._segment = ""
+        self._lines_printed = 0
+        self._running.clear()
+        self._status = None
+        self._echo(False)
+        self._start_live()
+
+    def end_turn(self) -> None:
+        self.commit_text()
+        self._in_turn = False
+        self._running.clear()
+        self._status = None
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        self._stop_live()
+        self._echo(True)
+        self.turn_task = None
+
+    def cancel_turn(self) -> None:
+        """Ctrl-C: cancel the running turn (never the session)."""
+        task = self.turn_task
+        if task is not None and not task.done():
+            task.cancel()
+
+    # --- answer text ---------------------------------------------------------------------------
+
+    def on_text(self, chunk: str) -> None:
+        """A piece of the model's answer: print finished blocks once, keep the tail live."""
+        if not chunk:
+            return
+        self._buffer += chunk
+        stable, tail = split_stable(self._buffer)
+        if stable:
+            self._buffer = tail
+            self._segment += stable
+            if stable.strip():
+                self._print_segment()
+        self._schedule_refresh()
+
+    def commit_text(self) -> None:
+        """Print whatever answer text is pending (before tool lines, at the end of a turn); the
+        next text starts a new segment."""
+        pending, self._buffer = self._buffer, ""
+        if pending.strip():
+            self._segment += pending
+            self._print_segment()
+        self._segment = ""
+        self._lines_printed = 0
+        self._refresh()
+
+    def _print_segment(self) -> None:
+        """Render the segment's finished markdown and print only the lines not printed yet: the
+        result is exactly what rendering the whole answer at once gives (spacing included)."""
+        from rich.markdown import Markdown
+
+        lines = self.console.render_lines(
+            Markdown(self._segment.strip("\n"), code_theme=CODE_THEME), self.console.options, pad=False
+        )
+        fresh = lines[self._lines_printed :]
+        self._lines_printed = len(lines)
+        if fresh:
+            self.print(Lines(fresh))
+
+    # --- activity ------------------------------------------------------------------------------
+
+    def tool_started(self, name: str) -> None:
+        self._running.append((name, time.monotonic()))
+        if self.live_enabled and self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        self._refresh()
+
+    def tool_finished(self, name: str) -> None:
+        for i, (running, _) in enumerate(self._running):
+            if running == name:
+                del self._running[i]
+                break
+        if not self._running:
+            self._status = None
+        self._refresh()
+
+    def set_status(self, text: str | None) -> None:
+        self._status = text
+        self._schedule_refresh()
+
+    async def _tick(self) -> None:
+        try:
+            while self._running:
+                await asyncio.sleep(TICK_S)
+                self._refresh()
+        finally:
+            self._ticker = None
+
+    def activity(self, text: str, style: str | None = None) -> None:
+        """A permanent activity line (tool start/end, warnings): pending answer text first."""
+        from rich.text import Text
+
+        self.commit_text()
+        self.print(Text(text, style=style or ""))
+
+    def print(self, renderable: Any = "", **kwargs: Any) -> None:
+        """Print above the live region, or above a question prompt that is up."""
+        if self._prompting:
+            from prompt_toolkit.application import run_in_terminal
+
+            run_in_terminal(lambda: self.console.print(renderable, **kwargs))
+        else:
+            self.console.print(renderable, **kwargs)
+
+    # --- the live region -----------------------------------------------------------------------
+
+    def _view(self) -> TailView:
+        from rich.text import Text
+
+        status: list[Any] = []
+        if self._running:
+            now = time.monotonic()
+            parts = "  ".join(f"{name} {now - started:.1f}s" for name, started in self._running)
+            status.append(Text(f"⋯ {parts}", style="dim", no_wrap=True, overflow="ellipsis"))
+        if self._status:
+            status.append(Text(f"▸ {self._status}", style="dim", no_wrap=True, overflow="ellipsis"))
+        return TailView(
+            self._buffer,
+            status,
+            max_lines=self.console.height - 2,
+            code_theme=CODE_THEME,
+            gap=bool(self._segment.strip()),
+        )
+
+    def _start_live(self) -> None:
+        if not self.live_enabled or self._live is not None or self._prompting:
+            return
+        from rich.live import Live
+
+        self._live = Live(
+            self._view(),
+            console=self.console,
+            auto_refresh=False,  # we redraw on events, from the loop thread only
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            vertical_overflow="crop",
+        )
+        self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._refresh_handle is not None:
+            self._refresh_handle.cancel()
+            self._refresh_handle = None
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.update("", refresh=False)
+            live.stop()
+
+    def _refresh(self) -> None:
+        if self._refresh_handle is not None:
+            self._refresh_handle.cancel()
+            self._refresh_handle = None
+        if self._live is not None:
+            self._last_refresh = time.monotonic()
+            self._live.update(self._view(), refresh=True)
+
+    def _schedule_refresh(self) -> None:
+        if self._live is None or self._refresh_handle is not None:
+            return
+        wait = REFRESH_S - (time.monotonic() - self._last_refresh)
+        if wait <= 0:
+            self._refresh()
+        else:
+            self._refresh_handle = asyncio.get_running_loop().call_later(wait, self._refresh)
+
+    # --- terminal ------------------------------------------------------------------------------
+
+    def _echo(self, on: bool) -> None:
+        """Keys typed while a turn runs must not echo into the live region (they stay queued
+        for the next prompt); Ctrl-C still raises SIGINT."""
+        try:
+            import termios
+
+            fd = sys.stdin.fileno()
+            if not os.isatty(fd):
+                return
+            if not on:
+                self._saved_tty = termios.tcgetattr(fd)
+                attrs = termios.tcgetattr(fd)
+                attrs[3] &= ~termios.ECHO
+                termios.tcsetattr(fd, termios.TCSANOW, attrs)
+            elif self._saved_tty is not None:
+                termios.tcsetattr(fd, termios.TCSANOW, self._saved_tty)
+                self._saved_tty = None
+        except (ImportError, OSError, ValueError):
+            pass

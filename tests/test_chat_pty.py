@@ -1,0 +1,186 @@
+"""`graphchat chat` driven through a pseudo-terminal (pexpect) against the scripted model server.
+
+The real command runs (`python -m graphchat --home <ws> chat`), so the real prompt_toolkit
+session, rich rendering and signal handling are what is tested. Tests wait for prompts and
+texts (never sleep); prompt_toolkit draws `you> ` / `answer> ` without the trailing space.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.conftest import clean_env
+from tests.scripted_server import ScriptedModelServer
+
+TIMEOUT = 40  # generous: the first model call imports litellm (~3 s, more on a loaded CI box)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\r")
+
+Spawn = Callable[..., pexpect.spawn]
+
+
+def plain(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+@pytest.fixture
+def chat(workspace: Path, model_server: ScriptedModelServer) -> Iterator[Spawn]:
+    """Start `graphchat chat` on a 40x120 pseudo-terminal; everything it printed is in `.transcript`."""
+    children: list[pexpect.spawn] = []
+
+    def spawn(*args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
+        environment = clean_env(
+            {
+                **model_server.env(),
+                "TERM": "xterm-256color",
+                "NO_COLOR": "1",
+                "PROMPT_TOOLKIT_NO_CPR": "1",  # pexpect does not answer cursor-position requests
+                "GRAPHCHAT_TEST_TOOLS": "1",
+                **(env or {}),
+            },
+            workspace.parent,
+        )
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "graphchat", "--home", str(workspace), "chat", *args],
+            env=environment,
+            cwd=str(workspace),
+            dimensions=(40, 120),
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=TIMEOUT,
+        )
+        child.transcript = []  # type: ignore[attr-defined]
+
+        class Tee:
+            def write(self, data: str) -> None:
+                child.transcript.append(data)  # type: ignore[attr-defined]
+
+            def flush(self) -> None:
+                pass
+
+        child.logfile_read = Tee()
+        children.append(child)
+        return child
+
+    yield spawn
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def transcript(child: pexpect.spawn) -> str:
+    return plain("".join(child.transcript))  # type: ignore[attr-defined]
+
+
+def send_message(child: pexpect.spawn, text: str) -> None:
+    child.expect_exact("you>")
+    child.sendline(text)
+
+
+def leave(child: pexpect.spawn) -> str:
+    """Ctrl-D at the prompt; returns the whole transcript once the process has ended."""
+    child.expect_exact("you>")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, transcript(child)
+    return transcript(child)
+
+
+def user_messages(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+def tool_messages(request: dict) -> list[dict]:
+    return [m for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_a_message_gets_its_answer_rendered_once(chat: Spawn, model_server: ScriptedModelServer) -> None:
+    # The server streams 8 characters a chunk: "nd.\n\nSec" ends the first paragraph and its
+    # blank line in one chunk, so the live region never holds that paragraph complete.
+    model_server.push({"text": "Hello **there**, my friend.\n\nSecond paragraph here.", "pace": 0.02})
+    child = chat()
+    send_message(child, "hi")
+    child.expect_exact("Second paragraph here.")
+    out = leave(child)
+    assert user_messages(model_server.requests[0]) == ["hi"]
+    assert "Hello there, my friend." in out  # rendered as markdown: no asterisks
+    assert "**there**" not in out
+    # a finished block is printed once, for good: never redrawn into the scrollback
+    assert out.count("Hello there, my friend.") == 1
+
+
+def test_ask_user_is_answered_inline(chat: Spawn, model_server: ScriptedModelServer) -> None:
+    model_server.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which colour do you like?"}}]},
+        {"text": "Blue it is."},
+    )
+    child = chat()
+    send_message(child, "pick a colour for me")
+    child.expect_exact("? Which colour do you like?")
+    child.expect_exact("answer>")
+    child.sendline("blue, obviously")
+    child.expect_exact("Blue it is.")
+    out = leave(child)
+    results = tool_messages(model_server.requests[1])
+    assert len(results) == 1
+    assert json.loads(results[0]["content"]) == {"answer": "blue, obviously", "answered": True}
+    assert "→ ask_user" in out and "✓ ask_user" in out
+
+
+def thread_events(workspace: Path) -> list[dict]:
+    (folder,) = [p for p in (workspace / "threads").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return [json.loads(line) for line in (folder / "messages.jsonl").read_text().splitlines()]
+
+
+def test_ctrl_c_cancels_a_slow_tool_and_the_session_goes_on(
+    chat: Spawn, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.push(
+        {"tool_calls": [{"name": "debug__sleep", "arguments": {"seconds": 60, "label": "slow"}}]},
+        {"text": "Second answer arrives."},
+    )
+    child = chat()
+    send_message(child, "run the slow tool")
+    child.expect_exact("→ debug__sleep")
+    child.sendintr()
+    child.expect_exact("turn cancelled")
+    send_message(child, "are you there?")
+    child.expect_exact("Second answer arrives.")
+    out = leave(child)
+    assert "⏹ turn cancelled" in out
+    assert len(model_server.requests) == 2  # the cancelled turn sent nothing more
+    # the cancelled turn stays on disk for the record, but is not sent to the model again
+    kinds = [(e["kind"], e.get("content")) for e in thread_events(workspace)]
+    assert kinds[0] == ("user", "run the slow tool")
+    assert any(kind == "turn_failed" for kind, _ in kinds)
+    assert kinds[-1][0] == "turn_end"
+    assert user_messages(model_server.requests[1]) == ["are you there?"]
+
+
+def test_quit_prints_the_resume_hint(chat: Spawn, model_server: ScriptedModelServer, workspace: Path) -> None:
+    model_server.push({"text": "Noted."})
+    child = chat()
+    send_message(child, "remember this")
+    child.expect_exact("Noted.")
+    send_message(child, "/quit")
+    child.expect(r"resume with: graphchat chat --thread (\S+)")
+    thread_id = child.match.group(1)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert (workspace / "threads" / thread_id).is_dir()
+    # and the thread resumes: the model gets the earlier conversation
+    model_server.push({"text": "You said: remember this."})
+    child = chat("--thread", thread_id)
+    send_message(child, "what did I say?")
+    child.expect_exact("You said: remember this.")
+    leave(child)
+    assert user_messages(model_server.requests[-1]) == ["remember this", "what did I say?"]
