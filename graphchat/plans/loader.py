@@ -412,13 +412,14 @@ class _Loader:
         step_id = None if single else self.check_id(doc.get("id"), where)
 
         tool = doc.get("tool_name")
+        tool_ok = True
         if tool is None:
             report("tool_name", "required: a catalog tool or a control step")
         elif not isinstance(tool, str) or not tool.strip():
             report("tool_name", f"must be a non-empty string, got {_kind(tool)}")
             tool = None
-        else:
-            self.check_tool_name(tool, context, report)
+        elif not self.check_tool_name(tool, context, report):
+            tool_ok = False
         reasoning = doc.get("reasoning")
         if reasoning is not None and not isinstance(reasoning, str):
             report("reasoning", f"must be a string, got {_kind(reasoning)}")
@@ -436,7 +437,12 @@ class _Loader:
 
         bodies: dict[str, Body] = {}
         if tool is not None and is_control:
-            new_input, bodies = self.load_control(tool, raw_input, where, scope, context, line_path, report)
+            if tool_ok:
+                new_input, bodies = self.load_control(
+                    tool, raw_input, where, scope, context, line_path, report
+                )
+            else:  # a control step where it may not be: its grammar would only add noise
+                new_input = dict(raw_input)
         else:
             new_input = dict(raw_input)
             self.check_templates(new_input, scope, where, "input")
@@ -449,13 +455,13 @@ class _Loader:
             line=self.line(line_path),
         )
 
-    def check_tool_name(self, tool: str, context: tuple[str, str] | None, report: Any) -> None:
+    def check_tool_name(self, tool: str, context: tuple[str, str] | None, report: Any) -> bool:
         if tool == "ask_user":
             report("tool_name", "`ask_user` is not allowed in plans: use an `ask` step")
-            return
+            return False
         if tool.startswith("workbench__"):
             report("tool_name", f"{tool!r}: workbench__* tools do not exist in plans")
-            return
+            return False
         if context is not None:
             owner, body = context
             if tool in NO_NEST:
@@ -463,20 +469,23 @@ class _Loader:
                     "tool_name",
                     f"`{tool}` cannot nest inside `{owner}` `{body}`: call a sub-plan (plan__*) instead",
                 )
-                return
+                return False
             if tool == "exit" and owner != "decide":
                 report("tool_name", f"`exit` is only allowed in decide branches, not in `{owner}` `{body}`")
-                return
+                return False
         if tool in CONTROL_STEPS or tool == "plan_and_execute":
-            return
+            return True
         if "__" not in tool:
             report(
                 "tool_name",
                 f"{tool!r} is neither a namespaced tool (server__tool, plan__x, builtin__x) "
                 f"nor a control step ({', '.join(sorted(CONTROL_STEPS))})",
             )
-        elif not re.match(r"^[A-Za-z0-9_-]+$", tool):
+            return False
+        if not re.match(r"^[A-Za-z0-9_-]+$", tool):
             report("tool_name", f"{tool!r} is not a valid tool name ([A-Za-z0-9_-])")
+            return False
+        return True
 
     # -- control steps
 
@@ -802,9 +811,7 @@ class _Loader:
         if owner is not None and where is not None and where.startswith(f"{owner}/"):
             return f"forward reference to step {root!r}: it runs later in this body"
         if root in self.body_owner:
-            return (
-                f"{root!r} is a step of body {self.body_owner[root]} and is not visible here"
-            )
+            return f"{root!r} is a step of body {self.body_owner[root]} and is not visible here"
         known = ", ".join(sorted(scope.all, key=lambda r: (r != "input", r)))
         return f"unknown root {root!r} in {ref} (known here: {known})"
 
