@@ -56,7 +56,7 @@ async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -
             messages=messages,
             ctx=frame.ctx or runner.ctx,
             max_iterations=max_iterations,
-            tools=patterns,
+            tools=runner.catalog.model_tools(patterns) if patterns is not None else None,
             output_schema=schema,
         )
     except StepFailed:
@@ -81,6 +81,8 @@ def shape_result(outcome: Any) -> dict[str, Any]:
     output = get("output")
     final = isinstance(output, dict)
     calls = get("tools_called")
+    if calls is None:
+        calls = get("tool_calls_made")
     if calls is None:
         calls = []
         for call in get("tool_calls", None) or []:
