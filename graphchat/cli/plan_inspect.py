@@ -187,7 +187,9 @@ def run_validate(args: argparse.Namespace) -> int:
                     "path": str(path),
                     "identifier": ident,
                     "ok": False,
-                    "problems": [f"identifier: duplicate '{ident}' (another file defines it first)"],
+                    "problems": [
+                        f"identifier: duplicate '{ident}' (first defined in {index.plans[ident].path}); this file is skipped"
+                    ],
                     "notes": [],
                 }
             )

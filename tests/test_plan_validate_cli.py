@@ -1,0 +1,222 @@
+"""`graphchat plan list|show|validate` as a user runs them, and the malformed-plan corpus
+through both `plan validate` and `plan run` (exit 1, step and field named, no tool called)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import GraphchatRunner, clean_env
+
+TESTS = Path(__file__).resolve().parent
+MALFORMED = sorted((TESTS / "plans_malformed").glob("*.yaml"))
+REFERENCE = sorted((TESTS / "plans_reference").glob("*.yaml"))
+TIME_SERVER = "mcpServers:\n  time:\n    command: mcp-server-time\n"
+RUN_ENV = {"GRAPHCHAT_TEST_TOOLS": "1", "GRAPHCHAT_EVENTS": "jsonl"}
+
+
+def expected_problem(path: Path) -> str:
+    return path.read_text().splitlines()[0].removeprefix("# expect: ")
+
+
+def events_in(stderr: str) -> list[dict]:
+    found = []
+    for line in stderr.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return found
+
+
+@pytest.fixture
+def reference_ws(workspace: Path) -> Path:
+    """A workspace holding the reference-format plans, with the time server configured."""
+    for path in REFERENCE:
+        shutil.copy(path, workspace / "plans" / path.name)
+    (workspace / "catalog" / "servers.yaml").write_text(TIME_SERVER)
+    return workspace
+
+
+# --- the corpus --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.stem)
+def test_malformed_plan_fails_validate(path: Path, graphchat: GraphchatRunner) -> None:
+    result = graphchat("plan", "validate", str(path), env=RUN_ENV)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == ""
+    want = expected_problem(path)
+    assert any(line.startswith(want) for line in result.stderr.splitlines()), result.stderr
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.stem)
+def test_malformed_plan_fails_run_before_any_tool(path: Path, graphchat: GraphchatRunner) -> None:
+    result = graphchat("plan", "run", str(path), "{}", env=RUN_ENV)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == ""
+    assert expected_problem(path) in result.stderr
+    started = [e for e in events_in(result.stderr) if e.get("event") in ("tool_started", "step_started")]
+    assert started == [], f"a malformed plan ran a step: {started}"
+
+
+# --- validate ---------------------------------------------------------------------------------------
+
+
+def test_validate_every_reference_plan(reference_ws: Path, graphchat: GraphchatRunner) -> None:
+    result = graphchat("plan", "validate")
+    assert result.returncode == 0, result.stderr
+    for path in REFERENCE:
+        assert f"✓ plan '{path.stem}' ({reference_ws / 'plans' / path.name}) is valid" in result.stderr
+    result = graphchat("plan", "validate", "--json")
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert sorted(p["identifier"] for p in report["plans"]) == sorted(p.stem for p in REFERENCE)
+
+
+def test_validate_all_reports_broken_and_duplicate_files(
+    reference_ws: Path, graphchat: GraphchatRunner
+) -> None:
+    plans = reference_ws / "plans"
+    shutil.copy(TESTS / "plans_malformed" / "29_map_concurrency_zero.yaml", plans / "zz_broken.yaml")
+    shutil.copy(plans / "dst_gate.yaml", plans / "zz_dst_gate_copy.yaml")
+    result = graphchat("plan", "validate")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert f"✗ plan 'map_concurrency_zero' ({plans / 'zz_broken.yaml'}): 1 problem" in lines
+    assert "step E1: input.concurrency: must be at least 1, got 0" in lines
+    assert f"✗ plan 'dst_gate' ({plans / 'zz_dst_gate_copy.yaml'}): 1 problem" in lines
+    assert (
+        f"identifier: duplicate 'dst_gate' (first defined in {plans / 'dst_gate.yaml'}); this file is skipped"
+        in lines
+    )
+    assert "✓ plan 'world_clock'" in result.stderr
+
+    listing = graphchat("plan", "list")
+    assert listing.returncode == 0
+    assert (
+        f"✗ {plans / 'zz_broken.yaml'}: does not load (1 problem): step E1: input.concurrency"
+        in listing.stdout
+    )
+    assert "skipped, duplicate identifier 'dst_gate'" in listing.stdout
+
+
+def test_validate_by_name_of_a_broken_file_prints_its_load_error(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    shutil.copy(TESTS / "plans_malformed" / "24_ask_nested_object.yaml", workspace / "plans" / "asker.yaml")
+    for command in ("validate", "show"):
+        result = graphchat("plan", command, "ask_nested_object")
+        assert result.returncode == 1, result.stderr
+        assert "step E1: input.output_schema: property 'address' is a nested object" in result.stderr
+
+
+def test_unknown_plan_lists_the_known_ones(reference_ws: Path, graphchat: GraphchatRunner) -> None:
+    result = graphchat("plan", "validate", "world_clok")
+    assert result.returncode == 1
+    known = ", ".join(sorted(p.stem for p in REFERENCE))
+    assert f"error: unknown plan 'world_clok' (known plans: {known})" in result.stderr
+
+
+def test_missing_required_servers_are_a_note_for_a_file_and_a_problem_by_name(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    source = TESTS / "plans_reference" / "dst_gate.yaml"
+    by_path = graphchat("plan", "validate", str(source))
+    assert by_path.returncode == 0, by_path.stderr
+    assert "note: requires_servers: time not configured here" in by_path.stderr
+    shutil.copy(source, workspace / "plans" / "dst_gate.yaml")
+    by_name = graphchat("plan", "validate", "dst_gate")
+    assert by_name.returncode == 1
+    assert "requires_servers: MCP server(s) 'time' not configured" in by_name.stderr
+
+
+def test_unresolved_tools_fail_validate(workspace: Path, graphchat: GraphchatRunner) -> None:
+    (workspace / "catalog" / "servers.yaml").write_text(TIME_SERVER)
+    plan = {
+        "identifier": "tools_check",
+        "name": "T",
+        "description": "d",
+        "steps": [
+            {"id": "E0", "tool_name": "time__get_current_time", "input": {"timezone": "UTC"}},
+            {"id": "E1", "tool_name": "builtin__infer", "input": {"instruction": "hi"}},
+            {"id": "E2", "tool_name": "git__git_status", "input": {}},
+            {"id": "E3", "tool_name": "plan__nowhere", "input": {}},
+        ],
+    }
+    (workspace / "plans" / "t.yaml").write_text(yaml.safe_dump(plan))
+    result = graphchat("plan", "validate", "tools_check", "--json")
+    assert result.returncode == 1
+    (report,) = json.loads(result.stdout)["plans"]
+    assert report["problems"] == [
+        "step E2: tool_name: MCP server 'git' is not configured (catalog/servers.yaml), "
+        "so 'git__git_status' cannot resolve",
+        "step E3: tool_name: unknown plan tool 'plan__nowhere' (plans here: tools_check)",
+    ]
+
+
+def test_validate_imports_neither_litellm_nor_mcp(reference_ws: Path) -> None:
+    code = (
+        "import sys\nfrom graphchat.cli.main import main\n"
+        f"rc = main(['--home', {str(reference_ws)!r}, 'plan', 'validate'])\n"
+        "print(rc, 'litellm' in sys.modules, 'mcp' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=clean_env(home=reference_ws.parent),
+        timeout=60,
+    )
+    assert result.stdout.split() == ["0", "False", "False"], result.stderr
+
+
+# --- list and show -------------------------------------------------------------------------------
+
+
+def test_list_json(reference_ws: Path, graphchat: GraphchatRunner) -> None:
+    result = graphchat("plan", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    listing = json.loads(result.stdout)
+    by_id = {p["identifier"]: p for p in listing["plans"]}
+    assert sorted(by_id) == sorted(p.stem for p in REFERENCE)
+    assert by_id["world_clock"]["finish"] == "output"
+    assert by_id["clock_report"]["finish"] == "solver"
+    assert by_id["dst_gate"]["finish"] == "silent"
+    assert by_id["world_clock"]["path"] == str(reference_ws / "plans" / "world_clock.yaml")
+    assert by_id["world_clock"]["description"].startswith("Current time in each")
+    assert listing["failed"] == []
+    text = graphchat("plan", "list").stdout.splitlines()
+    assert len(text) == len(REFERENCE) and text[0].startswith("clock_report")
+
+
+def test_show_json_and_text(reference_ws: Path, graphchat: GraphchatRunner) -> None:
+    result = graphchat("plan", "show", "world_clock", "--json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["tool_name"] == "plan__world_clock"
+    assert shown["input_schema"]["required"] == ["zones"]
+    do = shown["plan"]["steps"][0]["input"]["do"]
+    assert do == {"tool_name": "time__get_current_time", "input": {"timezone": "{{item}}"}}
+
+    # the camelCase plan is shown normalised, and what is shown loads again
+    text = graphchat("plan", "show", "plan__time_agent")
+    assert text.returncode == 0, text.stderr
+    data = yaml.safe_load(text.stdout)
+    agent = data["steps"][0]
+    assert agent["tool_name"] == "agent"
+    assert set(agent["input"]) == {"prompt", "tools", "max_iterations", "system_prompt", "output_schema"}
+    assert "inputSchema" not in data and data["input_schema"]["required"] == ["a", "b"]
+    again = reference_ws / "shown.yaml"
+    again.write_text(text.stdout)
+    assert graphchat("plan", "validate", str(again)).returncode == 0
+
+    default_schema = json.loads(graphchat("plan", "show", "release_channel", "--json").stdout)
+    assert default_schema["input_schema"]["properties"]["fallback"]["default"] == "beta"
