@@ -80,6 +80,32 @@ def _log_tail(path: Path, offset: int, lines: int = 2) -> str:
     return " | ".join(rows[-lines:])
 
 
+_sdk_logs_routed = False
+
+
+def _quiet_sdk_logs(log_dir: Path) -> None:
+    """The SDK logs transport trouble (e.g. "Session termination failed") through `logging`;
+    without a handler Python prints warnings on stderr, in the middle of the answer. Send them
+    to catalog/logs/client.log instead."""
+    global _sdk_logs_routed
+    if _sdk_logs_routed:
+        return
+    import logging
+
+    _sdk_logs_routed = True
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(log_dir / "client.log", encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    for name in ("mcp", "httpx2", "httpx"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(handler)
+            logger.propagate = False
+
+
 # --- results --------------------------------------------------------------------------------
 
 
@@ -302,6 +328,8 @@ class Connection:
 
     async def _connect(self, stack: Any, expanded: Any, errlog: Any) -> Any:
         from mcp import Client
+
+        _quiet_sdk_logs(self.source.log_path("client").parent)
 
         if self.config.transport == "http":
             import httpx2

@@ -44,6 +44,13 @@ def whoami() -> dict:
 
 
 @mcp.tool(annotations=READ)
+def auth_header(ctx: Context) -> dict:
+    """The Authorization header this call came with (HTTP only)."""
+    headers = ctx.headers or {}
+    return {"authorization": headers.get("authorization")}
+
+
+@mcp.tool(annotations=READ)
 def fail(message: str = "it broke") -> str:
     """Always fails with a message the model should see."""
     raise ToolError(message)
