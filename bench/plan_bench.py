@@ -90,30 +90,22 @@ def bench_map(items: int, runs: int, concurrency: int) -> None:
 
 
 def bench_plan_run(runs: int) -> None:
-    cmd = [
-        sys.executable,
-        "-X",
-        "importtime",
-        "-m",
-        "graphchat",
-        "--home",
-        str(REPO),
-        "plan",
-        "run",
-        "world_clock",
-    ]
+    base = [sys.executable, "-m", "graphchat", "--home", str(REPO), "plan", "run", "world_clock"]
     times = []
-    imported_litellm = False
     rc = 0
     for _ in range(runs):
         start = time.perf_counter()
-        run = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO))
+        run = subprocess.run(base, capture_output=True, text=True, cwd=str(REPO))
         times.append(time.perf_counter() - start)
         rc = run.returncode
-        imported_litellm = imported_litellm or "| litellm" in run.stderr
+    # A separate run under -X importtime: which heavy modules the no-model run imported.
+    traced = subprocess.run(
+        [sys.executable, "-X", "importtime", *base[1:]], capture_output=True, text=True, cwd=str(REPO)
+    )
+    imported = [m for m in ("litellm", "openai") if f"| {m}" in traced.stderr]
     print(
-        f"plan run world_clock (no model): median {statistics.median(times):.3f} s wall, exit {rc}, "
-        f"litellm imported: {'YES' if imported_litellm else 'no'}"
+        f"plan run world_clock (no model, starts the time server): median {statistics.median(times):.3f} s wall, "
+        f"exit {rc}, imported litellm/openai: {', '.join(imported) or 'none'}"
     )
 
 
