@@ -569,6 +569,7 @@ async def run_plan(
     scope: dict[str, Any] = {"input": inputs}
     not_found: str | None = None
     try:
+        await prepare_servers(catalog, servers_of(plan))
         unknown = unresolved_tools(plan, catalog)
         if unknown:
             step, name = unknown[0]
@@ -599,6 +600,32 @@ async def run_plan(
     outcome.steps_executed = runner.steps_executed
     outcome.usage = tap.usage()
     return outcome
+
+
+def servers_of(plan: Plan) -> set[str]:
+    """MCP servers a plan's steps name (`server__tool`), plus its `requires_servers`."""
+    names = set(plan.requires_servers)
+    for step in plan.all_steps():
+        name = step.tool_name
+        if not step.is_control and "__" in name and not name.startswith(("plan__", "builtin__")):
+            names.add(name.split("__", 1)[0])
+    return names
+
+
+async def prepare_servers(catalog: Catalog, names: set[str]) -> None:
+    """Start the needed servers whose tool list was never cached, so their tools resolve.
+
+    Servers already cached start lazily on their first call. A server that fails to start is
+    reported by the call that needs it (naming the server), not here.
+    """
+    from graphchat.catalog.mcp_pool import mcp_source, prepare_catalog
+
+    source = mcp_source(catalog)
+    if source is None or not names:
+        return
+    wanted = [n for n in source.uncached() if n in names]
+    if wanted:
+        await prepare_catalog(catalog, names=wanted)
 
 
 def unresolved_tools(plan: Plan, catalog: Catalog) -> list[tuple[str, str]]:

@@ -26,6 +26,22 @@ def check_patterns(runner: Runner, step: Step, patterns: list[str]) -> None:
             )
 
 
+async def prepare_agent_servers(runner: Runner, patterns: list[str] | None) -> None:
+    """Servers whose tools the agent may see must have a known tool list before it starts."""
+    from graphchat.catalog.mcp_pool import mcp_source
+    from graphchat.plans.executor import prepare_servers
+
+    source = mcp_source(runner.catalog)
+    if source is None:
+        return
+    servers = [s.name for s in source.servers]
+    if patterns is None:
+        wanted = set(servers)
+    else:
+        wanted = {s for s in servers for p in patterns if fnmatchcase(f"{s}__x", p.split("__", 1)[0] + "__x")}
+    await prepare_servers(runner.catalog, wanted)
+
+
 async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     import orjson
 
@@ -38,6 +54,7 @@ async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -
     if data.get("system_prompt"):
         system += "\n\n" + runner.render_text(step, data["system_prompt"], scope)
     patterns = data.get("tools")
+    await prepare_agent_servers(runner, patterns)
     if patterns is not None:
         check_patterns(runner, step, list(patterns))
     model = data.get("model")
