@@ -108,8 +108,8 @@ def run_list(args: argparse.Namespace) -> int:
             f"✗ {entry['path']}: does not load ({count} problem{'s' if count != 1 else ''}): "
             f"{entry['problems'][0] if entry['problems'] else ''}\n"
         )
-    for entry in duplicates:
-        sys.stdout.write(f"✗ {entry['path']}: skipped, duplicate identifier '{entry['identifier']}'\n")
+    for dup in duplicates:
+        sys.stdout.write(f"✗ {dup['path']}: skipped, duplicate identifier '{dup['identifier']}'\n")
     return 0
 
 
@@ -221,14 +221,14 @@ def run_validate(args: argparse.Namespace) -> int:
     if any(plan is not None for _, plan, _, _ in targets):
         catalog = _catalog(settings)
         servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
-    for path, plan, err, by_path in targets:
-        if err is not None:
+    for where, plan, failure, by_path in targets:
+        if failure is not None:
             reports.append(
                 {
-                    "path": path,
-                    "identifier": index.raw_ids.get(_as_path(path)),
+                    "path": where,
+                    "identifier": index.raw_ids.get(_as_path(where)),
                     "ok": False,
-                    "problems": relative_problems(err),
+                    "problems": relative_problems(failure),
                     "notes": [],
                 }
             )
@@ -236,7 +236,7 @@ def run_validate(args: argparse.Namespace) -> int:
         problems, notes = _validate_one(plan, catalog, servers, index.plans, by_path=by_path)
         reports.append(
             {
-                "path": path,
+                "path": where,
                 "identifier": plan.identifier,
                 "ok": not problems,
                 "problems": problems,

@@ -98,9 +98,9 @@ class PlanIndex:
         plan = self.plans.get(ident)
         if plan is not None:
             return plan
-        for path, err in self.errors.items():
+        for path, failure in self.errors.items():
             if path.stem == ident or self.raw_ids.get(path) == ident:
-                raise GraphchatError(load_error_message(f"plan '{ident}'", err))
+                raise GraphchatError(load_error_message(f"plan '{ident}'", failure))
         known = ", ".join(sorted(self.plans)) or "none"
         raise GraphchatError(
             f"unknown plan '{ident}' (known plans: {known})",
