@@ -120,6 +120,7 @@ async def run_loop(
     record: Record | None = None,
     max_tool_result_chars: int = 20000,
     site: str = "chat",
+    stream: bool = True,
 ) -> LoopResult:
     """Run rounds until the model answers in text (see module doc); `messages` is not modified.
 
@@ -161,7 +162,9 @@ async def run_loop(
             return finish(content, output)
         streamed.clear()
         try:
-            completion = await llm.complete(history, tools=tool_list or None, on_text=forward, site=site)
+            completion = await llm.complete(
+                history, tools=tool_list or None, on_text=forward, site=site, stream=stream
+            )
         except asyncio.CancelledError:
             if streamed and record is not None:  # what the person already saw stays in the thread
                 record(_assistant_event("".join(streamed), []))

@@ -60,6 +60,7 @@ class Session:
         self._model_name = model_override
         self._llm: LLM | None = None
         self._usage = Usage()
+        self.stream = True  # False: plain (non-streaming) model calls, e.g. `ask --no-stream`
         self.model_config()  # fail early (exit 2) when no model is configured
 
     # -- thread ----------------------------------------------------------------------------------
@@ -140,6 +141,7 @@ class Session:
                 tools=tools,
                 record=thread.append,
                 max_tool_result_chars=self.settings.max_tool_result_chars,
+                stream=self.stream,
             )
         except asyncio.CancelledError:
             self._close_failed(thread, "interrupted (Ctrl-C)", llm, before, extra_usage)

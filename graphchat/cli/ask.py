@@ -89,6 +89,7 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             model_override=args.model,
             assume_yes=args.yes,
         )
+        session.stream = not args.no_stream
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None
         result = await session.turn(message, on_text=writer.write if writer else None)

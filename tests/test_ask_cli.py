@@ -1,0 +1,268 @@
+"""`graphchat ask` as a subprocess against the scripted model server (the real command, real HTTP)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import GraphchatRunner, clean_env
+from tests.scripted_server import ScriptedModelServer
+
+
+def env_for(server: ScriptedModelServer, **extra: str) -> dict[str, str]:
+    return {**server.env(), "GRAPHCHAT_TEST_TOOLS": "1", **extra}
+
+
+def sleep_call(seconds: float, label: str) -> dict[str, Any]:
+    return {"name": "debug__sleep", "arguments": {"seconds": seconds, "label": label}}
+
+
+def thread_events(workspace: Path, thread_id: str) -> list[dict[str, Any]]:
+    lines = (workspace / "threads" / thread_id / "messages.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def only_thread(workspace: Path) -> str:
+    [thread_id] = [p.name for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]
+    return thread_id
+
+
+def ts(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_ask_prints_exactly_the_answer_and_keeps_a_titled_thread(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    model_server.push({"text": "Hello! **Nice** to meet you."})
+    done = graphchat("ask", "hi there\nsecond line", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello! **Nice** to meet you."
+    assert done.stderr == ""  # no banners, no warnings, no tool lines
+    [request] = model_server.requests
+    assert request["messages"] == [{"role": "user", "content": "hi there\nsecond line"}]
+    assert request["stream"] is True
+    listed = graphchat("threads", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    [thread] = json.loads(listed.stdout)["threads"]
+    assert thread["title"] == "hi there"
+    assert thread["message_count"] == 2
+
+
+def test_json_envelope(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.push(
+        {"tool_calls": [sleep_call(0, "x")], "usage": {"prompt_tokens": 30, "completion_tokens": 3}},
+        {"text": "The end.", "usage": {"prompt_tokens": 50, "completion_tokens": 4}},
+    )
+    done = graphchat("ask", "go", "--json", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    envelope = json.loads(done.stdout)
+    assert envelope == {
+        "content": "The end.",
+        "thread_id": only_thread(workspace),
+        "tool_calls_made": 1,
+        "usage": {"calls": 2, "input_tokens": 80, "output_tokens": 7},
+    }
+    assert "debug__sleep" in done.stderr  # tool activity on stderr, never stdout
+
+
+def test_three_slow_tool_calls_run_in_parallel_and_return_in_call_order(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.push(
+        {"tool_calls": [sleep_call(1, "first"), sleep_call(1, "second"), sleep_call(1, "third")]},
+        {"text": "all three slept"},
+    )
+    done = graphchat("ask", "sleep thrice", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "all three slept"
+    second = model_server.requests[1]["messages"]
+    call_ids = [call["id"] for call in second[1]["tool_calls"]]
+    results = second[2:]
+    assert [m["role"] for m in results] == ["tool"] * 3
+    assert [m["tool_call_id"] for m in results] == call_ids
+    assert [json.loads(m["content"])["label"] for m in results] == ["first", "second", "third"]
+    events = thread_events(workspace, only_thread(workspace))
+    assistant = next(e for e in events if e["kind"] == "assistant")
+    last_result = [e for e in events if e["kind"] == "tool_result"][-1]
+    assert ts(last_result["ts"]) - ts(assistant["ts"]) < 1.6  # sequential would be 3 s
+    assert done.stderr.count("→ debug__sleep") == 3 and done.stderr.count("✓ debug__sleep") == 3
+
+
+def test_thread_flag_sends_the_whole_earlier_conversation(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.push(
+        {"tool_calls": [sleep_call(0, "t")]}, {"text": "first answer"}, {"text": "second answer"}
+    )
+    assert graphchat("ask", "first", env=env_for(model_server)).returncode == 0
+    first_id = only_thread(workspace)
+    done = graphchat("ask", "second", "--thread", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "second answer"
+    sent = model_server.requests[2]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[0]["content"] == "first" and sent[3]["content"] == "first answer"
+    assert sent[4]["content"] == "second"
+    assert only_thread(workspace) == first_id  # continued, not a new thread
+    again = graphchat("ask", "third", "--thread", first_id[:8], "--json", env=env_for(model_server))
+    assert json.loads(again.stdout)["thread_id"] == first_id
+
+
+def test_unknown_thread_id_is_an_error(graphchat: GraphchatRunner, model_server: ScriptedModelServer) -> None:
+    done = graphchat("ask", "x", "--thread", "abcdef123456", env=env_for(model_server))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: unknown thread") and done.stdout == ""
+
+
+def _start_ask(workspace: Path, server: ScriptedModelServer, message: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", message],
+        env=clean_env(env_for(server), workspace.parent),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(workspace),
+    )
+
+
+def _wait_for_line(proc: subprocess.Popen[str], needle: str) -> list[str]:
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} never appeared on stderr: {seen}")
+
+
+def test_sigkill_mid_tool_call_leaves_a_thread_that_replays_without_orphans(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.push({"tool_calls": [sleep_call(60, "never finishes")]}, {"text": "resumed"})
+    proc = _start_ask(workspace, model_server, "start something slow")
+    try:
+        _wait_for_line(proc, "→ debug__sleep")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.communicate()
+    thread_id = only_thread(workspace)
+    shown = graphchat("threads", "show", thread_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "debug__sleep" in shown.stdout
+    done = graphchat("ask", "what happened?", "--thread", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "resumed"
+    sent = model_server.requests[1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["tool_call_id"] == sent[1]["tool_calls"][0]["id"]
+    assert "interrupted" in sent[2]["content"]
+
+
+def test_ctrl_c_during_a_slow_tool_exits_130_and_keeps_what_completed(
+    model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    # the first call is in flight at Ctrl-C; the second has completed
+    model_server.push({"tool_calls": [sleep_call(60, "slow"), sleep_call(0, "quick")]})
+    proc = _start_ask(workspace, model_server, "two tools")
+    try:
+        _wait_for_line(proc, "✓ debug__sleep")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stdout == ""
+    assert "Traceback" not in stderr
+    events = thread_events(workspace, only_thread(workspace))
+    assert [e["kind"] for e in events] == ["user", "assistant", "tool_result", "tool_result", "turn_failed"]
+    slow, quick = events[2], events[3]
+    assert slow["is_error"] and "cancelled" in slow["content"]
+    assert not quick["is_error"] and json.loads(quick["content"])["label"] == "quick"
+    assert len(model_server.requests) == 1
+
+
+def test_no_model_configured_exits_2_naming_what_to_set(graphchat: GraphchatRunner) -> None:
+    done = graphchat("ask", "hi")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "GRAPHCHAT_MODEL" in done.stderr and "graphchat.yaml" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_429_then_success_retries_once(graphchat: GraphchatRunner, model_server: ScriptedModelServer) -> None:
+    model_server.push({"error": 429, "retry_after": 0}, {"text": "worth the wait"})
+    done = graphchat("ask", "hi", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "worth the wait" and done.stderr == ""
+    assert len(model_server.requests) == 2
+
+
+def test_401_is_one_clear_line_and_exit_1(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.push({"error": 401})
+    done = graphchat("ask", "hi", env=env_for(model_server))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("error: ") and "401" in lines[0]
+    assert len(lines) <= 2 and "GRAPHCHAT_API_KEY" in done.stderr  # the line, and what to check
+    assert "Traceback" not in done.stderr and "LiteLLM" not in done.stderr
+    assert len(model_server.requests) == 1
+    events = thread_events(workspace, only_thread(workspace))
+    assert events[-1]["kind"] == "turn_failed"
+
+
+def test_piped_stdin_is_appended_as_context(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    model_server.push({"text": "summary"})
+    done = graphchat("ask", "summarise this", input="line one\nline two\n", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    content = model_server.requests[0]["messages"][0]["content"]
+    assert content.startswith("summarise this\n\n") and content.endswith("line one\nline two")
+
+
+def test_jsonl_events_and_no_stream(graphchat: GraphchatRunner, model_server: ScriptedModelServer) -> None:
+    model_server.push(
+        {"tool_calls": [sleep_call(0, "a"), {"name": "ask_user", "arguments": {"question": "ok?"}}]},
+        {"text": "finished"},
+    )
+    done = graphchat("ask", "go", "--no-stream", env=env_for(model_server, GRAPHCHAT_EVENTS="jsonl"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "finished"
+    events = [json.loads(line) for line in done.stderr.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds.count("llm_call") == 2 and kinds.count("agent_round") == 2
+    assert {"event": "ask", "prompt": "ok?", "answered": False, "reason": "unavailable"} in events
+    assert kinds[-1] == "usage_summary"
+    assert "stream" not in model_server.requests[0] or model_server.requests[0]["stream"] is False
+    # ask_user answered "unavailable" at once (JSONL turns questions off): the model was told so
+    tool_messages = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert json.loads(tool_messages[1]["content"]) == {"answered": False, "reason": "unavailable"}
+
+
+def test_answers_file_answers_ask_user(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("'Which region?': eu-west\n")
+    model_server.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which region?"}}]},
+        {"text": "eu-west it is"},
+    )
+    done = graphchat("ask", "deploy", "--answers", str(answers), env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}
