@@ -295,3 +295,13 @@ def test_a_no_model_run_imports_neither_litellm_nor_mcp(workspace: Path, plans: 
     assert run.returncode == 0, run.stderr
     assert "IMPORTED []" in run.stderr
     assert json.loads(run.stdout) == {"big": [12], "first": 12}
+
+
+def test_missing_required_servers_are_named(graphchat: GraphchatRunner, workspace: Path) -> None:
+    (workspace / "plans" / "clock.yaml").write_text(
+        "identifier: clock\nname: Clock\ndescription: needs time\nrequires_servers: [time, calendar]\n"
+        "steps:\n  - id: E0\n    tool_name: time__get_current_time\n    input: {timezone: UTC}\n"
+    )
+    run = graphchat("plan", "run", "clock")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "needs MCP servers that are not configured: time, calendar" in run.stderr

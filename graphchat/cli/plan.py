@@ -55,18 +55,6 @@ def missing_servers(settings: Any, plan: Any) -> list[str]:
     return [name for name in plan.requires_servers if name not in have]
 
 
-def plan_needs_model(plan: Any) -> bool:
-    """Whether a model call is certain or possible (an output/silent plan of tool steps needs none)."""
-    if plan.finish == "solver":
-        return True
-    for step in plan.all_steps():
-        if step.tool_name in ("agent",) or step.tool_name == "builtin__infer":
-            return True
-        if step.tool_name in ("exit", "decide", "filter") and step.input.get("infer") is not None:
-            return True
-    return False
-
-
 # --- running -----------------------------------------------------------------------------------
 
 

@@ -200,14 +200,17 @@ class UsageTap(EventSink):
 
 
 class QuietToolEvents(EventSink):
-    """For a human's terminal inside a map: per-item tool lines would drown the progress line,
-    so successful tool calls are dropped (failures still show). JSONL keeps everything."""
+    """For a human's terminal inside a map: per-item lines (tool calls, a sub-plan's steps and
+    progress) would drown the map's own progress line, so they are dropped; failures, warnings
+    and questions still show. JSONL keeps everything."""
+
+    DROPPED = frozenset({"tool_started", "step_started", "step_finished", "progress"})
 
     def __init__(self, inner: EventSink) -> None:
         self.inner = inner
 
     def emit(self, event: str, **fields: Any) -> None:
-        if event == "tool_started" or (event == "tool_finished" and not fields.get("is_error")):
+        if event in self.DROPPED or (event == "tool_finished" and not fields.get("is_error")):
             return
         self.inner.emit(event, **fields)
 
@@ -280,6 +283,7 @@ class Runner:
         self.settings = settings
         self.steps_executed = 0
         self._quiet_ctx: CallContext | None = None
+        _load_handlers()
 
     # -- models --
 
@@ -441,29 +445,15 @@ class Progress:
             self.events.progress(self.step, self.done, self.total)
 
 
-def _handlers() -> dict[str, Callable[..., Any]]:
-    from graphchat.plans.steps import HANDLERS
-
-    return HANDLERS
+# The control-step table; filled on the first run (the step modules import this one).
+CONTROL_HANDLERS: dict[str, Callable[..., Any]] = {}
 
 
-class _LazyHandlers(dict):  # type: ignore[type-arg]
-    """The control-step table, filled on first use (steps import the runner's helpers)."""
+def _load_handlers() -> None:
+    if not CONTROL_HANDLERS:
+        from graphchat.plans.steps import HANDLERS
 
-    def _fill(self) -> None:
-        if not dict.__len__(self):
-            self.update(_handlers())
-
-    def __contains__(self, key: object) -> bool:
-        self._fill()
-        return dict.__contains__(self, key)
-
-    def __getitem__(self, key: str) -> Any:
-        self._fill()
-        return dict.__getitem__(self, key)
-
-
-CONTROL_HANDLERS: dict[str, Callable[..., Any]] = _LazyHandlers()
+        CONTROL_HANDLERS.update(HANDLERS)
 
 
 # --- inputs --------------------------------------------------------------------------------
