@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+import yaml
 
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
@@ -71,6 +72,7 @@ def chat(workspace: Path, model_server: ScriptedModelServer) -> Iterator[Spawn]:
 
     yield spawn
     for child in children:
+        print(f"--- transcript (pid {child.pid}) ---\n{transcript(child)}")  # shown on failure
         if child.isalive():
             child.terminate(force=True)
 
@@ -184,3 +186,85 @@ def test_quit_prints_the_resume_hint(chat: Spawn, model_server: ScriptedModelSer
     child.expect_exact("You said: remember this.")
     leave(child)
     assert user_messages(model_server.requests[-1]) == ["remember this", "what did I say?"]
+
+
+def test_a_destructive_tool_asks_inline_and_always_is_remembered(
+    chat: Spawn, model_server: ScriptedModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    server = Path(__file__).resolve().parent / "servers" / "tools_server.py"
+    (workspace / "catalog" / "servers.yaml").write_text(
+        json.dumps({"mcpServers": {"files": {"command": sys.executable, "args": [str(server)]}}})
+    )
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text("x")
+    second.write_text("y")
+    model_server.push(
+        {"tool_calls": [{"name": "files__delete_file", "arguments": {"path": str(first)}}]},
+        {"text": "Deleted the first."},
+        {"tool_calls": [{"name": "files__delete_file", "arguments": {"path": str(second)}}]},
+        {"text": "Deleted the second."},
+    )
+    child = chat()
+    send_message(child, "delete the first file")
+    child.expect_exact("? Allow files__delete_file (destructive)")
+    child.expect_exact("answer>")
+    child.sendline("always")
+    child.expect_exact("Deleted the first.")
+    assert not first.exists()
+    config = yaml.safe_load((workspace / "graphchat.yaml").read_text())
+    assert "files__delete_file" in config["approvals"]["allow"]
+    send_message(child, "and the second")
+    child.expect_exact("Deleted the second.")
+    out = leave(child)
+    assert not second.exists()
+    assert out.count("? Allow files__delete_file") == 1  # "always" was not asked again
+    assert "✓ files__delete_file" in out
+
+
+PLAN = """\
+identifier: pick_colour
+name: Pick a colour
+description: Ask the person for a colour and a count, and report them.
+steps:
+  - id: choice
+    tool_name: ask
+    input:
+      prompt: "Which colour, and how many?"
+      output_schema:
+        type: object
+        required: [colour, count]
+        properties:
+          colour: {enum: [red, green, blue]}
+          count: {type: integer}
+output:
+  colour: "{{choice.answer.colour}}"
+  count: "{{choice.answer.count}}"
+  answered: "{{choice.answered}}"
+"""
+
+
+def test_a_plan_tool_that_asks_is_answered_inline(
+    chat: Spawn, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    (workspace / "plans" / "pick_colour.yaml").write_text(PLAN)
+    model_server.push(
+        {"tool_calls": [{"name": "plan__pick_colour", "arguments": {}}]},
+        {"text": "You picked 3 blue ones."},
+    )
+    child = chat()
+    send_message(child, "help me pick a colour")
+    child.expect_exact("→ plan__pick_colour")
+    child.expect_exact("? Which colour, and how many?")
+    child.expect_exact("colour (red/green/blue):")
+    child.sendline("purple")
+    child.expect_exact("choose one of: red, green, blue")  # re-asked, not failed
+    child.expect_exact("colour (red/green/blue):")
+    child.sendline("blue")
+    child.expect_exact("count (integer):")
+    child.sendline("3")
+    child.expect_exact("You picked 3 blue ones.")
+    out = leave(child)
+    assert "✓ plan__pick_colour" in out
+    assert "plan__pick_colour" in [t["function"]["name"] for t in model_server.requests[0]["tools"]]
+    (result,) = tool_messages(model_server.requests[1])
+    assert json.loads(result["content"]) == {"colour": "blue", "count": 3, "answered": True}

@@ -24,6 +24,27 @@ class ChatApp:
         self.session = session
         self.catalog = catalog
         self.settings = settings
+        self._tools_task: asyncio.Task[Any] | None = None
+
+    def prepare_tools(self) -> None:
+        """Fill the tool-list cache of MCP servers not seen yet, in the background, while the
+        person types (the model must see their tools; a warm cache starts nothing)."""
+        from graphchat.catalog.mcp_pool import prepare_catalog
+
+        self._tools_task = asyncio.ensure_future(prepare_catalog(self.catalog))
+
+    async def tools_ready(self) -> None:
+        task, self._tools_task = self._tools_task, None
+        if task is None:
+            return
+        try:
+            errors = await task
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            errors = {"(all)": f"{type(exc).__name__}: {exc}"}
+        for server, error in (errors or {}).items():
+            self.ui.activity(f"warning: MCP server {server}: {error}", "yellow")
 
     def model_name(self) -> str:
         for attr in ("model_name", "model"):
@@ -48,6 +69,8 @@ class ChatApp:
 
         previous = signal.signal(signal.SIGINT, on_sigint)
         try:
+            if self.catalog is not None:
+                self.prepare_tools()
             while True:
                 line = await self.ui.read_message()
                 if line is None:
@@ -62,6 +85,9 @@ class ChatApp:
                 await self.run_turn(message)
         finally:
             signal.signal(signal.SIGINT, previous)
+            self.ui.close()
+            if self._tools_task is not None:
+                self._tools_task.cancel()
 
     async def run_turn(self, message: str) -> Any:
         """One turn with its live display; never raises for a turn that failed or was cancelled."""
@@ -69,7 +95,12 @@ class ChatApp:
 
         ui = self.ui
         ui.begin_turn()
-        task = asyncio.ensure_future(self.session.turn(message, on_text=ui.on_text))
+
+        async def turn() -> Any:
+            await self.tools_ready()
+            return await self.session.turn(message, on_text=ui.on_text)
+
+        task = asyncio.ensure_future(turn())
         ui.turn_task = task
         try:
             await asyncio.wait({task})

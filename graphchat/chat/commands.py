@@ -60,6 +60,7 @@ async def _help(app: ChatApp, arg: str) -> bool:
 async def _tools(app: ChatApp, arg: str) -> bool:
     from rich.table import Table
 
+    await app.tools_ready()
     specs = [s for s in app.catalog.list() if s.source != "control"]
     if not specs:
         app.ui.print("no tools (configure MCP servers in catalog/servers.yaml, plans in plans/)")

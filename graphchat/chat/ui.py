@@ -110,6 +110,8 @@ class ChatUI:
         self._last_refresh = 0.0
         self._ticker: asyncio.Task[None] | None = None
         self._saved_tty: Any = None
+        self._key_fd: int | None = None
+        self._typeahead = b""
         self.turn_task: asyncio.Task[Any] | None = None
 
     # --- input ---------------------------------------------------------------------------------
@@ -117,7 +119,7 @@ class ChatUI:
     async def read_message(self) -> str | None:
         """The next message (None on Ctrl-D at an empty prompt)."""
         try:
-            return await self.prompt_session.prompt_async(MESSAGE_PROMPT)
+            return await self.prompt_session.prompt_async(MESSAGE_PROMPT, default=self.take_typeahead())
         except EOFError:
             return None
 
@@ -128,6 +130,8 @@ class ChatUI:
         cancels the whole turn, as it does anywhere during a turn.
         """
         self._stop_live()
+        keys_were_ours = self._key_fd is not None
+        self._turn_keys(False)  # prompt_toolkit reads the keys now (Ctrl-C comes as a key)
         self._prompting = True
         try:
             return await self.answer_session.prompt_async(prompt)
@@ -139,6 +143,8 @@ class ChatUI:
         finally:
             self._prompting = False
             if self._in_turn:
+                if keys_were_ours:
+                    self._turn_keys(True)
                 self._start_live()
 
     # --- turns ---------------------------------------------------------------------------------
@@ -150,7 +156,7 @@ class ChatUI:
         self._lines_printed = 0
         self._running.clear()
         self._status = None
-        self._echo(False)
+        self._turn_keys(True)
         self._start_live()
 
     def end_turn(self) -> None:
@@ -162,7 +168,7 @@ class ChatUI:
             self._ticker.cancel()
             self._ticker = None
         self._stop_live()
-        self._echo(True)
+        self._turn_keys(False)
         self.turn_task = None
 
     def cancel_turn(self) -> None:
@@ -317,24 +323,69 @@ class ChatUI:
         else:
             self._refresh_handle = asyncio.get_running_loop().call_later(wait, self._refresh)
 
-    # --- terminal ------------------------------------------------------------------------------
+    # --- terminal ---------------------------------------------------------------------------
 
-    def _echo(self, on: bool) -> None:
-        """Keys typed while a turn runs must not echo into the live region (they stay queued
-        for the next prompt); Ctrl-C still raises SIGINT."""
-        try:
-            import termios
-
-            fd = sys.stdin.fileno()
-            if not os.isatty(fd):
+    def _turn_keys(self, on: bool) -> None:
+        """While a turn runs the terminal neither echoes keys (they would draw into the live
+        region) nor turns Ctrl-C into SIGINT: SIGINT would reach the whole process group, MCP
+        servers included. We read the keys ourselves: Ctrl-C cancels the turn, anything else
+        is kept as type-ahead for the next prompt."""
+        if on:
+            if self._key_fd is not None:
                 return
-            if not on:
+            try:
+                import termios
+
+                fd = sys.stdin.fileno()
+                if not os.isatty(fd):
+                    return
                 self._saved_tty = termios.tcgetattr(fd)
                 attrs = termios.tcgetattr(fd)
-                attrs[3] &= ~termios.ECHO
+                attrs[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG)
+                attrs[6][termios.VMIN] = 1
+                attrs[6][termios.VTIME] = 0
                 termios.tcsetattr(fd, termios.TCSANOW, attrs)
-            elif self._saved_tty is not None:
-                termios.tcsetattr(fd, termios.TCSANOW, self._saved_tty)
-                self._saved_tty = None
-        except (ImportError, OSError, ValueError):
-            pass
+                asyncio.get_running_loop().add_reader(fd, self._on_keys, fd)
+                self._key_fd = fd
+            except (ImportError, OSError, ValueError, RuntimeError):
+                self._restore_tty()
+        else:
+            if self._key_fd is not None:
+                with suppress(Exception):
+                    asyncio.get_running_loop().remove_reader(self._key_fd)
+                self._key_fd = None
+            self._restore_tty()
+
+    def _restore_tty(self) -> None:
+        if self._saved_tty is None:
+            return
+        with suppress(ImportError, OSError, ValueError):
+            import termios
+
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, self._saved_tty)
+        self._saved_tty = None
+
+    def _on_keys(self, fd: int) -> None:
+        try:
+            data = os.read(fd, 1024)
+        except OSError:
+            return
+        if b"\x03" in data:
+            self.cancel_turn()
+            return
+        self._typeahead += data
+
+    def take_typeahead(self) -> str:
+        """Printable keys typed during the last turn (escape sequences and controls dropped)."""
+        import re
+
+        text = self._typeahead.decode("utf-8", "ignore")
+        self._typeahead = b""
+        text = re.sub(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)?", "", text)
+        text = text.replace("\r", "\n")
+        return "".join(ch for ch in text if ch == "\n" or ch.isprintable()).strip("\n")
+
+    def close(self) -> None:
+        """Leave the terminal as it was found (also on an unexpected error)."""
+        self._stop_live()
+        self._turn_keys(False)

@@ -62,6 +62,9 @@ async def _chat(args: argparse.Namespace) -> int:
 
     settings = load_settings(getattr(args, "home", None), model_override=args.model)
     settings.model_for("chat")  # no model configured: exit 2 before the screen is taken
+    from graphchat.llm.runtime import preload_in_background
+
+    preload_in_background()  # a model call is all but certain: import litellm while the person types
     answers = load_answers(args.answers) if args.answers else None
     store = ThreadStore(settings.threads_dir)
     thread = None
