@@ -79,7 +79,7 @@ def run_list(args: argparse.Namespace) -> int:
         from graphchat.cli.output import print_json
 
         print_json(rows)
-        return 0
+        return 1 if live else 0
     if not rows:
         print(f"no MCP servers configured ({settings.catalog_dir / 'servers.yaml'})", file=sys.stderr)
         return 0

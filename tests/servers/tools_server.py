@@ -33,6 +33,10 @@ mcp = MCPServer("graphchat-test-tools", version="1.0")
 @mcp.tool(annotations=READ)
 async def slow(seconds: float = 0.5, label: str = "") -> str:
     """Sleep `seconds`, then echo the label."""
+    called = os.environ.get("GRAPHCHAT_TEST_CALLED")
+    if called:  # a FIFO the test blocks on: "the call has reached the server"
+        with open(called, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
     await asyncio.sleep(seconds)
     return f"{label}: slept {seconds}s"
 

@@ -1,0 +1,206 @@
+"""`graphchat tools|mcp|shapes` as a user runs them (the real command, real MCP servers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from tests.conftest import GraphchatRunner, clean_env
+from tests.servers.support import LOWLEVEL_SERVER, RecordingListener, alive, pids, stdio, write_servers
+
+
+def test_tools_list_from_a_warm_cache_starts_no_server(workspace: Path, graphchat: GraphchatRunner) -> None:
+    marker = workspace / "starts"
+    write_servers(
+        workspace,
+        {"t": stdio(marker=marker), "low": stdio(LOWLEVEL_SERVER, marker=marker, env={"TOOL_COUNT": "2"})},
+    )
+    cold = graphchat("tools", "list")
+    assert cold.returncode == 0, cold.stderr
+    assert len(pids(marker)) == 2  # uncached: both started (concurrently) to learn their tools
+    assert "starting 2 MCP server(s)" in cold.stderr
+    warm = graphchat("tools", "list")
+    assert warm.returncode == 0, warm.stderr
+    assert len(pids(marker)) == 2  # warm: nothing started
+    assert warm.stderr == ""
+    rows = {line.split()[0]: line.split()[1:3] for line in warm.stdout.splitlines()}
+    assert rows["t__slow"] == ["mcp:t", "read"]
+    assert rows["t__delete_file"] == ["mcp:t", "destructive"]
+    assert rows["low__tool_001"] == ["mcp:low", "read"]
+    listed = json.loads(graphchat("tools", "list", "--json").stdout)
+    slow = next(t for t in listed if t["name"] == "t__slow")
+    assert slow == {**slow, "source": "mcp:t", "family": "read", "server": "t", "tool": "slow"}
+    assert slow["description"].startswith("Sleep")
+    assert len(pids(marker)) == 2
+    refreshed = graphchat("tools", "list", "--refresh")
+    assert refreshed.returncode == 0 and len(pids(marker)) == 4  # --refresh forces a start
+    assert [p for p in pids(marker) if alive(p)] == []  # and stops them again
+
+
+def test_tools_list_reports_colliding_names(workspace: Path, graphchat: GraphchatRunner) -> None:
+    write_servers(workspace, {"a-b": stdio(LOWLEVEL_SERVER, env={"TOOL_COUNT": "1"})})
+    cache = workspace / "catalog" / "cache"
+    graphchat("tools", "list")
+    # A server whose tools sanitize to the same catalog name ("x.y" and "x_y" -> "a-b__x_y").
+    doc_path = next(p for p in cache.glob("a-b-*.json"))
+    doc = json.loads(doc_path.read_text())
+    doc["tools"] += [{"name": "x.y", "input_schema": {"type": "object"}}, {"name": "x_y", "input_schema": {}}]
+    doc_path.write_text(json.dumps(doc))
+    result = graphchat("tools", "list", "--json")
+    names = [t["name"] for t in json.loads(result.stdout)]
+    assert "a-b__x_y" in names and len([n for n in names if n.startswith("a-b__x_y")]) == 2
+    assert "a-b__x_y is wanted by a-b/x.y and a-b/x_y" in result.stderr
+
+
+def test_tools_show_and_call_and_the_shape_cache(workspace: Path, graphchat: GraphchatRunner) -> None:
+    write_servers(workspace, {"t": stdio()})
+    shown = graphchat("tools", "show", "t__shaped", "--json")
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    assert doc["input_schema"]["properties"]["variant"]["type"] == "integer"
+    assert "output_schema" not in doc  # nothing learned yet
+    first = graphchat("tools", "call", "t__shaped", '{"variant": 1}')
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"id": 1, "name": "first", "score": 0.5}
+    (workspace / "in.json").write_text('{"variant": 2}')
+    second = graphchat("tools", "call", "t__shaped", "@" + str(workspace / "in.json"), "--json")
+    assert json.loads(second.stdout)["value"] == {"id": "two", "tags": ["x", "y"], "score": 2}
+    third = graphchat("tools", "call", "t__shaped", "-", "--input", "variant=1", input="{}")
+    assert third.returncode == 0
+
+    shape = json.loads(graphchat("shapes", "show", "t__shaped", "--json").stdout)
+    assert shape["seen_count"] == 3
+    schema = shape["schema"]
+    assert sorted(schema["properties"]["id"]["type"]) == ["integer", "string"]  # merged
+    assert set(schema["properties"]) == {"id", "name", "score", "tags"}
+    assert sorted(schema["required"]) == ["id", "score"]  # seen every time
+    listed = graphchat("shapes", "list")
+    assert listed.stdout.startswith("t__shaped")
+    shown = json.loads(graphchat("tools", "show", "t__shaped", "--json").stdout)
+    assert shown["output_schema_source"].startswith("observed") and "example" in shown
+    assert "schema:" in graphchat("shapes", "show", "t__shaped").stdout
+
+
+def test_a_one_megabyte_result_keeps_a_small_example(workspace: Path, graphchat: GraphchatRunner) -> None:
+    write_servers(workspace, {"t": stdio()})
+    result = graphchat("tools", "call", "t__huge", "--input", "kb=1024")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout) > 1_000_000
+    stored = workspace / "catalog" / "shapes" / "t__huge.json"
+    assert stored.stat().st_size < 8_000
+    shape = json.loads(stored.read_text())
+    assert shape["schema"]["properties"]["records"]["items"]["properties"]["id"] == {"type": "integer"}
+
+
+def test_tools_call_errors(workspace: Path, graphchat: GraphchatRunner) -> None:
+    write_servers(workspace, {"t": stdio()})
+    unknown = graphchat("tools", "call", "t__nope")
+    assert unknown.returncode == 1 and "unknown tool: t__nope" in unknown.stderr
+    failing = graphchat("tools", "call", "t__fail", "--input", "message=disk full")
+    assert failing.returncode == 1 and "disk full" in failing.stderr and failing.stdout == ""
+    bad = graphchat("tools", "call", "t__slow", '{"seconds": "soon"}')
+    assert bad.returncode == 1 and "invalid arguments for t__slow" in bad.stderr
+    not_json = graphchat("tools", "call", "t__slow", "{oops")
+    assert not_json.returncode == 2
+
+
+def test_a_destructive_tool_is_refused_headless_and_runs_with_yes(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    victim = workspace / "victim.txt"
+    victim.write_text("precious")
+    write_servers(workspace, {"t": stdio()})
+    refused = graphchat("tools", "call", "t__delete_file", "--input", f"path={victim}")
+    assert refused.returncode == 1 and "was not run" in refused.stderr
+    assert victim.exists()
+    done = graphchat("tools", "call", "t__delete_file", "--input", f"path={victim}", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert not victim.exists()
+
+
+def test_unset_token_fails_with_server_field_variable_and_sends_nothing(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    listener = RecordingListener()
+    try:
+        write_servers(
+            workspace,
+            {
+                "search": {
+                    "type": "http",
+                    "url": listener.url,
+                    "headers": {"Authorization": "Bearer ${TOKEN}"},
+                }
+            },
+        )
+        listed = graphchat("tools", "list")
+        called = graphchat("tools", "call", "search__query")
+    finally:
+        listener.close()
+    assert "search" in listed.stderr and "headers.Authorization" in listed.stderr and "TOKEN" in listed.stderr
+    assert called.returncode == 1
+    assert listener.connections == []
+
+
+def test_mcp_list_shows_servers_state_tools_and_last_error(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    write_servers(
+        workspace,
+        {"t": stdio(), "ghost": {"command": str(workspace / "missing-binary")}},
+    )
+    before = json.loads(graphchat("mcp", "list", "--json").stdout)
+    assert [(r["name"], r["state"], r["tools"]) for r in before] == [
+        ("t", "not started yet", None),
+        ("ghost", "not started yet", None),
+    ]
+    graphchat("tools", "list")
+    after = graphchat("mcp", "list")
+    assert after.returncode == 0
+    t_line, ghost_line = after.stdout.splitlines()[0], after.stdout.splitlines()[1]
+    assert t_line.split()[:3] == ["t", "stdio", "cached"] and "tools" in t_line
+    assert ghost_line.split()[0] == "ghost"
+    assert "last error" in after.stdout and "command not found" in after.stdout
+    checked = graphchat("mcp", "list", "--check", "--json")
+    states = {r["name"]: r["state"] for r in json.loads(checked.stdout)}
+    assert states == {"t": "running", "ghost": "failed"} and checked.returncode == 1
+    serve = graphchat("mcp", "serve")
+    assert serve.returncode == 1 and "not implemented" in serve.stderr
+
+
+def test_a_bad_servers_yaml_is_one_line_with_file_and_line(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    (workspace / "catalog" / "servers.yaml").write_text("mcpServers:\n  s:\n    comand: x\n")
+    result = graphchat("tools", "list")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {workspace / 'catalog' / 'servers.yaml'}:3:")
+    assert "did you mean `command`" in result.stderr
+
+
+def test_ctrl_c_during_a_call_leaves_no_server_process(workspace: Path, graphchat: GraphchatRunner) -> None:
+    fifo = workspace / "called"
+    os.mkfifo(fifo)
+    write_servers(workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(fifo)})})
+    assert graphchat("tools", "list").returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "graphchat", "--home", str(workspace), "tools", "call", "t__slow",
+         "--input", "seconds=60"],
+        env=clean_env(None, workspace.parent),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    server_pid: list[int] = []
+    # Blocks until the tool runs on the server (it writes its pid into the FIFO).
+    reader = threading.Thread(target=lambda: server_pid.append(int(fifo.read_text())), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert server_pid and alive(server_pid[0])
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=15) == 130
+    assert not alive(server_pid[0])
