@@ -10,6 +10,7 @@ A reply is a dict:
   {"json": {...}}                                     answer whose text is that JSON (structured calls)
   {"error": 429, "retry_after": 0}                    error statuses: 429, 500, 401, "context" (400)
   {"delay": 0.5, ...}                                 wait before answering
+  {"text": "...", "dropmid": True}                    streaming: the connection drops after the first chunk
   {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}  override usage
 A callable in the script is called with the request body and returns one of the above.
 When the script runs out, `default` is served (a text reply naming the exhaustion).
@@ -235,6 +236,10 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                     chunk({"content": text[start : start + 8]})
                     if pace:
                         time.sleep(pace)
+                    if reply.get("dropmid"):
+                        # the connection dies mid-reply: no finish, no [DONE]
+                        self.close_connection = True
+                        return
             calls = _tool_calls(reply)
             for index, call in enumerate(calls):
                 fn = call["function"]

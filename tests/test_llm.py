@@ -220,3 +220,13 @@ async def test_context_window_prefers_the_configured_value() -> None:
     assert context_window(ModelConfig(model="openai/scripted", context_window=5000)) == 5000
     assert context_window(ModelConfig(model="openai/scripted")) is None
     assert (context_window(ModelConfig(model="openai/gpt-4o-mini")) or 0) > 100_000
+
+
+async def test_a_stream_that_breaks_mid_reply_is_one_clear_error(model_server: ScriptedModelServer) -> None:
+    model_server.push({"text": "the start of a long answer", "dropmid": True}, {"text": "never sent"})
+    shown: list[str] = []
+    with pytest.raises(GraphchatError) as info:
+        await make_llm(model_server).complete(HI, on_text=shown.append)
+    assert "broke off mid-reply" in info.value.message
+    assert shown == ["the star"]
+    assert len(model_server.requests) == 1  # not retried: the person already saw part of it

@@ -70,12 +70,7 @@ class LLM:
         try:
             if stream:
                 # Without include_usage, litellm invents usage with a local tokenizer.
-                response = await litellm.acompletion(
-                    **kwargs, stream=True, stream_options={"include_usage": True}
-                )
-                assembler = StreamAssembler(on_text)
-                async for chunk in response:
-                    assembler.feed(chunk)
+                assembler = await self._stream(litellm, kwargs, on_text)
                 content, calls = assembler.content, assembler.tool_calls()
                 raw_usage, finish = assembler.usage, assembler.finish_reason
             else:
@@ -103,6 +98,30 @@ class LLM:
         return Completion(
             content=content, tool_calls=calls, usage=usage, model=self.config.model, finish_reason=finish
         )
+
+    async def _stream(
+        self, litellm: Any, kwargs: dict[str, Any], on_text: Callable[[str], None] | None
+    ) -> StreamAssembler:
+        """Stream one reply. A stream that breaks before anything arrived is tried again (up to
+        num_retries); once text has reached the person it is not (that would repeat it)."""
+        attempt = 0
+        while True:
+            response = await litellm.acompletion(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+            assembler = StreamAssembler(on_text)
+            try:
+                async for chunk in response:
+                    assembler.feed(chunk)
+                return assembler
+            except Exception as exc:
+                if assembler.started or attempt >= self.num_retries:
+                    from graphchat.llm.errors import provider_message
+
+                    raise GraphchatError(
+                        f"the connection to {self.config.model} broke off mid-reply: {provider_message(exc)}"
+                    ) from exc
+                attempt += 1
 
     def _usage(self, raw: Any) -> Usage:
         def field(name: str) -> int:

@@ -34,6 +34,11 @@ class StreamAssembler:
         self.model: str | None = None
 
     @property
+    def started(self) -> bool:
+        """Whether any text or tool call has arrived yet."""
+        return bool(self.parts or self._slots)
+
+    @property
     def content(self) -> str:
         return "".join(self.parts)
 
