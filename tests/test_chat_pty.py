@@ -77,6 +77,16 @@ def chat(workspace: Path, model_server: ScriptedModelServer) -> Iterator[Spawn]:
             child.terminate(force=True)
 
 
+def colours(raw: str) -> set[str]:
+    """The colour parameters of the SGR escape sequences in `raw` (bold or dim are not colours)."""
+    found = set()
+    for params in re.findall(r"\x1b\[([0-9;]*)m", raw):
+        for p in params.split(";"):
+            if p.isdigit() and (30 <= int(p) <= 49 or 90 <= int(p) <= 107):
+                found.add(p)
+    return found
+
+
 def transcript(child: pexpect.spawn) -> str:
     return plain("".join(child.transcript))  # type: ignore[attr-defined]
 
@@ -135,6 +145,7 @@ def test_ask_user_is_answered_inline(chat: Spawn, model_server: ScriptedModelSer
     assert len(results) == 1
     assert json.loads(results[0]["content"]) == {"answer": "blue, obviously", "answered": True}
     assert "→ ask_user" in out and "✓ ask_user" in out
+    assert colours("".join(child.transcript)) == set()  # NO_COLOR=1 (set for every test here)
 
 
 def thread_events(workspace: Path) -> list[dict]:
@@ -268,3 +279,29 @@ def test_a_plan_tool_that_asks_is_answered_inline(
     assert "plan__pick_colour" in [t["function"]["name"] for t in model_server.requests[0]["tools"]]
     (result,) = tool_messages(model_server.requests[1])
     assert json.loads(result["content"]) == {"colour": "blue", "count": 3, "answered": True}
+
+
+def test_answers_file_answers_known_questions_and_others_are_asked_inline(
+    chat: Spawn, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("Which colour do you like?: green\n")
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "ask_user", "arguments": {"question": "Which colour do you like?"}},
+                {"name": "ask_user", "arguments": {"question": "And which fruit?"}},
+            ]
+        },
+        {"text": "Green and pears."},
+    )
+    child = chat("--answers", str(answers))
+    send_message(child, "choose for me")
+    child.expect_exact("? And which fruit?")
+    child.expect_exact("answer>")
+    child.sendline("pears")
+    child.expect_exact("Green and pears.")
+    out = leave(child)
+    assert "? Which colour do you like?" not in out
+    results = [json.loads(m["content"]) for m in tool_messages(model_server.requests[1])]
+    assert results == [{"answer": "green", "answered": True}, {"answer": "pears", "answered": True}]

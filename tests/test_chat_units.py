@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from graphchat.asks import Question
+from graphchat.catalog.base import Catalog, ToolSpec
 from graphchat.chat.app import ChatApp, resume_hint
 from graphchat.chat.asker import ChatAsker
 from graphchat.chat.commands import run_command, usage_text
@@ -85,7 +86,7 @@ async def test_streamed_answer_prints_exactly_what_rendering_it_whole_prints(ui:
     for i in range(0, len(DOC), 3):  # three characters at a time, as a model streams
         ui.on_text(DOC[i : i + 3])
     ui.end_turn()
-    assert text_of(ui.console) == text_of(whole)
+    assert text_of(ui.console) == text_of(whole) + "\n"  # plus the blank line that ends a turn
 
 
 async def test_blocks_are_printed_as_soon_as_they_are_finished(ui: ChatUI) -> None:
@@ -274,6 +275,25 @@ async def test_slash_commands(ui: ChatUI) -> None:
     assert await run_command(app, "/bogus")
     assert "unknown command /bogus" in text_of(ui.console)
     assert not await run_command(app, "/quit")
+
+
+class Tools:
+    def specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec("time__get_current_time", "Current time in a zone.\nMore.", {}, "mcp:time", "read"),
+            ToolSpec("files__delete_file", "Delete a file.", {}, "mcp:files", "destructive"),
+        ]
+
+
+async def test_tools_command_lists_name_family_description(ui: ChatUI) -> None:
+    app = ChatApp(ui, FakeSession(), catalog=Catalog([Tools()]))
+    assert await run_command(app, "/tools")
+    lines = [line.split() for line in text_of(ui.console).splitlines()]
+    assert lines == [
+        ["files__delete_file", "destructive", "Delete", "a", "file."],
+        ["time__get_current_time", "read", "Current", "time", "in", "a", "zone."],
+        ["2", "tools"],
+    ]
 
 
 def test_usage_text_shows_cost_when_known() -> None:

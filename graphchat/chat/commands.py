@@ -58,21 +58,21 @@ async def _help(app: ChatApp, arg: str) -> bool:
 
 
 async def _tools(app: ChatApp, arg: str) -> bool:
-    from rich.table import Table
+    from rich.text import Text
 
     await app.tools_ready()
-    specs = [s for s in app.catalog.list() if s.source != "control"]
+    specs = sorted((s for s in app.catalog.list() if s.source != "control"), key=lambda s: s.name)
     if not specs:
         app.ui.print("no tools (configure MCP servers in catalog/servers.yaml, plans in plans/)")
         return True
-    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-    table.add_column("tool", no_wrap=True)
-    table.add_column("family", no_wrap=True)
-    table.add_column("description", overflow="ellipsis", no_wrap=True)
-    for spec in sorted(specs, key=lambda s: s.name):
-        first_line = (spec.description or "").strip().splitlines()
-        table.add_row(spec.name, spec.family, first_line[0] if first_line else "")
-    app.ui.print(table)
+    width = min(max(len(s.name) for s in specs), 64)
+    for spec in specs:
+        lines = (spec.description or "").strip().splitlines()
+        line = Text(f"{spec.name:<{width}}  ", style="bold", no_wrap=True, overflow="ellipsis")
+        line.append(f"{spec.family:<11}  ", style="dim")
+        line.append(lines[0] if lines else "")
+        app.ui.print(line)
+    app.ui.print(f"{len(specs)} tools", style="dim")
     return True
 
 

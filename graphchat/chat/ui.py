@@ -170,6 +170,7 @@ class ChatUI:
         self._stop_live()
         self._turn_keys(False)
         self.turn_task = None
+        self.print("")  # a turn ends with a blank line before the next prompt
 
     def cancel_turn(self) -> None:
         """Ctrl-C: cancel the running turn (never the session)."""
