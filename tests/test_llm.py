@@ -230,3 +230,10 @@ async def test_a_stream_that_breaks_mid_reply_is_one_clear_error(model_server: S
     assert "broke off mid-reply" in info.value.message
     assert shown == ["the star"]
     assert len(model_server.requests) == 1  # not retried: the person already saw part of it
+
+
+async def test_cost_from_litellm_prices_for_a_known_model(model_server: ScriptedModelServer) -> None:
+    model_server.push({"text": "x", "usage": {"prompt_tokens": 1000, "completion_tokens": 100}})
+    llm = LLM(ModelConfig(model="openai/gpt-4o-mini", api_base=model_server.url, api_key="k"))
+    completion = await llm.complete(HI)
+    assert completion.usage.cost_usd is not None and completion.usage.cost_usd > 0
