@@ -71,7 +71,7 @@ async def _tools(app: ChatApp, arg: str) -> bool:
         line = Text(f"{spec.name:<{width}}  ", style="bold", no_wrap=True, overflow="ellipsis")
         line.append(f"{spec.family:<11}  ", style="dim")
         line.append(lines[0] if lines else "")
-        app.ui.print(line)
+        app.ui.print(line, no_wrap=True, overflow="ellipsis", crop=True)
     app.ui.print(f"{len(specs)} tools", style="dim")
     return True
 

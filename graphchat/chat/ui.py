@@ -119,9 +119,16 @@ class ChatUI:
     async def read_message(self) -> str | None:
         """The next message (None on Ctrl-D at an empty prompt)."""
         try:
-            return await self.prompt_session.prompt_async(MESSAGE_PROMPT, default=self.take_typeahead())
+            text = await self.prompt_session.prompt_async(MESSAGE_PROMPT, default=self.take_typeahead())
+            # A trailing backslash continues on the next line (the Enter binding does it in place;
+            # this covers dumb terminals, where prompt_toolkit uses its own bindings).
+            while text.endswith("\\"):
+                text = text[:-1] + "\n" + await self.prompt_session.prompt_async("... ")
+            return text
         except EOFError:
             return None
+        except KeyboardInterrupt:  # Ctrl-C at the prompt (dumb terminals): clear, never leave
+            return ""
 
     async def read_answer(self, prompt: str) -> str | None:
         """One line typed in answer to a question, while a turn is running.
