@@ -300,3 +300,10 @@ def test_usage_text_shows_cost_when_known() -> None:
     assert usage_text({"calls": 1, "input_tokens": 5, "output_tokens": 2, "cost_usd": 0.00123}) == (
         "calls 1 · input 5 tokens · output 2 tokens · $0.0012"
     )
+
+
+def test_chat_without_a_terminal_is_a_usage_error(graphchat: Any) -> None:
+    result = graphchat("chat")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "error: chat needs a terminal" in result.stderr
