@@ -112,3 +112,57 @@ def start_http_server(marker: Path | None = None) -> tuple[Any, str]:
     )
     sock.close()  # the child holds its own copy
     return proc, f"http://127.0.0.1:{port}/mcp"
+
+
+_TOOL_LISTS: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+
+
+def _tool_list(command: str, args: tuple[str, ...], env: dict[str, str]) -> list[dict[str, Any]]:
+    """The tool list of a test server, fetched once per test session."""
+    import asyncio
+    import tempfile
+
+    key = (command, *args, env.get("TOOL_COUNT", ""))
+    if key not in _TOOL_LISTS:
+        from graphchat.catalog.mcp_pool import McpSource
+        from graphchat.workspace import load_settings
+
+        with tempfile.TemporaryDirectory() as tmp:
+            ws = Path(tmp)
+            (ws / "graphchat.yaml").write_text("")
+            body: dict[str, Any] = {"command": command, "args": list(args)}
+            if "TOOL_COUNT" in env:
+                body["env"] = {"TOOL_COUNT": env["TOOL_COUNT"]}
+            write_servers(ws, {"s": body})
+            source = McpSource(load_settings(ws))
+
+            async def fetch() -> None:
+                try:
+                    errors = await source.prepare()
+                    assert errors == {}, errors
+                finally:
+                    await source.aclose()
+
+            asyncio.run(fetch())
+            config = source.servers[0]
+            cached = source.cached(config)
+            assert cached is not None
+            _TOOL_LISTS[key] = cached["tools"]
+    return _TOOL_LISTS[key]
+
+
+def seed_cache(workspace: Path) -> None:
+    """Write the tool-list cache of every configured test server, as a first `tools list` would,
+    without starting a server for this workspace (tool lists are fetched once per session)."""
+    import orjson
+
+    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.workspace import load_settings
+
+    source = McpSource(load_settings(workspace))
+    for config in source.servers:
+        tools = _tool_list(config.command or "", tuple(config.args), dict(config.env))
+        doc = {"server": config.name, "config_hash": config.config_hash, "fetched_at": "", "tools": tools}
+        path = source.cache_path(config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(orjson.dumps(doc))
