@@ -55,6 +55,20 @@ def missing_servers(settings: Any, plan: Any) -> list[str]:
     return [name for name in plan.requires_servers if name not in have]
 
 
+def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
+    """Before any step runs: every tool the plan names must resolve (no server is started)."""
+    from graphchat.errors import GraphchatError
+    from graphchat.plans.discovery import discover
+    from graphchat.plans.validate import validate_against_catalog
+
+    index = discover(settings.plans_dir, warn=lambda _message: None)
+    problems = validate_against_catalog(plan, catalog, plans=index.plans)
+    if problems:
+        where = plan.path or plan.identifier
+        lines = "\n".join(f"  {where}: {problem}" for problem in problems)
+        raise GraphchatError(f"plan '{plan.identifier}' cannot run here:\n{lines}")
+
+
 # --- running -----------------------------------------------------------------------------------
 
 
@@ -97,6 +111,7 @@ def run_command(args: argparse.Namespace) -> int:
     async def go() -> Any:
         catalog = build_catalog(settings, events=events)
         try:
+            check_tools_resolve(plan, catalog, settings)
             return await run_plan(
                 plan,
                 inputs,
