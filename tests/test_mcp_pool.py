@@ -57,10 +57,13 @@ async def test_a_crash_mid_call_names_the_server_and_the_next_call_restarts_it(w
         assert slow.is_error and "MCP server 't'" in slow.error_message  # the in-flight call too
         assert slow.ms < 4000  # not left waiting for its 5 s
         again = await catalog.call("t__whoami", {}, YES)
+        await asyncio.sleep(0.3)  # the crashed generation finishes winding down meanwhile
+        still = await catalog.call("t__whoami", {}, YES)
     finally:
         await catalog.aclose()
     assert not again.is_error
     assert again.value["pid"] != first.value["pid"]
+    assert still.value == again.value  # the old generation's end did not touch the new one
     assert pids(marker) == [first.value["pid"], again.value["pid"]]
     assert "crash: exiting now" in (workspace / "catalog" / "logs" / "t.log").read_text()
 

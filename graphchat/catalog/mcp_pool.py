@@ -309,6 +309,13 @@ class Connection:
             self._finish(ready, None)
 
     def _finish(self, ready: asyncio.Future[Any], error: str | None) -> None:
+        if ready is not self._ready:
+            # An older generation winding down after a restart: the live one is not its business.
+            if not ready.done():
+                ready.set_exception(ServerUnavailable(f"failed to start: {error or 'replaced'}"))
+            if not ready.cancelled():
+                ready.exception()
+            return
         self.client = None
         if not ready.done():
             self.start_failures += 1
@@ -368,8 +375,13 @@ class Connection:
                 break
         return tools
 
-    def _broken(self, cause: str) -> None:
-        """The session is unusable: let its task wind down; the next call starts a fresh one."""
+    def _broken(self, cause: str, runner: asyncio.Task[None] | None = None) -> None:
+        """The session is unusable: let its task wind down; the next call starts a fresh one.
+
+        `runner` is the connection task the failing call used: a late failure of an older
+        generation must not stop the server that already replaced it."""
+        if runner is not None and runner is not self._task:
+            return
         if self.state == "running":
             self.state = "failed"
             self.last_error = cause
@@ -427,26 +439,28 @@ class Connection:
             call_task.cancel()
             if runner is not None and runner in done:
                 cause = self.last_error or "the connection ended"
-                self._broken(cause)
+                self._broken(cause, runner)
                 return self._error(f"the connection was lost during the call ({cause})")
             return self._error(f"{tool} did not answer within {timeout:g} s")
-        return self._outcome(tool, call_task, timeout)
+        return self._outcome(tool, call_task, timeout, runner)
 
-    def _outcome(self, tool: str, call_task: asyncio.Future[Any], timeout: float) -> ToolResult:
+    def _outcome(
+        self, tool: str, call_task: asyncio.Future[Any], timeout: float, runner: asyncio.Task[None] | None
+    ) -> ToolResult:
         from mcp import MCPError
 
         try:
             result = call_task.result()
         except asyncio.CancelledError:
             # Not our cancellation (we were not cancelled): the transport tore the call down.
-            self._broken("the connection was cancelled under the call")
+            self._broken("the connection was cancelled under the call", runner)
             return self._error("the connection was lost during the call (the server went away?)")
         except MCPError as exc:
             if exc.code == -32001:
                 return self._error(f"{tool} did not answer within {timeout:g} s")
             if exc.code == -32000:
                 cause = "connection closed during the call (the server exited or crashed)"
-                self._broken(cause)
+                self._broken(cause, runner)
                 return self._error(cause)
             return self._error(f"{tool} failed: {exc.message} (MCP error {exc.code})")
         except RuntimeError as exc:
@@ -458,7 +472,7 @@ class Connection:
         except Exception as exc:  # transport errors (httpx2, anyio, OSError, validation)
             cause = _describe(exc)
             if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("httpx2", "anyio"):
-                self._broken(cause)
+                self._broken(cause, runner)
             return self._error(f"{tool} failed: {cause}")
         mapped = map_result(result)
         if mapped.is_error and isinstance(mapped.value, dict):
