@@ -1,3 +1,3 @@
-from graphchat.cli.main import main
+from graphchat.cli.main import entry
 
-raise SystemExit(main())
+entry()

@@ -77,5 +77,23 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def entry() -> None:
+    """Console-script entry: run, then leave without the interpreter's slow teardown.
+
+    Once litellm is imported, tearing down its ~3,000 modules takes seconds after the answer
+    is already shown; everything worth keeping is written by then (threads append per event,
+    shape recordings are drained when the catalog closes), so flush and exit at once.
+    """
+    code = main()
+    if "litellm" in sys.modules:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+        os._exit(code)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()
