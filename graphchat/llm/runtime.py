@@ -12,6 +12,7 @@ import os
 import threading
 import warnings
 from types import ModuleType
+from typing import Any
 
 _lock = threading.Lock()
 _module: ModuleType | None = None
@@ -29,7 +30,7 @@ def _prepare_environment() -> None:
     warnings.filterwarnings("ignore", message=r".*ReadOnly.*")
 
 
-def _silence(litellm: ModuleType) -> None:
+def _silence(litellm: Any) -> None:
     litellm.suppress_debug_info = True  # else "Give Feedback / Get Help" banners go to stdout
     litellm.set_verbose = False
     for name in _LITELLM_LOGGERS:
