@@ -90,6 +90,7 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             assume_yes=args.yes,
         )
         session.stream = not args.no_stream
+        await _warm_up_servers(catalog, events)
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None
         result = await session.turn(message, on_text=writer.write if writer else None)
@@ -115,6 +116,24 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
         if session is not None:
             await session.aclose()
         await catalog.aclose()  # no server process is left behind, whatever happened
+
+
+async def _warm_up_servers(catalog: Any, events: Any) -> None:
+    """Start the workspace's MCP servers while litellm imports in the background.
+
+    A tool round is the likely reason to ask, and a server start (0.3-2 s) overlapping the
+    import is free, while one started at the first tool call adds to the answer's wait. The
+    tool lists of servers not cached yet are awaited (the model must see their tools); the
+    others warm up in the background. A server that fails to start is reported, not fatal.
+    """
+    from graphchat.catalog.mcp_pool import mcp_source, prepare_catalog
+
+    source = mcp_source(catalog)
+    if source is None:
+        return
+    source.prestart()
+    for server, error in (await prepare_catalog(catalog)).items():
+        events.warning(f"MCP server {server} did not start: {error}")
 
 
 class _StdoutWriter:
