@@ -20,7 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--check", action="store_true", help="start every server now and report what happens")
     p.set_defaults(func=run_list)
 
-    p = commands.add_parser("serve", help="serve the workspace's plans over MCP stdio (not available yet)")
+    p = commands.add_parser(
+        "serve",
+        help="serve the workspace's plans over MCP stdio (plan_<identifier> tools)",
+        description="An MCP stdio server: stdout is the JSON-RPC wire; logs and events go to stderr.",
+    )
     p.set_defaults(func=run_serve)
 
 
@@ -98,6 +102,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from graphchat.errors import GraphchatError
+    from graphchat.mcp_server import serve
 
-    raise GraphchatError("mcp serve is not implemented yet", 1)
+    return serve(getattr(args, "home", None))
