@@ -261,7 +261,7 @@ class PlanServer:
         session = ctx.session
         declared = form_elicitation_declared(session.client_capabilities)
         if declared and _input_required(ctx.protocol_version):
-            return await self._start_run(catalog_name, arguments)
+            return await self._start_run(spec, arguments)
         if declared and session.can_send_request:
             request_id = ctx.request_id
 
@@ -272,10 +272,13 @@ class PlanServer:
         else:
             asker = UnavailableAsker(self.events)
         call_ctx = CallContext(asker=asker, events=self.events, surface="mcp")
-        return to_call_result(await self.catalog.call(catalog_name, arguments, call_ctx))
+        result = await self.catalog.call(catalog_name, arguments, call_ctx)
+        return to_call_result(publicize(result, spec, arguments))
 
-    async def _start_run(self, catalog_name: str, arguments: dict[str, Any]) -> Any:
+    async def _start_run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
         from graphchat.catalog.base import CallContext
+
+        catalog_name = spec.name
 
         run = _Run(secrets.token_urlsafe(16))
         asker = ElicitationAsker(run.elicit, self.events)
@@ -290,7 +293,7 @@ class PlanServer:
                 from graphchat.catalog.base import ToolResult
 
                 result = ToolResult.error(f"{catalog_name}: {type(exc).__name__}: {exc}")
-            await run.outbox.put(("done", result))
+            await run.outbox.put(("done", publicize(result, spec, arguments)))
             if not run.handler_waiting:  # nobody came back for it (the client gave up)
                 self.runs.pop(run.token, None)
 
@@ -351,6 +354,27 @@ def _input_required(protocol_version: str | None) -> bool:
     from mcp_types.version import is_version_at_least
 
     return protocol_version is not None and is_version_at_least(protocol_version, INPUT_REQUIRED_VERSION)
+
+
+def publicize(result: ToolResult, spec: ToolSpec, arguments: Any) -> ToolResult:
+    """An error as the client should read it: the tool's public name, and every problem with
+    the arguments when they were refused (Catalog.call names only the first one)."""
+    if not result.is_error or not isinstance(result.value, dict):
+        return result
+    from graphchat.catalog.base import ToolResult
+
+    ident = spec.meta.get("plan") or spec.name[len("plan__") :]
+    value = dict(result.value)
+    if isinstance(value.get("error"), str):
+        value["error"] = value["error"].replace(spec.name, public_name(ident))
+    if "problems" not in value and isinstance(arguments, dict) and spec.input_schema:
+        from graphchat.jsonschema_util import errors
+
+        problems = errors(spec.input_schema, arguments)
+        if problems:
+            value["problems"] = problems
+            value["input_schema"] = spec.input_schema
+    return ToolResult(value, is_error=True, ms=result.ms)
 
 
 def to_call_result(result: ToolResult) -> Any:

@@ -1,0 +1,286 @@
+"""`graphchat mcp serve` as a real stdio server, driven by the mcp SDK's own Client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.types import ElicitResult
+
+from tests.conftest import clean_env
+from tests.servers.support import stdio, write_servers
+
+NUMBERS = """identifier: numbers
+name: Numbers
+description: The numbers above a limit.
+exemplars: ["numbers above 2"]
+input_schema:
+  type: object
+  required: [limit, label]
+  properties:
+    limit: {type: integer}
+    label: {type: string}
+steps:
+  - id: E0
+    tool_name: filter
+    input: {over: [1, 2, 3, 4], where: {value: "{{item}}", op: gt, to: "{{input.limit}}"}}
+output:
+  label: "{{input.label}}"
+  big: "{{E0.items}}"
+"""
+
+RELEASE = """identifier: release_%(when)s
+name: Release
+description: Ask which channel to release to.
+steps:
+  - id: E0
+    tool_name: ask
+    input:
+      prompt: "Which channel?"
+      output_schema:
+        type: object
+        required: [channel]
+        properties:
+          channel: {enum: [stable, beta, nightly], description: Release channel}
+          count: {type: integer, description: How many}
+      when_unanswered: %(when)s
+%(default)soutput:
+  asked: "{{E0}}"
+"""
+
+SLOW = """identifier: slow_echo
+name: Slow echo
+description: Echo a label through the test MCP server.
+requires_servers: [t]
+input_schema:
+  type: object
+  required: [label]
+  properties:
+    label: {type: string}
+steps:
+  - id: E0
+    tool_name: t__slow
+    input: {seconds: 0, label: "{{input.label}}"}
+output:
+  said: "{{E0.result}}"
+"""
+
+
+def make_workspace(workspace: Path) -> Path:
+    plans = workspace / "plans"
+    (plans / "numbers.yaml").write_text(NUMBERS)
+    (plans / "release_fail.yaml").write_text(RELEASE % {"when": "fail", "default": ""})
+    default = "      default: {channel: stable}\n"
+    (plans / "release_default.yaml").write_text(RELEASE % {"when": "default", "default": default})
+    return workspace
+
+
+def server_params(workspace: Path) -> StdioServerParameters:
+    env = clean_env(home=workspace.parent)
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "graphchat", "--home", str(workspace), "mcp", "serve"],
+        env=env,
+        cwd=str(workspace),
+    )
+
+
+Callback = Callable[[Any, Any], Awaitable[ElicitResult]]
+
+
+@asynccontextmanager
+async def serve(workspace: Path, *, mode: str = "legacy", elicit: Callback | None = None):  # type: ignore[no-untyped-def]
+    with open(workspace.parent / "serve.err", "a") as errlog:
+        transport = stdio_client(server_params(workspace), errlog=errlog)
+        async with Client(transport, mode=mode, elicitation_callback=elicit) as client:  # type: ignore[arg-type]
+            yield client
+
+
+def answering(*results: ElicitResult) -> tuple[Callback, list[Any]]:
+    """An elicitation callback giving `results` in turn; it records what it was asked."""
+    seen: list[Any] = []
+
+    async def callback(ctx: Any, params: Any) -> ElicitResult:
+        seen.append(params)
+        return results[len(seen) - 1]
+
+    return callback, seen
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+async def test_plans_are_listed_as_plan_tools_and_an_output_plan_returns_its_json(workspace: Path) -> None:
+    make_workspace(workspace)
+    async with serve(workspace) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"plan_numbers", "plan_release_fail", "plan_release_default"}
+        numbers = tools["plan_numbers"]
+        assert numbers.input_schema["required"] == ["limit", "label"]
+        assert (
+            numbers.description is not None and "Example requests:\n- numbers above 2" in numbers.description
+        )
+        assert numbers.annotations is not None and numbers.annotations.read_only_hint is True
+
+        result = await client.call_tool("plan_numbers", {"limit": 2, "label": "x"})
+        assert not result.is_error, text_of(result)
+        assert result.structured_content == {"label": "x", "big": [3, 4]}
+        assert json.loads(text_of(result)) == {"label": "x", "big": [3, 4]}
+
+        # the list is rebuilt per request: a plan added while serving shows up
+        (workspace / "plans" / "more.yaml").write_text(
+            NUMBERS.replace("identifier: numbers", "identifier: more")
+        )
+        again = {t.name for t in (await client.list_tools(cache_mode="bypass")).tools}
+        assert "plan_more" in again
+
+
+async def test_missing_inputs_are_an_error_result_listing_every_problem(workspace: Path) -> None:
+    make_workspace(workspace)
+    async with serve(workspace) as client:
+        result = await client.call_tool("plan_numbers", {})
+        unknown = await client.call_tool("plan_nope", {})
+    assert result.is_error
+    text = text_of(result)
+    assert "plan_numbers" in text and "plan__numbers" not in text
+    assert "'limit' is a required property" in text and "'label' is a required property" in text
+    assert result.structured_content is not None
+    assert len(result.structured_content["problems"]) == 2
+    assert unknown.is_error and "unknown tool: plan_nope" in text_of(unknown)
+
+
+async def test_an_ask_step_is_answered_through_elicitation_on_a_legacy_session(workspace: Path) -> None:
+    make_workspace(workspace)
+    callback, seen = answering(
+        ElicitResult(action="accept", content={"channel": "beta", "count": 2}),
+        ElicitResult(action="decline"),
+        ElicitResult(action="cancel"),
+    )
+    async with serve(workspace, elicit=callback) as client:
+        accepted = await client.call_tool("plan_release_fail", {})
+        declined = await client.call_tool("plan_release_fail", {})
+        cancelled = await client.call_tool("plan_release_default", {})
+    assert seen[0].message == "Which channel?"
+    assert seen[0].requested_schema["properties"]["channel"]["enum"] == ["stable", "beta", "nightly"]
+    assert not accepted.is_error, text_of(accepted)
+    assert accepted.structured_content == {
+        "asked": {"answer": {"channel": "beta", "count": 2}, "answered": True}
+    }
+    assert declined.is_error and "not answered (declined)" in text_of(declined)
+    assert cancelled.structured_content == {
+        "asked": {"answer": {"channel": "stable"}, "answered": False, "reason": "declined"}
+    }
+
+
+async def test_without_the_elicitation_capability_a_question_is_unavailable(workspace: Path) -> None:
+    make_workspace(workspace)
+    async with serve(workspace) as client:  # no callback: no capability declared
+        defaulted = await client.call_tool("plan_release_default", {})
+        failed = await client.call_tool("plan_release_fail", {})
+    assert defaulted.structured_content == {
+        "asked": {"answer": {"channel": "stable"}, "answered": False, "reason": "unavailable"}
+    }
+    assert failed.is_error and "not answered (unavailable)" in text_of(failed)
+
+
+async def test_a_client_error_while_answering_is_unavailable(workspace: Path) -> None:
+    make_workspace(workspace)
+
+    async def broken(ctx: Any, params: Any) -> ElicitResult:
+        raise RuntimeError("the client's form broke")
+
+    async with serve(workspace, elicit=broken) as client:
+        defaulted = await client.call_tool("plan_release_default", {})
+    assert defaulted.structured_content is not None
+    assert defaulted.structured_content["asked"]["reason"] == "unavailable"
+
+
+async def test_the_default_protocol_answers_through_input_required_round_trips(workspace: Path) -> None:
+    make_workspace(workspace)
+    callback, seen = answering(
+        ElicitResult(action="accept", content={"channel": "nightly"}),
+        ElicitResult(action="decline"),
+    )
+    async with serve(workspace, mode="auto", elicit=callback) as client:
+        accepted = await client.call_tool("plan_release_fail", {})
+        declined = await client.call_tool("plan_release_default", {})
+        plain = await client.call_tool("plan_numbers", {"limit": 3, "label": "y"})
+    assert len(seen) == 2
+    assert accepted.structured_content == {"asked": {"answer": {"channel": "nightly"}, "answered": True}}
+    assert declined.structured_content is not None
+    assert declined.structured_content["asked"]["reason"] == "declined"
+    assert plain.structured_content == {"label": "y", "big": [4]}
+
+
+async def test_default_protocol_without_the_capability_is_unavailable(workspace: Path) -> None:
+    make_workspace(workspace)
+    async with serve(workspace, mode="auto") as client:
+        defaulted = await client.call_tool("plan_release_default", {})
+    assert defaulted.structured_content is not None
+    assert defaulted.structured_content["asked"]["reason"] == "unavailable"
+
+
+async def test_a_plan_calling_an_mcp_server_runs_through_the_served_catalog(workspace: Path) -> None:
+    write_servers(workspace, {"t": stdio()})
+    (workspace / "plans" / "slow_echo.yaml").write_text(SLOW)
+    async with serve(workspace) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        result = await client.call_tool("plan_slow_echo", {"label": "hi"})
+    assert "plan_slow_echo" in tools
+    assert not result.is_error, text_of(result)
+    assert result.structured_content == {"said": "hi: slept 0.0s"}
+
+
+def test_stdout_carries_nothing_but_json_rpc(workspace: Path) -> None:
+    """A raw pipe client: every stdout line parses as a JSON-RPC message, events go to stderr."""
+    make_workspace(workspace)
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw"}},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "plan_numbers", "arguments": {"limit": 1, "label": "z"}},
+        },
+    ]
+    params = server_params(workspace)
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**params.env, "GRAPHCHAT_EVENTS": "jsonl"} if params.env else None,
+        cwd=params.cwd,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: dict[int, Any] = {}
+    for message in lines:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        if "id" in message:  # wait for this reply before the next request (EOF ends the server)
+            reply = json.loads(proc.stdout.readline())
+            assert reply["jsonrpc"] == "2.0"
+            replies[reply["id"]] = reply
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    err = proc.stderr.read() if proc.stderr else ""
+    assert proc.wait(timeout=10) == 0, err
+    assert rest == ""
+    assert replies[3]["result"]["structuredContent"] == {"label": "z", "big": [2, 3, 4]}
+    events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert any(e["event"] == "tool_started" and e["tool"] == "plan__numbers" for e in events)
