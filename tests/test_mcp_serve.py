@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -71,6 +72,23 @@ output:
   said: "{{E0.result}}"
 """
 
+TOUCH = """identifier: touch_it
+name: Touch
+description: Create a file through the test MCP server (a destructive tool).
+requires_servers: [t]
+input_schema:
+  type: object
+  required: [path]
+  properties:
+    path: {type: string}
+steps:
+  - id: E0
+    tool_name: t__touch
+    input: {path: "{{input.path}}"}
+output:
+  done: "{{E0}}"
+"""
+
 
 def make_workspace(workspace: Path) -> Path:
     plans = workspace / "plans"
@@ -81,8 +99,8 @@ def make_workspace(workspace: Path) -> Path:
     return workspace
 
 
-def server_params(workspace: Path) -> StdioServerParameters:
-    env = clean_env(home=workspace.parent)
+def server_params(workspace: Path, env: dict[str, str] | None = None) -> StdioServerParameters:
+    env = clean_env(env, home=workspace.parent)
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "graphchat", "--home", str(workspace), "mcp", "serve"],
@@ -95,9 +113,15 @@ Callback = Callable[[Any, Any], Awaitable[ElicitResult]]
 
 
 @asynccontextmanager
-async def serve(workspace: Path, *, mode: str = "legacy", elicit: Callback | None = None):  # type: ignore[no-untyped-def]
+async def serve(  # type: ignore[no-untyped-def]
+    workspace: Path,
+    *,
+    mode: str = "legacy",
+    elicit: Callback | None = None,
+    env: dict[str, str] | None = None,
+):
     with open(workspace.parent / "serve.err", "a") as errlog:
-        transport = stdio_client(server_params(workspace), errlog=errlog)
+        transport = stdio_client(server_params(workspace, env), errlog=errlog)
         async with Client(transport, mode=mode, elicitation_callback=elicit) as client:  # type: ignore[arg-type]
             yield client
 
@@ -138,7 +162,7 @@ async def test_plans_are_listed_as_plan_tools_and_an_output_plan_returns_its_jso
         (workspace / "plans" / "more.yaml").write_text(
             NUMBERS.replace("identifier: numbers", "identifier: more")
         )
-        again = {t.name for t in (await client.list_tools(cache_mode="bypass")).tools}
+        again = {t.name for t in (await client.list_tools()).tools}
         assert "plan_more" in again
 
 
@@ -164,6 +188,7 @@ async def test_an_ask_step_is_answered_through_elicitation_on_a_legacy_session(w
         ElicitResult(action="cancel"),
     )
     async with serve(workspace, elicit=callback) as client:
+        assert client.protocol_version == "2025-11-25"
         accepted = await client.call_tool("plan_release_fail", {})
         declined = await client.call_tool("plan_release_fail", {})
         cancelled = await client.call_tool("plan_release_default", {})
@@ -202,6 +227,20 @@ async def test_a_client_error_while_answering_is_unavailable(workspace: Path) ->
     assert defaulted.structured_content["asked"]["reason"] == "unavailable"
 
 
+async def test_a_client_that_never_answers_times_out_as_unavailable(workspace: Path) -> None:
+    make_workspace(workspace)
+    never = asyncio.Event()
+
+    async def silent(ctx: Any, params: Any) -> ElicitResult:
+        await never.wait()  # the person walked away
+        return ElicitResult(action="cancel")
+
+    async with serve(workspace, elicit=silent, env={"GRAPHCHAT_ELICIT_TIMEOUT": "0.3"}) as client:
+        defaulted = await client.call_tool("plan_release_default", {})
+    assert defaulted.structured_content is not None
+    assert defaulted.structured_content["asked"]["reason"] == "unavailable"
+
+
 async def test_the_default_protocol_answers_through_input_required_round_trips(workspace: Path) -> None:
     make_workspace(workspace)
     callback, seen = answering(
@@ -209,6 +248,7 @@ async def test_the_default_protocol_answers_through_input_required_round_trips(w
         ElicitResult(action="decline"),
     )
     async with serve(workspace, mode="auto", elicit=callback) as client:
+        assert client.protocol_version == "2026-07-28"  # no server push here: input round trips
         accepted = await client.call_tool("plan_release_fail", {})
         declined = await client.call_tool("plan_release_default", {})
         plain = await client.call_tool("plan_numbers", {"limit": 3, "label": "y"})
@@ -227,15 +267,36 @@ async def test_default_protocol_without_the_capability_is_unavailable(workspace:
     assert defaulted.structured_content["asked"]["reason"] == "unavailable"
 
 
-async def test_a_plan_calling_an_mcp_server_runs_through_the_served_catalog(workspace: Path) -> None:
+async def test_a_plan_calling_mcp_tools_runs_and_its_approval_is_elicited(workspace: Path) -> None:
     write_servers(workspace, {"t": stdio()})
     (workspace / "plans" / "slow_echo.yaml").write_text(SLOW)
-    async with serve(workspace) as client:
-        tools = {t.name for t in (await client.list_tools()).tools}
+    (workspace / "plans" / "touch_it.yaml").write_text(TOUCH)
+    target = workspace / "touched.txt"
+    callback, seen = answering(ElicitResult(action="accept", content={"answer": "once"}))
+    async with serve(workspace, elicit=callback) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
         result = await client.call_tool("plan_slow_echo", {"label": "hi"})
-    assert "plan_slow_echo" in tools
+        touched = await client.call_tool("plan_touch_it", {"path": str(target)})
+    assert tools["plan_touch_it"].annotations is not None
+    assert tools["plan_touch_it"].annotations.read_only_hint is False
     assert not result.is_error, text_of(result)
     assert result.structured_content == {"said": "hi: slept 0.0s"}
+    # the client's call of the plan is its consent; the destructive tool inside is asked about
+    assert not touched.is_error, text_of(touched)
+    assert target.exists()
+    assert len(seen) == 1 and "t__touch" in seen[0].message
+    assert seen[0].requested_schema["properties"]["answer"]["enum"] == ["once", "always", "refuse"]
+
+
+async def test_without_anyone_to_approve_a_destructive_tool_is_refused(workspace: Path) -> None:
+    write_servers(workspace, {"t": stdio()})
+    (workspace / "plans" / "touch_it.yaml").write_text(TOUCH)
+    target = workspace / "touched.txt"
+    async with serve(workspace) as client:
+        refused = await client.call_tool("plan_touch_it", {"path": str(target)})
+    assert refused.is_error
+    assert "t__touch was not run" in text_of(refused)
+    assert not target.exists()
 
 
 def test_stdout_carries_nothing_but_json_rpc(workspace: Path) -> None:
