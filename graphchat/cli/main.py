@@ -41,8 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     func = getattr(args, "func", None)
     if func is None:
         if args.command:
-            # a group given without its sub-command: show that group's help
-            parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
+            # a group given without its sub-command: that group's help, on stderr, exit 2
+            import contextlib
+
+            with contextlib.redirect_stdout(sys.stderr), contextlib.suppress(SystemExit):
+                parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
+            return EXIT_USAGE
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     debug = args.verbose or os.environ.get("GRAPHCHAT_DEBUG") == "1"
