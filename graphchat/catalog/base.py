@@ -8,6 +8,7 @@ recording happen here, once, whatever kind of tool it is (MCP, plan, native).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -152,7 +153,7 @@ class Catalog:
         entry = self._build().get(name)
         return entry[0] if entry else None
 
-    def model_tools(self, patterns: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def model_tools(self, patterns: Iterable[str] | None = None) -> builtins.list[dict[str, Any]]:
         """Tool definitions for the model: everything but control steps, optionally filtered by globs.
 
         `ask_user` is always kept (a big catalog must never push it out).
