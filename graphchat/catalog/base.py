@@ -126,6 +126,11 @@ class Catalog:
         self.record_shape = record_shape
         self._index: dict[str, tuple[ToolSpec, ToolSource]] | None = None
         self.warnings: list[str] = []
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Run `closer` when the catalog closes (after its sources): e.g. flush pending shapes."""
+        self._closers.append(closer)
 
     def add_source(self, source: ToolSource) -> None:
         self.sources.append(source)
@@ -220,6 +225,11 @@ class Catalog:
         for source in self.sources:
             try:
                 await source.aclose()
+            except Exception:
+                pass
+        for closer in self._closers:
+            try:
+                await closer()
             except Exception:
                 pass
 

@@ -36,13 +36,13 @@ def build_catalog(
     if record_shapes:
         recorder = ShapeRecorderHook(settings)
         catalog.record_shape = recorder
-        catalog.add_source(recorder)  # a source only so that catalog.aclose() flushes it
+        catalog.on_close(recorder.aclose)  # pending recordings are written before the process exits
     return catalog
 
 
 class ShapeRecorderHook:
-    """Learns shapes off the round's critical path (graphchat.shapes) and, as a tool source with
-    no tools, makes `Catalog.aclose()` wait for pending recordings before the process exits."""
+    """Learns shapes off the round's critical path (graphchat.shapes); `aclose` waits for the
+    recordings still pending."""
 
     def __init__(self, settings: Settings) -> None:
         self.directory = settings.catalog_dir / "shapes"
@@ -58,14 +58,6 @@ class ShapeRecorderHook:
 
     def __call__(self, spec, value) -> None:  # type: ignore[no-untyped-def]
         self.store.record_async(spec.name, value, spec.output_schema)
-
-    def specs(self) -> list:  # type: ignore[type-arg]
-        return []
-
-    async def call(self, spec, arguments, ctx):  # type: ignore[no-untyped-def]
-        from graphchat.catalog.base import ToolResult
-
-        return ToolResult.error(f"unknown tool: {spec.name}")
 
     async def aclose(self) -> None:
         if self._store is not None:
