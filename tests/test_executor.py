@@ -646,6 +646,32 @@ async def test_solver_is_told_what_was_not_found() -> None:
     assert "not found: first: {{E0.items.0}}: E0.items is an empty array" in user
 
 
+async def test_solver_still_answers_when_empty_data_stopped_the_steps() -> None:
+    # E1 hits EmptyData, so E1 and E2 never run; the solver's templates that read them must
+    # degrade to "not found" (not fail as unknown roots), and the solver is told so.
+    llm = FakeLLM(text="No issues were found.")
+    plan = plan_from_yaml(
+        plan_text(
+            "  - id: E0\n    tool_name: t__list\n    input: {items: []}\n"
+            "  - id: E1\n    tool_name: t__echo\n    input: {id: '{{E0.items.0.id}}'}\n"
+            "  - id: E2\n    tool_name: t__echo\n    input: {again: '{{E1.id}}'}\n",
+            extra="solver:\n  query_to_answer: 'Explain issue {{E1.id}}'\n"
+            "  data: {all: '{{E0.items}}', first: '{{E1}}', more: '{{E2.again}}'}\n",
+        )
+    )
+    tools = FakeTools()
+    out = await run_plan(plan, {}, catalog=Catalog([tools]), ctx=_ctx(), llm_factory=llm.factory)
+    assert out.kind == "ok", out.error
+    assert out.answer == "No issues were found."
+    assert [name for name, _ in tools.calls] == ["t__list"]
+    user = llm.complete_calls[0][1]["content"]
+    assert "data ran out (step E1 (t__echo): {{E0.items.0.id}}: E0.items is an empty array)" in user
+    assert '"all": []' in user and '"first": null' in user and '"more": null' in user
+    assert "not found: first: {{E1}}: step E1 did not run" in user
+    assert "not found: more: {{E2.again}}: step E2 did not run" in user
+    assert out.steps_executed == 1  # E1 failed while rendering its input: it never ran
+
+
 async def test_solver_data_is_cut_and_the_cut_is_said() -> None:
     llm = FakeLLM()
     big = ["x" * 5000] * 100

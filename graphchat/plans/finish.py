@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from graphchat.plans.model import Plan
-from graphchat.plans.template import EmptyData, TemplateError, render_text, render_value
+from graphchat.plans.template import EmptyData, MissingStep, TemplateError, render_text, render_value
 
 if TYPE_CHECKING:
     from graphchat.plans.executor import Runner
@@ -40,27 +40,42 @@ def render_output(plan: Plan, scope: Mapping[str, Any]) -> Any:
         raise FinishFailed("output", _message(err), empty_data=isinstance(err, EmptyData)) from None
 
 
-def render_solver_data(data: Any, scope: Mapping[str, Any]) -> tuple[Any, list[str]]:
-    """Render the solver's data; a key whose data ran out becomes null and is reported, so the
-    solver can say what was not found. Other template errors are plan defects."""
+def _not_found(err: TemplateError, skipped: frozenset[str]) -> str | None:
+    """What was not found, when `err` means "no data" rather than a plan defect: the data ran
+    out, or the path reads a step that never ran because EmptyData stopped the steps early."""
+    if isinstance(err, EmptyData):
+        return _message(err)
+    if isinstance(err, MissingStep) and err.root in skipped:
+        return "{{" + str(err.path) + "}}: step " + str(err.root) + " did not run (the steps stopped early)"
+    return None
+
+
+def render_solver_data(
+    data: Any, scope: Mapping[str, Any], skipped: frozenset[str] = frozenset()
+) -> tuple[Any, list[str]]:
+    """Render the solver's data; a key whose data ran out (or whose step was skipped) becomes
+    null and is reported, so the solver can say what was not found. Other template errors are
+    plan defects."""
     try:
         return render_value(data, scope, step="solver"), []
-    except EmptyData as err:
-        if not isinstance(data, Mapping):
-            return None, [_message(err)]
     except TemplateError as err:
-        raise FinishFailed("solver", _message(err)) from None
+        missing = _not_found(err, skipped)
+        if missing is None:
+            raise FinishFailed("solver", _message(err)) from None
+        if not isinstance(data, Mapping):
+            return None, [missing]
     out: dict[str, Any] = {}
-    missing: list[str] = []
+    found: list[str] = []
     for key, value in data.items():
         try:
             out[key] = render_value(value, scope, step="solver")
-        except EmptyData as err:
-            out[key] = None
-            missing.append(f"{key}: {_message(err)}")
         except TemplateError as err:
-            raise FinishFailed("solver", _message(err)) from None
-    return out, missing
+            missing = _not_found(err, skipped)
+            if missing is None:
+                raise FinishFailed("solver", _message(err)) from None
+            out[key] = None
+            found.append(f"{key}: {missing}")
+    return out, found
 
 
 def _shorten(value: Any, max_str: int, max_items: int) -> Any:
@@ -135,15 +150,20 @@ async def solve(
         notes.append(
             f"The workflow stopped early because data ran out ({not_found}); say what was not found."
         )
+    # Steps after an EmptyData stop never ran: reading them is "not found", not a defect.
+    skipped = frozenset(
+        s.id for s in runner.plan.steps if not_found and s.id is not None and s.id not in scope
+    )
     try:
         query = render_text(solver.query_to_answer, scope, step="solver")
-    except EmptyData as err:
-        query = solver.query_to_answer
-        notes.append(f"not found: {_message(err)}")
     except TemplateError as err:
-        raise FinishFailed("solver", _message(err)) from None
-    data, missing = render_solver_data(solver.data, scope)
-    notes.extend(f"not found: {m}" for m in missing)
+        missing = _not_found(err, skipped)
+        if missing is None:
+            raise FinishFailed("solver", _message(err)) from None
+        query = solver.query_to_answer
+        notes.append(f"not found: {missing}")
+    data, missing_data = render_solver_data(solver.data, scope, skipped)
+    notes.extend(f"not found: {m}" for m in missing_data)
     limit = DATA_LIMIT_CHARS
     settings = runner.settings
     if settings is not None and getattr(settings, "max_tool_result_chars", None):
