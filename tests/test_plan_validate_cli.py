@@ -103,9 +103,11 @@ def test_validate_all_reports_broken_and_duplicate_files(
     assert listing.returncode == 0
     assert (
         f"✗ {plans / 'zz_broken.yaml'}: does not load (1 problem): step E1: input.concurrency"
-        in listing.stdout
+        in listing.stderr
     )
-    assert "skipped, duplicate identifier 'dst_gate'" in listing.stdout
+    assert "skipped, duplicate identifier 'dst_gate'" in listing.stderr
+    # stdout is only the list of plans that load
+    assert [line.split()[0] for line in listing.stdout.splitlines()] == sorted(p.stem for p in REFERENCE)
 
 
 def test_validate_by_name_of_a_broken_file_prints_its_load_error(

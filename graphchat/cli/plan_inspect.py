@@ -102,14 +102,15 @@ def run_list(args: argparse.Namespace) -> int:
         sys.stdout.write(
             f"{plan.identifier:<{width}}  {plan.finish:<6}  {plan.name} — {_one_line(plan.description)}  ({plan.path})\n"
         )
+    # Skipped files are warnings (stderr): stdout stays the list of plans a script can read.
     for entry in failed:
         count = len(entry["problems"])
-        sys.stdout.write(
+        sys.stderr.write(
             f"✗ {entry['path']}: does not load ({count} problem{'s' if count != 1 else ''}): "
             f"{entry['problems'][0] if entry['problems'] else ''}\n"
         )
     for dup in duplicates:
-        sys.stdout.write(f"✗ {dup['path']}: skipped, duplicate identifier '{dup['identifier']}'\n")
+        sys.stderr.write(f"✗ {dup['path']}: skipped, duplicate identifier '{dup['identifier']}'\n")
     return 0
 
 
