@@ -93,7 +93,7 @@ class PlanIndex:
             try:
                 return load_cached(path)
             except PlanLoadError as err:
-                raise GraphchatError(load_error_message(f"plan file {name}", err)) from None
+                raise GraphchatError(load_error_message("plan file", err)) from None
         ident = name[len("plan__") :] if name.startswith("plan__") and name not in self.plans else name
         plan = self.plans.get(ident)
         if plan is not None:
