@@ -66,10 +66,11 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
     from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import print_json, warn
     from graphchat.events import sink_for_environment
+    from graphchat.threads.redact import settings_secrets
     from graphchat.threads.store import ThreadStore
 
     events = sink_for_environment()
-    store = ThreadStore(settings.threads_dir)
+    store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
     thread = None
     if args.thread is not None:
         thread = store.open(args.thread) if args.thread else store.latest()
@@ -93,7 +94,12 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
         await _warm_up_servers(catalog, events)
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None
-        result = await session.turn(message, on_text=writer.write if writer else None)
+        try:
+            result = await session.turn(message, on_text=writer.write if writer else None)
+        except BaseException:
+            if writer is not None:
+                writer.finish()  # on a terminal, the error line must not start after a partial answer
+            raise
         events.usage_summary(result.usage)
         if args.json:
             print_json(

@@ -57,6 +57,7 @@ async def _chat(args: argparse.Namespace) -> int:
     from graphchat.chat.asker import ChatAsker
     from graphchat.chat.sink import ChatSink
     from graphchat.chat.ui import ChatUI
+    from graphchat.threads.redact import settings_secrets
     from graphchat.threads.store import ThreadStore
     from graphchat.workspace import load_settings
 
@@ -66,7 +67,7 @@ async def _chat(args: argparse.Namespace) -> int:
 
     preload_in_background()  # a model call is all but certain: import litellm while the person types
     answers = load_answers(args.answers) if args.answers else None
-    store = ThreadStore(settings.threads_dir)
+    store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
     thread = None
     if args.thread is not None:
         thread = store.open(args.thread) if args.thread else store.latest()

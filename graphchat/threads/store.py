@@ -14,15 +14,18 @@ import fcntl
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from graphchat.threads import events as ev
 from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
+
+if TYPE_CHECKING:
+    from graphchat.threads.redact import Redactor
 
 MESSAGES_FILE = "messages.jsonl"
 META_FILE = "meta.json"
@@ -150,9 +153,10 @@ def _pread_all(fd: int, start: int, end: int) -> bytes:
 class Thread:
     """One conversation on disk. Appending is safe across processes; loading never raises on bad lines."""
 
-    def __init__(self, thread_id: str, path: Path) -> None:
+    def __init__(self, thread_id: str, path: Path, redactor: Callable[[], Redactor] | None = None) -> None:
         self.id = thread_id
         self.path = path
+        self._redactor = redactor  # gives the store's secret scrubber (built on first append)
         self.messages_path = path / MESSAGES_FILE
         self.meta_path = path / META_FILE
         self._fd: int | None = None
@@ -176,6 +180,8 @@ class Thread:
         if "ts" not in event:
             event = {"kind": kind, "ts": ev.now_ts(), **event}
         line = orjson.dumps(event) + b"\n"  # orjson never emits a raw newline inside
+        if self._redactor is not None:
+            line = self._redactor().line(line)  # no API key or ${VAR} value ever reaches the file
         fd = self._open_fd()
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
@@ -293,8 +299,24 @@ def _info_for(folder: str | Path, thread_id: str) -> ThreadInfo:
 class ThreadStore:
     """All threads of a workspace, under `<root>/` (normally `<workspace>/threads`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, secrets: Iterable[str] | None = None) -> None:
+        """`secrets`: values never to write (default: the credential-like environment values and the
+        `${VAR}` values of the workspace's servers.yaml; see graphchat.threads.redact)."""
         self.root = Path(root)
+        self._secrets = None if secrets is None else list(secrets)
+        self._redactor_obj: Redactor | None = None
+
+    def redactor(self) -> Redactor:
+        """The scrubber every thread of this store writes through (built once, when first needed)."""
+        if self._redactor_obj is None:
+            from graphchat.threads.redact import Redactor, environment_secrets
+
+            secrets = self._secrets if self._secrets is not None else environment_secrets(self.root.parent)
+            self._redactor_obj = Redactor(secrets)
+        return self._redactor_obj
+
+    def _thread(self, thread_id: str) -> Thread:
+        return Thread(thread_id, self.root / thread_id, self.redactor)
 
     def create(self) -> Thread:
         """A new, empty thread. Its folder appears whole (built aside, then renamed into place)."""
@@ -315,7 +337,7 @@ class ThreadStore:
             except OSError:  # lost a race for the same id: try another
                 shutil.rmtree(staging, ignore_errors=True)
                 continue
-            return Thread(thread_id, final)
+            return self._thread(thread_id)
 
     def _entries(self) -> list[os.DirEntry[str]]:
         try:
@@ -336,7 +358,7 @@ class ThreadStore:
     def latest(self) -> Thread | None:
         """The most recently updated thread, if any."""
         infos = self.list()
-        return Thread(infos[0].id, self.root / infos[0].id) if infos else None
+        return self._thread(infos[0].id) if infos else None
 
     def _unknown(self, message: str) -> Exception:
         from graphchat.errors import GraphchatError
@@ -367,8 +389,7 @@ class ThreadStore:
 
     def open(self, id_or_prefix: str) -> Thread:
         """An existing thread; an unknown id raises GraphchatError (exit 1) listing the recent ids."""
-        thread_id = self.resolve(id_or_prefix)
-        return Thread(thread_id, self.root / thread_id)
+        return self._thread(self.resolve(id_or_prefix))
 
     def remove(self, id_or_prefix: str) -> str:
         """Delete a thread and everything in its folder; returns the full id removed."""
