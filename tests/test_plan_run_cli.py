@@ -188,6 +188,19 @@ def test_json_envelope(graphchat: GraphchatRunner, plans: Path) -> None:
     assert envelope["steps_executed"] == 2
 
 
+def test_json_envelope_of_empty_data_and_input_flag_strings(graphchat: GraphchatRunner, plans: Path) -> None:
+    # EmptyData in output mode: exit 1, and the envelope says so for a pipeline to branch on.
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[1]", "--json")
+    assert run.returncode == 1
+    envelope = json.loads(run.stdout)
+    assert envelope["empty_data"] is True and envelope["output"] is None
+    assert envelope["error"] == "plan failed at output: {{E0.items.0}}: E0.items is an empty array"
+    # A flag value that is not JSON is a string: here the schema then rejects it (exit 3).
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[1]", "--input", "min=ten")
+    assert run.returncode == 3 and run.stdout == ""
+    assert "'ten' is not of type 'number'" in run.stderr
+
+
 def test_silent_plan_and_progress(graphchat: GraphchatRunner, plans: Path) -> None:
     xs = [[1, -1]] * 40
     run = graphchat("plan", "run", "quiet", json.dumps({"xs": xs}))
