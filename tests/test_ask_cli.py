@@ -113,6 +113,7 @@ def test_thread_flag_sends_the_whole_earlier_conversation(
     assert sent[4]["content"] == "second"
     assert only_thread(workspace) == first_id  # continued, not a new thread
     again = graphchat("ask", "third", "--thread", first_id[:8], "--json", env=env_for(model_server))
+    assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["thread_id"] == first_id
 
 
@@ -230,6 +231,7 @@ def test_piped_stdin_is_appended_as_context(
     model_server.push({"text": "summary"})
     done = graphchat("ask", "summarise this", input="line one\nline two\n", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
+    assert done.stdout == "summary"
     content = model_server.requests[0]["messages"][0]["content"]
     assert content.startswith("summarise this\n\n") and content.endswith("line one\nline two")
 
@@ -264,5 +266,6 @@ def test_answers_file_answers_ask_user(
     )
     done = graphchat("ask", "deploy", "--answers", str(answers), env=env_for(model_server))
     assert done.returncode == 0, done.stderr
+    assert done.stdout == "eu-west it is"
     [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}

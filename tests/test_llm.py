@@ -117,6 +117,23 @@ async def test_429_is_retried_once_then_answers(model_server: ScriptedModelServe
     assert len(model_server.requests) == 2
 
 
+async def test_429_retry_waits_as_long_as_retry_after_says(model_server: ScriptedModelServer) -> None:
+    import time
+
+    arrivals: list[float] = []
+
+    def at(reply: dict[str, object]) -> object:
+        def serve(body: dict[str, object]) -> dict[str, object]:
+            arrivals.append(time.monotonic())
+            return reply
+
+        return serve
+
+    model_server.push(at({"error": 429, "retry_after": 2}), at({"text": "patient"}))
+    assert (await make_llm(model_server).complete(HI)).content == "patient"
+    assert arrivals[1] - arrivals[0] >= 1.9  # the provider's Retry-After, not an immediate retry
+
+
 async def test_retries_stop_after_num_retries(model_server: ScriptedModelServer) -> None:
     model_server.default = {"error": 500}
     llm = LLM(ModelConfig(model="openai/scripted", api_base=model_server.url, api_key="k"), num_retries=1)
