@@ -186,13 +186,38 @@ class StderrLineReader(LineReader):
         sys.stderr.flush()
 
     async def prompt(self, text: str) -> str | None:
-        def read() -> str | None:
-            sys.stderr.write(text)
-            sys.stderr.flush()
-            line = sys.stdin.readline()
-            return None if line == "" else line.rstrip("\r\n")
+        # A daemon thread, not asyncio.to_thread: on Ctrl-C, asyncio.run joins its default
+        # executor, and a thread blocked in readline() would hold the exit until Enter.
+        import threading
 
-        return await asyncio.to_thread(read)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str | None] = loop.create_future()
+
+        def deliver(line: str | None, error: BaseException | None) -> None:
+            if future.done():  # cancelled meanwhile (Ctrl-C)
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(line)
+
+        def read() -> None:
+            line: str | None = None
+            error: BaseException | None = None
+            try:
+                sys.stderr.write(text)
+                sys.stderr.flush()
+                raw = sys.stdin.readline()
+                line = None if raw == "" else raw.rstrip("\r\n")
+            except Exception as exc:
+                error = exc
+            try:
+                loop.call_soon_threadsafe(deliver, line, error)
+            except RuntimeError:  # the loop is gone: nobody waits for this answer any more
+                pass
+
+        threading.Thread(target=read, name="terminal-answer", daemon=True).start()
+        return await future
 
 
 async def ask_by_lines(question: Question, reader: LineReader) -> Answer:

@@ -281,6 +281,18 @@ def test_ask_on_a_terminal_blank_declines(workspace: Path, plans: Path) -> None:
     assert child.exitstatus == 0
 
 
+def test_ctrl_c_at_a_terminal_question_leaves_at_once(workspace: Path, plans: Path) -> None:
+    # The reader blocked on stdin must not hold the exit until Enter is pressed.
+    child = _spawn(workspace, "plan", "run", "release")
+    child.expect_exact("? Which channel?")
+    child.expect("channel")
+    child.sendintr()
+    child.expect("interrupted", timeout=5)
+    child.expect(pexpect_eof(), timeout=5)
+    child.close()
+    assert child.exitstatus == 130
+
+
 def pexpect_eof():  # type: ignore[no-untyped-def]
     import pexpect
 
