@@ -255,10 +255,20 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
                     return Answer.declined()
                 break
             try:
-                answer[name] = coerce(line, prop)
-                break
+                value = coerce(line, prop)
             except ValueError as exc:
                 reader.say(f"  {exc}")
+                continue
+            # The field's own rules (pattern, minimum, …) are checked now, so a bad value is
+            # re-asked rather than failing the whole answer once every field is typed.
+            from graphchat.jsonschema_util import first_error
+
+            problem = first_error(prop, value) if isinstance(prop, dict) else None
+            if problem is not None:
+                reader.say(f"  {problem}")
+                continue
+            answer[name] = value
+            break
         else:
             return Answer.declined()
     return Answer(True, answer)

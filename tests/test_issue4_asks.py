@@ -1,0 +1,42 @@
+"""Questions asked line by line (terminal, chat inline): a typed value that breaks its field's
+schema (pattern, minimum, …) is re-asked like an uncoercible one, instead of failing the plan
+step only after every field was typed."""
+
+from __future__ import annotations
+
+from graphchat.asks import LineReader, Question, ask_by_lines
+
+
+class Lines(LineReader):
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = list(lines)
+        self.said: list[str] = []
+
+    async def prompt(self, text: str) -> str | None:
+        return self.lines.pop(0) if self.lines else None
+
+    def say(self, text: str) -> None:
+        self.said.append(text)
+
+
+SCHEMA = {
+    "type": "object",
+    "required": ["time", "count"],
+    "properties": {
+        "time": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
+        "count": {"type": "integer", "minimum": 1},
+    },
+}
+
+
+async def test_a_value_breaking_its_field_schema_is_re_asked() -> None:
+    reader = Lines(["9:30", "09:30", "0", "2"])
+    answer = await ask_by_lines(Question("When?", schema=SCHEMA), reader)
+    assert answer.answered and answer.value == {"time": "09:30", "count": 2}
+    assert any("does not match" in line for line in reader.said)
+    assert any("less than the minimum of 1" in line for line in reader.said)
+
+
+async def test_three_bad_values_decline() -> None:
+    answer = await ask_by_lines(Question("When?", schema=SCHEMA), Lines(["1", "2", "3"]))
+    assert not answer.answered and answer.reason == "declined"
