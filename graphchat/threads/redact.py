@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 REDACTED = "[redacted]"
 MIN_SECRET_CHARS = 8
+_ESCAPE_LEVELS = 3
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)(?:$|_)", re.IGNORECASE
 )
@@ -50,13 +51,16 @@ def environment_secrets(workspace: Path | None, environ: Mapping[str, str] | Non
         except OSError:
             text = ""
         names |= set(_VAR_REFERENCE.findall(text)) - _BUILTIN_VARIABLES
-    return {value for name in names if _is_secret_value(value := env.get(name))}
+    values = (env.get(name) for name in names)
+    return {value for value in values if value is not None and _is_secret_value(value)}
 
 
 def settings_secrets(settings: Settings) -> set[str]:
     """Everything above, plus the `api_key` of every configured model role."""
     found = environment_secrets(settings.workspace)
-    found |= {m.api_key for m in settings.models.values() if _is_secret_value(m.api_key)}  # type: ignore[misc]
+    for model in settings.models.values():
+        if model.api_key is not None and _is_secret_value(model.api_key):
+            found.add(model.api_key)
     return found
 
 
@@ -64,9 +68,17 @@ class Redactor:
     """Replaces known secret values inside an encoded JSON line."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        # The JSON-escaped form is what appears inside an encoded string; longest first, so a
+        # A secret appears JSON-escaped inside an encoded line, and escaped again when it sits in
+        # JSON text held in a string (a tool result): look for each level. Longest first, so a
         # secret that contains another is replaced whole.
-        encoded = {orjson.dumps(s)[1:-1] for s in secrets if _is_secret_value(s)}
+        encoded: set[bytes] = set()
+        for secret in secrets:
+            if not _is_secret_value(secret):
+                continue
+            text = secret
+            for _ in range(_ESCAPE_LEVELS):
+                text = orjson.dumps(text).decode()[1:-1]
+                encoded.add(text.encode())
         self._needles = sorted(encoded, key=len, reverse=True)
 
     def __bool__(self) -> bool:
