@@ -173,3 +173,17 @@ def test_a_broken_stream_on_a_terminal_puts_the_error_on_its_own_line(
     assert child.exitstatus == 1
     screen = child.before.replace("\r\n", "\n")
     assert screen.startswith("the star\nerror: the connection to openai/scripted broke off mid-reply"), screen
+
+
+def test_an_empty_message_is_a_usage_error_and_piped_input_alone_is_a_question(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    done = graphchat("ask", "  ", env=env_for(model_server))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+    assert model_server.requests == []  # nothing was sent, no thread was made
+    model_server.push({"text": "a haiku"})
+    done = graphchat("ask", "", input="write a haiku\n", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "a haiku"
+    assert model_server.requests[0]["messages"] == [{"role": "user", "content": "write a haiku"}]

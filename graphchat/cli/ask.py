@@ -43,6 +43,8 @@ def _message_with_stdin(message: str) -> str:
     data = stdin.read()
     if not data.strip():
         return message
+    if not message.strip():  # `… | graphchat ask ""`: the piped text is the question
+        return data.strip()
     return f"{message}\n\n{STDIN_CONTEXT_HEADER}\n{data.rstrip()}"
 
 
@@ -55,6 +57,12 @@ def run(args: argparse.Namespace) -> int:
 
     preload_in_background()  # a model call is certain: overlap litellm's import with the rest
     message = _message_with_stdin(args.message)
+    if not message.strip():
+        from graphchat.errors import EXIT_USAGE, GraphchatError
+
+        raise GraphchatError(
+            "nothing to ask: the message is empty", EXIT_USAGE, hint='graphchat ask "your question"'
+        )
     import asyncio
 
     return asyncio.run(_ask(args, settings, message))

@@ -127,7 +127,8 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
     console.print(Text(info.title or "(no title)", style="bold"))
     console.print(
         Text(
-            f"thread {info.id} · {info.message_count} messages · updated {_local_time(info.updated_at)}",
+            f"thread {info.id} · {info.message_count} message{'' if info.message_count == 1 else 's'}"
+            f" · updated {_local_time(info.updated_at)}",
             "dim",
         )
     )
