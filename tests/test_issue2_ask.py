@@ -187,3 +187,31 @@ def test_an_empty_message_is_a_usage_error_and_piped_input_alone_is_a_question(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "a haiku"
     assert model_server.requests[0]["messages"] == [{"role": "user", "content": "write a haiku"}]
+
+
+def test_ask_user_is_answered_on_the_terminal_and_the_answer_stays_off_stdout(
+    model_server: ScriptedModelServer, workspace: Path, tmp_path: Path
+) -> None:
+    model_server.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which region?"}}]},
+        {"text": "Deploying to eu-west."},
+    )
+    out = tmp_path / "answer.txt"
+    # stdin and stderr are the terminal; stdout goes to a file, as in `graphchat ask … > out`
+    command = f"exec {sys.executable} -m graphchat --home {workspace} ask deploy > {out}"
+    child = pexpect.spawn(
+        "/bin/sh",
+        ["-c", command],
+        env=clean_env({**env_for(model_server), "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect_exact("Which region?")
+    child.sendline("eu-west")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert out.read_text() == "Deploying to eu-west."
+    [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}
