@@ -54,6 +54,10 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         leaves = [_describe(e) for e in exc.exceptions]
         return "; ".join(dict.fromkeys(leaves)) or type(exc).__name__
+    from graphchat.errors import GraphchatError
+
+    if isinstance(exc, GraphchatError):  # e.g. an unset ${VAR}: its message is the whole story
+        return exc.message
     if isinstance(exc, FileNotFoundError):
         return f"command not found: {exc.filename or exc}"
     if isinstance(exc, TimeoutError):
@@ -227,6 +231,7 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[Any] | None = None
         self._stop: asyncio.Event | None = None
+        self._start_deadline: asyncio.Timeout | None = None
         self._old_tasks: set[asyncio.Task[None]] = set()
         self._inflight: dict[int, CallContext] = {}
         self._call_ids = 0
@@ -284,9 +289,19 @@ class Connection:
                 errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n")
                 errlog.flush()
                 offset = errlog.tell()
-                async with asyncio.timeout(START_TIMEOUT_S):
-                    client = await self._connect(stack, expanded, errlog)
-                    tools = await self._list_tools(client)
+                try:
+                    async with asyncio.timeout(START_TIMEOUT_S) as deadline:
+                        # aclose() ends a start by moving this deadline to now: the same single
+                        # cancellation as a start timeout, which the SDK's shielded cleanup
+                        # survives (it then kills the process). A second, native task.cancel()
+                        # during that cleanup can leave the child and its pipe reader behind.
+                        self._start_deadline = deadline
+                        if stop.is_set():
+                            deadline.reschedule(asyncio.get_running_loop().time())
+                        client = await self._connect(stack, expanded, errlog)
+                        tools = await self._list_tools(client)
+                finally:
+                    self._start_deadline = None
                 self.client = client
                 self.state = "running"
                 self.start_failures = 0
@@ -300,7 +315,12 @@ class Connection:
             if not isinstance(exc, Exception | BaseExceptionGroup):
                 self._finish(ready, _describe(exc))
                 raise
-            message = _describe(exc)
+            if stop.is_set():
+                message = "shut down while starting"
+            elif isinstance(exc, TimeoutError):
+                message = f"no answer to the MCP handshake within {START_TIMEOUT_S:g} s"
+            else:
+                message = _describe(exc).removeprefix(f"MCP server '{self.name}': ")
             tail = _log_tail(log_path, offset) if offset else ""
             if tail and "command not found" not in message:
                 message = f"{message}; server log: {tail}"
@@ -390,10 +410,19 @@ class Connection:
         if self._stop is not None:
             self._stop.set()
 
-    async def aclose(self) -> None:
-        self._closed = True
+    def _request_stop(self) -> None:
         if self._stop is not None:
             self._stop.set()
+        deadline = self._start_deadline
+        if deadline is not None:
+            try:
+                deadline.reschedule(asyncio.get_running_loop().time())
+            except RuntimeError:  # the start has just finished: the stop event does the rest
+                pass
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._request_stop()
         tasks = [t for t in (self._task, *self._old_tasks) if t is not None and not t.done()]
         if tasks:
             done, pending = await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S)
