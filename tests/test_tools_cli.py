@@ -143,6 +143,11 @@ def test_unset_token_fails_with_server_field_variable_and_sends_nothing(
     finally:
         listener.close()
     assert "search" in listed.stderr and "headers.Authorization" in listed.stderr and "TOKEN" in listed.stderr
+    warning = next(line for line in listed.stderr.splitlines() if line.startswith("warning:"))
+    assert warning == (
+        "warning: MCP server 'search': failed to start: headers.Authorization uses ${TOKEN}, "
+        "but the environment variable TOKEN is not set"
+    )  # one clear line: no exception class, no log to read (nothing started)
     assert called.returncode == 1
     assert listener.connections == []
 
@@ -164,7 +169,7 @@ def test_mcp_list_shows_servers_state_tools_and_last_error(
     assert after.returncode == 0
     t_line, ghost_line = after.stdout.splitlines()[0], after.stdout.splitlines()[1]
     assert t_line.split()[:3] == ["t", "stdio", "cached"] and "tools" in t_line
-    assert ghost_line.split()[0] == "ghost"
+    assert ghost_line.split()[:3] == ["ghost", "stdio", "failed"]  # its start failed: not "not started"
     assert "last error" in after.stdout and "command not found" in after.stdout
     checked = graphchat("mcp", "list", "--check", "--json")
     states = {r["name"]: r["state"] for r in json.loads(checked.stdout)}

@@ -40,6 +40,10 @@ def server_rows(source: Any, live: dict[str, str] | None = None) -> list[dict[st
             state = "failed" if config.name in live else "running"
         elif cached is not None:
             state = "cached"
+        elif status.get("last_error_at") and status.get("last_error_at", "") >= (
+            status.get("last_started_at") or ""
+        ):
+            state = "failed"  # its last start failed: say so, not "not started yet"
         else:
             state = "not started yet"
         row: dict[str, Any] = {

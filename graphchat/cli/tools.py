@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 
@@ -63,9 +64,13 @@ async def _fill_cache(catalog: Any, *, refresh: bool) -> None:
     from graphchat.cli.output import note
 
     note(f"starting {len(names)} MCP server(s) to read their tools: {', '.join(names)}")
+    started = time.time()
     errors = await prepare_catalog(catalog, refresh=refresh, names=names)
     for server, error in errors.items():
-        _warn(f"MCP server '{server}': {error} (log: catalog/logs/{server}.log)")
+        log = source.log_path(server)
+        # Point at the log only when this start wrote to it (not for an unset ${VAR}).
+        fresh = log.is_file() and log.stat().st_mtime >= started - 1
+        _warn(f"MCP server '{server}': {error}" + (f" (log: catalog/logs/{server}.log)" if fresh else ""))
 
 
 def _collisions(catalog: Any) -> dict[str, list[str]]:
@@ -198,6 +203,10 @@ def describe_tool(catalog: Any, spec: Any, settings_dir: Any) -> dict[str, Any]:
     if spec.output_schema:
         doc["output_schema"] = spec.output_schema
         doc["output_schema_source"] = "declared"
+        if shape and isinstance(shape.get("observed_schema"), dict):
+            # The declared schema wins, but what the tool really returned is worth seeing too.
+            doc["observed_schema"] = shape["observed_schema"]
+            doc["observed_calls"] = shape.get("seen_count", 0)
     elif shape and shape.get("schema"):
         doc["output_schema"] = shape["schema"]
         doc["output_schema_source"] = f"observed ({shape.get('seen_count', 0)} calls)"
@@ -234,6 +243,12 @@ def run_show(args: argparse.Namespace) -> int:
         ]
     else:
         out += ["", "output schema: unknown yet (call the tool once: graphchat tools call NAME …)"]
+    if "observed_schema" in doc:
+        out += [
+            "",
+            f"observed output shape ({doc['observed_calls']} calls):",
+            json.dumps(doc["observed_schema"], indent=2),
+        ]
     if "example" in doc:
         out += ["", "example:", json.dumps(doc["example"], indent=2, ensure_ascii=False)]
     sys.stdout.write("\n".join(out) + "\n")

@@ -1,0 +1,59 @@
+"""servers.yaml extras as a user sees them: include/exclude_tools, tool_overrides (description,
+family, output_schema), and `tools show` with a declared schema plus the learned shape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import GraphchatRunner
+from tests.servers.support import LOWLEVEL_SERVER, stdio, write_servers
+
+DECLARED = {
+    "type": "object",
+    "properties": {"id": {"type": ["integer", "string"]}, "score": {"type": "number"}},
+    "required": ["id"],
+}
+
+
+def test_filters_and_overrides_are_honoured_by_list_show_call_and_shapes(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    write_servers(
+        workspace,
+        {
+            "t": stdio(
+                exclude_tools=["crash", "confirm_*"],
+                tool_overrides={
+                    "shaped": {
+                        "description": "Shaped, by override.",
+                        "family": "write",
+                        "output_schema": DECLARED,
+                    }
+                },
+            ),
+            "low": stdio(LOWLEVEL_SERVER, env={"TOOL_COUNT": "3"}, include_tools=["tool_001"]),
+        },
+    )
+    listed = graphchat("tools", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    tools = {t["name"]: t for t in json.loads(listed.stdout)}
+    assert [n for n in tools if n.startswith("low__")] == ["low__tool_001"]
+    assert "t__crash" not in tools and "t__confirm_push" not in tools and "t__slow" in tools
+    assert tools["t__shaped"]["description"] == "Shaped, by override."
+    assert tools["t__shaped"]["family"] == "write"  # the server says read-only
+
+    refused = graphchat("tools", "call", "t__shaped", "--input", "variant=1")
+    assert refused.returncode == 1 and "was not run" in refused.stderr  # the override's family counts
+    assert graphchat("tools", "call", "t__shaped", "--input", "variant=2", "--yes").returncode == 0
+    assert graphchat("tools", "call", "t__stamp", "--input", "n=2").returncode == 0
+
+    shown = json.loads(graphchat("tools", "show", "t__shaped", "--json").stdout)
+    assert shown["output_schema"] == DECLARED and shown["output_schema_source"] == "declared"
+    assert shown["observed_schema"]["properties"]["tags"]["type"] == "array"  # learned as well
+    assert shown["example"] == {"id": "two", "tags": ["x", "y"], "score": 2}
+    text = graphchat("tools", "show", "t__stamp").stdout
+    assert "output schema (declared):" in text and "observed output shape (1 calls):" in text
+    assert '"total": 4' in text  # the example
+    stored = json.loads(graphchat("shapes", "show", "t__shaped", "--json").stdout)
+    assert stored["source"] == "declared" and stored["schema"] == DECLARED
