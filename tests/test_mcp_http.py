@@ -93,8 +93,11 @@ async def test_unset_token_in_headers_names_server_field_and_variable_and_sends_
     finally:
         await catalog.aclose()
         listener.close()
+    assert list(errors) == ["search"]  # {server: why}; a command prints "MCP server 'search': <why>"
+    assert "MCP server 'search'" in result.error_message
     for message in (errors["search"], result.error_message):
-        assert "'search'" in message and "headers.Authorization" in message and "GC_TEST_TOKEN" in message
+        assert "headers.Authorization" in message and "${GC_TEST_TOKEN}" in message
+        assert "environment variable GC_TEST_TOKEN is not set" in message
     assert listener.connections == []  # no request was sent anywhere
 
 

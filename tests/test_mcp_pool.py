@@ -147,24 +147,28 @@ async def test_results_map_to_json_values_with_typed_entries(workspace: Path) ->
 
 async def test_tool_lists_come_from_the_cache_without_starting_anything(workspace: Path) -> None:
     marker = workspace / "starts"
+    meet = {
+        "GRAPHCHAT_TEST_RENDEZVOUS": f"{workspace / 'meet'}:2"
+    }  # both starting at once, or neither starts
     servers = {
         "t": stdio(
             marker=marker,
+            env=meet,
             exclude_tools=["crash", "confirm_*"],
             tool_overrides={"note": {"description": "Write a note.", "family": "destructive"}},
         ),
-        "low": stdio(LOWLEVEL_SERVER, marker=marker, env={"TOOL_COUNT": "3"}, include_tools=["tool_00*"]),
+        "low": stdio(
+            LOWLEVEL_SERVER, marker=marker, env={"TOOL_COUNT": "3", **meet}, include_tools=["tool_00*"]
+        ),
     }
     write_servers(workspace, servers)
     settings = load_settings(workspace)
     cold = McpSource(settings)
     assert cold.specs() == [] and cold.uncached() == ["t", "low"]
-    started = time.perf_counter()
     errors = await cold.prepare()
     await cold.aclose()
-    assert errors == {}
+    assert errors == {}  # started concurrently: one after the other, neither would have met the other
     assert len(pids(marker)) == 2
-    assert time.perf_counter() - started < 8
 
     warm = McpSource(settings)  # a new command: reads the cache only
     specs = {s.name: s for s in warm.specs()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import anyio
+import rendezvous  # tests/servers/ (this script's folder is on sys.path)
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.types import (
@@ -113,6 +114,7 @@ async def main() -> None:
     if marker:
         with open(marker, "a") as handle:
             handle.write(f"{os.getpid()}\n")
+    rendezvous.wait_for_peers()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 

@@ -2,7 +2,9 @@
 eliciting tools. stdio by default; `--http-fd N` serves streamable HTTP on an already-listening
 socket (the test binds it, so there is nothing to wait for).
 
-Env: GRAPHCHAT_TEST_MARKER=<file> appends this process's pid on start (proves a start happened).
+Env: GRAPHCHAT_TEST_MARKER=<file> appends this process's pid on start (proves a start happened);
+GRAPHCHAT_TEST_RENDEZVOUS=<file>:<n> holds the start until n servers are starting (proves they
+start concurrently).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import sys
 from typing import Annotated
 
+import rendezvous  # tests/servers/ (this script's folder is on sys.path)
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     Context,
@@ -172,6 +175,7 @@ def main() -> None:
             handle.write(f"{os.getpid()}\n")
     sys.stderr.write(f"tools_server {os.getpid()} starting\n")
     sys.stderr.flush()
+    rendezvous.wait_for_peers()
     if args.http_fd is None:
         mcp.run()
         return
