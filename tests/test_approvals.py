@@ -92,6 +92,9 @@ async def test_yes_and_auto_mode_approve_and_deny_globs_always_win(workspace: Pa
     assert not (await catalog.call("fs__write", {}, CallContext(assume_yes=True))).is_error
     denied = await catalog.call("fs__delete_all", {}, CallContext(assume_yes=True))
     assert denied.is_error and "denies it" in denied.error_message
+    asker = ScriptAsker(Answer(True, "once"))  # would approve, if it were asked
+    denied = await catalog.call("fs__delete_all", {}, CallContext(asker=asker))
+    assert denied.is_error and "denies it" in denied.error_message and asker.questions == []
     catalog, ran2 = setup(workspace, "approvals: {mode: auto}\n")
     assert not (await catalog.call("fs__delete_all", {}, CallContext())).is_error
     assert ran.ran == ["fs__write"] and ran2.ran == ["fs__delete_all"]

@@ -117,6 +117,7 @@ def test_a_destructive_tool_is_refused_headless_and_runs_with_yes(
     write_servers(workspace, {"t": stdio()})
     refused = graphchat("tools", "call", "t__delete_file", "--input", f"path={victim}")
     assert refused.returncode == 1 and "was not run" in refused.stderr
+    assert "--yes" in refused.stderr and "do not retry" not in refused.stderr  # said to a person, not a model
     assert victim.exists()
     done = graphchat("tools", "call", "t__delete_file", "--input", f"path={victim}", "--yes")
     assert done.returncode == 0, done.stderr

@@ -64,7 +64,9 @@ class PolicyApprover:
         self.session_allow: set[str] = set()  # "always" answers of this run (also persisted)
         self._lock: asyncio.Lock | None = None
 
-    def _refusal(self, spec: ToolSpec, why: str) -> str:
+    def _refusal(self, spec: ToolSpec, why: str, ctx: CallContext | None = None) -> str:
+        if ctx is not None and ctx.surface == "cli":  # `tools call`: a person reads it, not a model
+            return f"{spec.name} was not run: {why} ({spec.family} tool)"
         return (
             f"{spec.name} was not run: {why}. It is a {spec.family} tool; "
             "do not retry it, continue without it or tell the user what you wanted to do."
@@ -74,7 +76,7 @@ class PolicyApprover:
         """(decided, refusal): decided=False means the person must be asked."""
         pattern = _match(spec.name, self.policy.deny)
         if pattern is not None:
-            return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})")
+            return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})", ctx)
         if spec.family == "read" or spec.source == "control":
             return True, None
         if ctx.assume_yes or self.policy.mode == "auto":
@@ -82,7 +84,7 @@ class PolicyApprover:
         if spec.name in self.session_allow or _match(spec.name, self.policy.allow) is not None:
             return True, None
         if self.policy.mode == "deny":
-            return True, self._refusal(spec, "approvals.mode is deny (only read tools run)")
+            return True, self._refusal(spec, "approvals.mode is deny (only read tools run)", ctx)
         return False, None
 
     async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> str | None:
@@ -95,6 +97,7 @@ class PolicyApprover:
                 spec,
                 "it needs the user's approval and nobody can answer here "
                 "(the user can rerun with --yes or add it to approvals.allow in graphchat.yaml)",
+                ctx,
             )
         from graphchat.asks import Question
 
@@ -115,10 +118,10 @@ class PolicyApprover:
             try:
                 answer = await asker.ask(question)
             except Exception as exc:  # a broken asker must refuse, not run the tool
-                return self._refusal(spec, f"the approval question failed ({exc})")
+                return self._refusal(spec, f"the approval question failed ({exc})", ctx)
             if not answer.answered:
                 reason = "the user declined" if answer.reason == "declined" else "nobody could answer"
-                return self._refusal(spec, f"approval was not given ({reason})")
+                return self._refusal(spec, f"approval was not given ({reason})", ctx)
             choice = str(answer.value).strip().lower()
             if choice in ("always", "a"):
                 self.session_allow.add(spec.name)
@@ -133,7 +136,7 @@ class PolicyApprover:
                 return None
             if choice in ("once", "o", "yes", "y"):
                 return None
-            return self._refusal(spec, "the user refused it")
+            return self._refusal(spec, "the user refused it", ctx)
 
 
 def make_approver(settings: Settings) -> Approver:
