@@ -176,6 +176,9 @@ def main() -> None:
     sys.stderr.write(f"tools_server {os.getpid()} starting\n")
     sys.stderr.flush()
     rendezvous.wait_for_peers()
+    if os.environ.get("GRAPHCHAT_TEST_STRAY_STDOUT"):  # a careless server: not JSON-RPC on the wire
+        sys.stdout.write("STRAY STDOUT LINE FROM THE SERVER\n")
+        sys.stdout.flush()
     if args.http_fd is None:
         mcp.run()
         return
