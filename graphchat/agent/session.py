@@ -129,6 +129,9 @@ class Session:
             extra={"on_usage": extra_usage.append, "session_model": llm.config},
         )
         try:
+            from graphchat.llm.runtime import alitellm_module
+
+            await alitellm_module()  # the import may still run: wait without blocking Ctrl-C
             tools = self.catalog.model_tools()
             history = await asyncio.to_thread(self._history, thread, llm, tools)
             result = await run_loop(

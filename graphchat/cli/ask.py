@@ -147,7 +147,7 @@ async def _warm_up_servers(catalog: Any, events: Any) -> None:
         return
     source.prestart()
     for server, error in (await prepare_catalog(catalog)).items():
-        events.warning(f"MCP server {server} did not start: {error}")
+        events.warning(f"MCP server {server}: {error}")
 
 
 class _StdoutWriter:

@@ -55,12 +55,36 @@ def litellm_module() -> ModuleType:
 
 
 async def alitellm_module() -> ModuleType:
-    """Like `litellm_module()` but never blocks the event loop while the import runs."""
+    """Like `litellm_module()` but never blocks the event loop while the import runs.
+
+    The wait happens on a daemon thread, not the loop's default executor: `asyncio.run` joins
+    that executor on the way out, so Ctrl-C during the import would wait seconds for it.
+    """
     if _module is not None:
         return _module
     import asyncio
 
-    return await asyncio.to_thread(litellm_module)
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[ModuleType] = loop.create_future()
+
+    def settle(module: ModuleType | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(module)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            module = litellm_module()
+        except BaseException as exc:
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, module, None)
+
+    threading.Thread(target=run, name="graphchat-await-litellm", daemon=True).start()
+    return await done
 
 
 def preload_in_background() -> None:
