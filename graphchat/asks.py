@@ -7,7 +7,6 @@ anyone can answer; callers never guess: an unavailable host answers `unavailable
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from dataclasses import dataclass, field
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import asyncio
+
     from graphchat.events import EventSink
 
 MAX_ATTEMPTS = 3
@@ -61,6 +62,8 @@ class Asker:
         return True
 
     async def ask(self, question: Question) -> Answer:
+        import asyncio
+
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -107,12 +110,12 @@ class ScriptedAsker(Asker):
 def load_answers(path: str) -> dict[str, Any]:
     """Read an --answers file (YAML or JSON mapping); errors are one clear line (exit 2)."""
     from graphchat.errors import ConfigError
-    from graphchat.workspace import load_yaml_file
+    from graphchat.yamlfile import load_yaml_file
 
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"--answers {path}: no such file")
-    data, _ = load_yaml_file(file)
+    data = load_yaml_file(file).data
     if not isinstance(data, dict):
         raise ConfigError(f"--answers {path}: expected a mapping of step id or question -> answer")
     return {str(k): v for k, v in data.items()}
@@ -188,6 +191,7 @@ class StderrLineReader(LineReader):
     async def prompt(self, text: str) -> str | None:
         # A daemon thread, not asyncio.to_thread: on Ctrl-C, asyncio.run joins its default
         # executor, and a thread blocked in readline() would hold the exit until Enter.
+        import asyncio
         import threading
 
         loop = asyncio.get_running_loop()

@@ -112,51 +112,6 @@ class Settings:
 # --- loading ---------------------------------------------------------------------------------
 
 
-def _line_of(node: Any, path: tuple[str | int, ...]) -> int | None:
-    """1-based line of the YAML node at `path` (mapping keys / sequence indexes), if known."""
-    import yaml
-
-    line = node.start_mark.line + 1 if node is not None else None
-    for part in path:
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if key_node.value == part:
-                    line = key_node.start_mark.line + 1
-                    node = value_node
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def load_yaml_file(path: Path) -> tuple[Any, Any]:
-    """safe_load a YAML file; a syntax error becomes `<file>:<line>: <problem>` (ConfigError)."""
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        # An unclosed bracket or quote is reported at end of file; its opening line helps more.
-        if exc.context_mark is not None and mark is not None and mark.index >= len(text.rstrip()):
-            mark = exc.context_mark
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-    return data, node
-
-
 class _Problem(Exception):
     def __init__(self, path: tuple[str | int, ...], message: str) -> None:
         self.path = path
@@ -259,14 +214,14 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
     parsed: dict[str, Any] = {"models": {}}
     raw: dict[str, Any] = {}
     if config_path.is_file():
-        data, node = load_yaml_file(config_path)
+        from graphchat.yamlfile import load_yaml_file
+
+        doc = load_yaml_file(config_path)
         try:
-            parsed = _parse_config(data)
+            parsed = _parse_config(doc.data)
         except _Problem as problem:
-            line = _line_of(node, problem.path)
-            where = f"{config_path}:{line}" if line else str(config_path)
-            raise ConfigError(f"{where}: {problem.message}") from None
-        raw = data or {}
+            raise ConfigError(f"{doc.where(problem.path)}: {problem.message}") from None
+        raw = doc.data or {}
     else:
         config_path = None  # type: ignore[assignment]
     models = _env_default_model(parsed["models"])

@@ -305,15 +305,13 @@ def load_servers(catalog_dir: Path, workspace: Path | None = None) -> list[Serve
 
     A bad file is one ConfigError line `<file>:<line>: <problem>`.
     """
-    from graphchat.workspace import _line_of, load_yaml_file
+    from graphchat.yamlfile import load_yaml_file
 
     path = catalog_dir / SERVERS_FILE
     if not path.is_file():
         return []
-    data, node = load_yaml_file(path)
+    doc = load_yaml_file(path)
     try:
-        return parse_servers(data, str(workspace or catalog_dir.parent))
+        return parse_servers(doc.data, str(workspace or catalog_dir.parent))
     except _Problem as problem:
-        line = _line_of(node, problem.path)
-        where = f"{path}:{line}" if line else str(path)
-        raise ConfigError(f"{where}: {problem.message}") from None
+        raise ConfigError(f"{doc.where(problem.path)}: {problem.message}") from None
