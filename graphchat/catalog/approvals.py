@@ -9,12 +9,13 @@ answer the call is refused — never run silently, never waiting forever.
 
 from __future__ import annotations
 
-import asyncio
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import asyncio
+
     from graphchat.catalog.base import Approver, CallContext, ToolSpec
     from graphchat.workspace import Settings
 
@@ -88,6 +89,8 @@ class PolicyApprover:
         return False, None
 
     async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> str | None:
+        import asyncio
+
         decided, refusal = self.decide_without_asking(spec, ctx)
         if decided:
             return refusal

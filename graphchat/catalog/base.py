@@ -7,7 +7,6 @@ recording happen here, once, whatever kind of tool it is (MCP, plan, native).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -179,6 +178,8 @@ class Catalog:
 
     async def call(self, name: str, arguments: Any, ctx: CallContext | None = None) -> ToolResult:
         """Run one tool: validate, approve, call, time, record. Never raises for a tool problem."""
+        import asyncio
+
         ctx = ctx or CallContext()
         events = ctx.events
         entry = self._build().get(name)

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import os
 import time
@@ -28,6 +27,8 @@ from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
 from graphchat.catalog.mcp_config import ServerConfig, load_servers
 
 if TYPE_CHECKING:
+    import asyncio
+
     from graphchat.catalog.base import Catalog
     from graphchat.catalog.naming import NameMap
     from graphchat.events import EventSink
@@ -244,6 +245,8 @@ class Connection:
 
     def start(self) -> asyncio.Future[Any]:
         """The future of a running session, starting the server if needed (non-blocking)."""
+        import asyncio
+
         if self._alive() and self._ready is not None:
             return self._ready
         loop = asyncio.get_running_loop()
@@ -270,11 +273,14 @@ class Connection:
 
     async def ensure(self) -> Any:
         """The live client, starting the server if needed; ServerUnavailable when it cannot."""
+        import asyncio
+
         ready = self.start()
         # Shielded: a cancelled caller must not cancel the start other callers are waiting on.
         return await asyncio.shield(ready)
 
     async def _run(self, ready: asyncio.Future[Any], stop: asyncio.Event) -> None:
+        import asyncio
         from contextlib import AsyncExitStack
 
         log_path = self.source.log_path(self.name)
@@ -411,6 +417,8 @@ class Connection:
             self._stop.set()
 
     def _request_stop(self) -> None:
+        import asyncio
+
         if self._stop is not None:
             self._stop.set()
         deadline = self._start_deadline
@@ -421,6 +429,8 @@ class Connection:
                 pass
 
     async def aclose(self) -> None:
+        import asyncio
+
         self._closed = True
         self._request_stop()
         tasks = [t for t in (self._task, *self._old_tasks) if t is not None and not t.done()]
@@ -438,6 +448,8 @@ class Connection:
         return ToolResult.error(f"MCP server '{self.name}': {message}", server=self.name)
 
     async def call(self, tool: str, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        import asyncio
+
         try:
             client = await self.ensure()
         except ServerUnavailable as exc:
@@ -476,6 +488,8 @@ class Connection:
     def _outcome(
         self, tool: str, call_task: asyncio.Future[Any], timeout: float, runner: asyncio.Task[None] | None
     ) -> ToolResult:
+        import asyncio
+
         from mcp import MCPError
 
         try:
@@ -729,6 +743,8 @@ class McpSource:
     async def prepare(self, names: list[str] | None = None, *, refresh: bool = False) -> dict[str, str]:
         """Start (concurrently) the servers whose tool list is unknown — or `names`, or all when
         `refresh` — so their tools are cached; returns {server: error} for those that failed."""
+        import asyncio
+
         if names is None:
             names = [s.name for s in self.servers] if refresh else self.uncached()
         if refresh:
@@ -761,6 +777,8 @@ class McpSource:
 
     async def aclose(self) -> None:
         """Stop every started server, concurrently; safe to call more than once."""
+        import asyncio
+
         conns = list(self._connections.values())
         if conns:
             await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)

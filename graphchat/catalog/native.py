@@ -6,7 +6,6 @@ is also listed, so tests and benches can drive slow parallel tool rounds through
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +92,8 @@ class NativeSource:
         return specs
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        import asyncio
+
         if spec.name == ASK_USER.name:
             return await ask_user(arguments, ctx)
         if spec.name == INFER.name:

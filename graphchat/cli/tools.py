@@ -106,8 +106,6 @@ def _tool_row(spec: Any, collisions: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    import asyncio
-
     catalog = _catalog(args)
 
     async def main() -> None:
@@ -120,6 +118,8 @@ def run_list(args: argparse.Namespace) -> int:
 
     source = mcp_source(catalog)
     if source is not None and (args.refresh or source.uncached()):
+        import asyncio
+
         asyncio.run(main())  # only then: a warm cache starts nothing and needs no event loop
     collisions = _collisions(catalog)
     for name, pairs in collisions.items():
