@@ -16,9 +16,7 @@ import asyncio
 import builtins
 import json
 import logging
-import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -427,20 +425,11 @@ class ShapeStore:
             self._write(path, _dumps(doc, orjson.OPT_INDENT_2))
 
     def _write(self, path: Path, data: bytes) -> None:
-        # Temp file in the same directory + os.replace: readers see the old or the new file,
-        # never a half-written one. No fsync: this is a cache, and a torn file reads as absent.
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.stem}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        # A cache: readers see the old or the new file, never a half-written one (no fsync; a
+        # torn file reads as absent).
+        from graphchat.fsutil import write_atomic
+
+        write_atomic(path, data)
 
     def record_async(
         self, tool: str, value: Any, declared_schema: Schema | None = None

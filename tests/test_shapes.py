@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphchat import shapes
+from graphchat import fsutil, shapes
 from graphchat.shapes import (
     MAX_DEPTH,
     ShapeStore,
@@ -341,7 +341,7 @@ def test_atomic_write_leaves_no_temp_files(tmp_path: Path, monkeypatch: pytest.M
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk on fire")
 
-    monkeypatch.setattr(shapes.os, "replace", broken_replace)
+    monkeypatch.setattr(fsutil.os, "replace", broken_replace)
     with pytest.raises(OSError):
         store.record("t", {"i": "new"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]

@@ -159,28 +159,10 @@ def remember_allow(settings: Settings, tool: str) -> Path:
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     new_text = add_allow_entry(text, tool)
     if new_text != text:
-        _write_atomic(path, new_text)
+        from graphchat.fsutil import write_atomic
+
+        write_atomic(path, new_text, keep_mode=True)
     return path
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _scalar(value: str) -> str:

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import contextvars
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -606,22 +605,11 @@ class McpSource:
         return [s.name for s in self.servers if self.cached(s) is None]
 
     def _write_json(self, path: Path, doc: Any) -> None:
-        import tempfile
-
         import orjson
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        from graphchat.fsutil import write_atomic
+
+        write_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
     def _tools_fetched(self, config: ServerConfig, tools: list[dict[str, Any]]) -> None:
         """A server started: refresh its cache (dropping caches of its older configs)."""

@@ -1,0 +1,29 @@
+"""Writing a file so that readers see the old content or the new, never half of it."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False) -> None:
+    """Write `data` to a temp file beside `path`, then rename it over `path`.
+
+    No fsync: these are caches and settings where a power cut may lose the last write but a
+    crash never leaves a torn file. `keep_mode` keeps the permissions of the file replaced.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        if keep_mode and path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
