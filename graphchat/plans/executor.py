@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.catalog.base import CallContext
 from graphchat.events import EventSink
 from graphchat.plans.model import Body, Plan, Step
-from graphchat.plans.template import EmptyData, TemplateError, render_text, render_value
+from graphchat.plans.template import EmptyData, TemplateError, json_kind, render_text, render_value
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolResult
@@ -83,20 +83,7 @@ def template_message(err: TemplateError) -> str:
     return err.detail
 
 
-def describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+describe = json_kind  # what a JSON value is, for step error messages
 
 
 # --- outcome -------------------------------------------------------------------------------

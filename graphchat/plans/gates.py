@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.plans.template import check_syntax, parse, render_value
+from graphchat.plans.template import check_syntax, json_kind, parse, render_value
 from graphchat.plans.template.errors import TemplateError
 
 GATE_OPS = {"eq", "ne", "gt", "lt", "gte", "lte", "empty", "not_empty", "contains"}
@@ -64,7 +64,7 @@ def _check(gate: Any, where: str, problems: list[str], *, inside_combinator: boo
         problems.append(f"{where}: {message}" if where else message)
 
     if not isinstance(gate, Mapping):
-        say(f"a gate must be a mapping like {{value, op, to}}, got {_type_name(gate)}")
+        say(f"a gate must be a mapping like {{value, op, to}}, got {json_kind(gate)}")
         return
     keys = set(gate)
     combinators = [k for k in _COMBINATORS if k in keys]
@@ -155,7 +155,7 @@ def evaluate(
     Raises `GateError` for inapplicable comparisons and `TemplateError` for failed templates.
     """
     if not isinstance(gate, Mapping):
-        raise GateError(f"a gate must be a mapping, got {_type_name(gate)}", step=step)
+        raise GateError(f"a gate must be a mapping, got {json_kind(gate)}", step=step)
     if "infer" in gate:
         raise GateError("an infer gate needs a model call; the executor judges it", step=step)
     if "all" in gate:
@@ -269,23 +269,7 @@ def _show(value: Any, limit: int = 60) -> str:
 
 
 def _describe(value: Any) -> str:
-    return f"{_type_name(value)} {_show(value, 40)}"
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if _is_number(value):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
+    return f"{json_kind(value)} {_show(value, 40)}"
 
 
 def _ops() -> str:

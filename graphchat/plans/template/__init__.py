@@ -13,6 +13,7 @@ from graphchat.plans.template.errors import (
 from graphchat.plans.template.parser import Path, Section, Template, parse
 from graphchat.plans.template.renderer import (
     check_syntax,
+    json_kind,
     references,
     render_string,
     render_text,
@@ -28,6 +29,7 @@ __all__ = [
     "Path",
     "Section",
     "Template",
+    "json_kind",
     "TemplateError",
     "TemplateSyntaxError",
     "check_syntax",

@@ -277,12 +277,12 @@ def _diagnose(cur: Any, path: Path, start: int) -> None:
         elif cur is None:
             raise EmptyData(f"{at} is null", path=text)
         else:
-            raise BadPath(f"cannot read {seg!r} from {_kind(cur)} at {at}", path=text)
+            raise BadPath(f"cannot read {seg!r} from {json_kind(cur)} at {at}", path=text)
     if path.length:
         at = ".".join(segs[: path.nwalk])
         if cur is None:
             raise EmptyData(f"{at} is null, it has no length", path=text)
-        raise BadPath(f"length applies to arrays and strings; {at} is {_kind(cur)}", path=text)
+        raise BadPath(f"length applies to arrays and strings; {at} is {json_kind(cur)}", path=text)
     raise BadPath("path does not resolve", path=text)  # pragma: no cover - walk and diagnose agree
 
 
@@ -298,7 +298,8 @@ def _missing(path: Path, scope: Mapping[str, Any]) -> MissingStep:
     )
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """`a number`, `an array`, … — what a JSON value is, for error messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):
