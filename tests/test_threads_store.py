@@ -289,6 +289,46 @@ def test_two_processes_appending_concurrently_produce_only_whole_lines(store: Th
     assert store.list()[0].message_count == 4000
 
 
+CHILD_APPEND_ONE = """
+import sys
+from pathlib import Path
+from graphchat.threads.store import Thread
+thread = Thread(sys.argv[1], Path(sys.argv[2]))
+print("ready", flush=True)
+thread.append({"kind": "user", "content": "from the child"})
+print("appended", flush=True)
+"""
+
+
+def test_an_append_waits_for_the_lock_another_process_holds(store: ThreadStore) -> None:
+    import fcntl
+    import select
+
+    thread = store.create()
+    thread.append({"kind": "user", "content": "first"})
+    holder = os.open(thread.messages_path, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # as another graphchat process mid-append would
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD_APPEND_ONE, thread.id, str(thread.path)],
+        stdout=subprocess.PIPE,
+        cwd=REPO,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "ready\n"
+        # While the lock is held the child must not write (a second is plenty to see it would).
+        ready, _, _ = select.select([child.stdout], [], [], 1.0)
+        assert not ready, "the append did not wait for the lock"
+        assert [json.loads(x)["content"] for x in lines_of(thread.messages_path)] == ["first"]
+    finally:
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        os.close(holder)
+    assert child.stdout.readline() == "appended\n"
+    assert child.wait(timeout=60) == 0
+    assert [json.loads(x)["content"] for x in lines_of(thread.messages_path)] == ["first", "from the child"]
+
+
 # --- replay for the model ----------------------------------------------------------------------
 
 
