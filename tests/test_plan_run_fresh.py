@@ -1,0 +1,47 @@
+"""A plan run in a workspace whose servers were never started: the README's first command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import GraphchatRunner
+from tests.servers.support import stdio, write_servers
+
+PLAN = """\
+identifier: stamps
+name: Stamps
+description: Stamp two numbers through a server never started before.
+requires_servers: [t]
+steps:
+  - id: S
+    tool_name: map
+    input:
+      over: [1, 2]
+      do: {tool_name: t__stamp, input: {n: "{{item}}"}}
+output:
+  count: "{{S.count}}"
+  first: "{{S.results.0}}"
+"""
+
+
+def test_plan_run_starts_a_configured_server_whose_tools_were_never_listed(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    write_servers(workspace, {"t": stdio()})
+    (workspace / "plans" / "stamps.yaml").write_text(PLAN)
+    assert not (workspace / "catalog" / "cache").exists()  # nothing cached: a fresh workspace
+    result = graphchat("plan", "run", "stamps")
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert output["count"] == 2 and output["first"]
+
+
+def test_plan_run_of_an_unconfigured_server_fails_before_any_step(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    (workspace / "plans" / "stamps.yaml").write_text(PLAN)
+    result = graphchat("plan", "run", "stamps", env={"GRAPHCHAT_EVENTS": "jsonl"})
+    assert result.returncode == 1 and result.stdout == ""
+    assert "not configured: t\n" in result.stderr
+    assert '"event":"tool_started"' not in result.stderr
