@@ -168,8 +168,16 @@ def test_exit_2_usage_and_no_model(graphchat: GraphchatRunner, plans: Path) -> N
     run = graphchat("plan", "run", "report")
     assert run.returncode == 2 and run.stdout == ""
     assert "no model configured" in run.stderr
+
+
+def test_an_input_document_that_does_not_parse_is_invalid_input(
+    graphchat: GraphchatRunner, plans: Path
+) -> None:
     run = graphchat("plan", "run", "pick", "{not json")
-    assert run.returncode == 2 and "invalid JSON" in run.stderr
+    assert run.returncode == 3 and run.stdout == ""
+    assert "invalid JSON" in run.stderr
+    run = graphchat("plan", "run", "pick", "@missing.json")
+    assert run.returncode == 3 and "cannot read" in run.stderr
 
 
 def test_json_envelope(graphchat: GraphchatRunner, plans: Path) -> None:

@@ -82,13 +82,18 @@ def run_command(args: argparse.Namespace) -> int:
     from graphchat.catalog.base import CallContext
     from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import apply_input_flags, note, print_json, read_document_arg
-    from graphchat.errors import GraphchatError
+    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
     from graphchat.events import sink_for_environment
     from graphchat.plans.executor import llm_factory_for, run_plan
     from graphchat.workspace import load_settings
 
     settings = load_settings(args.home, model_override=args.model)
-    inputs = apply_input_flags(read_document_arg(args.document), args.input)
+    try:
+        document = read_document_arg(args.document)
+    except GraphchatError as exc:
+        # A plan input that does not parse is an invalid input (exit 3), not a usage error.
+        raise GraphchatError(exc.message, EXIT_INPUT_NEEDED, exc.hint) from None
+    inputs = apply_input_flags(document, args.input)
     plan = resolve_plan(settings, args.plan)
     missing = missing_servers(settings, plan)
     if missing:
