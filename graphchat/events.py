@@ -15,6 +15,9 @@ from typing import Any, TextIO
 class EventSink:
     """Base sink: named helpers all funnel into `emit`. Silent by default."""
 
+    # A person reads this sink's output (terminal lines, the chat): per-item noise is trimmed.
+    human = False
+
     def emit(self, event: str, **fields: Any) -> None:
         pass
 
@@ -89,6 +92,8 @@ def _short(value: Any, limit: int = 80) -> str:
 
 class TerminalSink(EventSink):
     """Human-readable activity lines on stderr: `→ tool {args}`, `✓ tool 0.8s`, `✗ tool msg`."""
+
+    human = True
 
     def __init__(
         self, stream: TextIO | None = None, *, color: bool | None = None, quiet: bool = False

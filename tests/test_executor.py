@@ -719,3 +719,29 @@ async def test_plan_tool_result_of_an_output_plan(shape: str) -> None:
     assert out.output == {"r": [{"v": 2}, {"v": 4}]}
     bad = await catalog.call("plan__inner", {}, _ctx())
     assert bad.is_error and "'n' is a required property" in bad.error_message
+
+
+# --- what a person sees ------------------------------------------------------------------------
+
+
+class HumanRecorder(Recorder):
+    human = True  # like the terminal's and the chat's sinks
+
+
+@pytest.mark.parametrize(("sink", "per_item_lines"), [(HumanRecorder, 0), (Recorder, 3)])
+async def test_map_items_do_not_flood_a_sink_a_person_reads(
+    sink: type[Recorder], per_item_lines: int
+) -> None:
+    events = sink()
+    out = await run_yaml(
+        plan_text(
+            "  - id: M\n    tool_name: map\n    input:\n      over: [1, 2, 3]\n"
+            "      do: {tool_name: t__double, input: {n: '{{item}}'}}\n",
+            output="  r: '{{M.results}}'\n",
+        ),
+        events=events,
+    )
+    assert out.output == {"r": [{"value": 2}, {"value": 4}, {"value": 6}]}
+    started = [f["tool"] for e, f in events.events if e == "tool_started"]
+    assert started.count("t__double") == per_item_lines  # JSONL and the like keep every call
+    assert any(e == "progress" for e, _ in events.events)  # the map's own progress still shows

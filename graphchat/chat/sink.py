@@ -25,6 +25,8 @@ def finished_line(tool: str, ms: float, is_error: bool, message: str | None) -> 
 class ChatSink(EventSink):
     """Routes run events to the chat UI (on the event loop's thread, like every event)."""
 
+    human = True
+
     def __init__(self, ui: ChatUI) -> None:
         self.ui = ui
 

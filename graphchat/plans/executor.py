@@ -203,11 +203,9 @@ class QuietToolEvents(EventSink):
 
 
 def is_human_sink(events: EventSink | None) -> bool:
-    from graphchat.events import TerminalSink
-
     while isinstance(events, UsageTap):
         events = events.inner
-    return isinstance(events, TerminalSink)
+    return bool(events is not None and events.human)
 
 
 # --- the runner ----------------------------------------------------------------------------
