@@ -79,11 +79,9 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
 
     events = sink_for_environment()
     store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
-    thread = None
-    if args.thread is not None:
-        thread = store.open(args.thread) if args.thread else store.latest()
-        if thread is None:
-            warn("there is no thread to continue yet: starting a new one")
+    thread = store.continued(args.thread)
+    if thread is None and args.thread is not None:
+        warn("there is no thread to continue yet: starting a new one")
     asker = host_asker(answers_file=args.answers, events=events)
     catalog = build_catalog(settings, events=events)
     session = None

@@ -68,9 +68,7 @@ async def _chat(args: argparse.Namespace) -> int:
     preload_in_background()  # a model call is all but certain: import litellm while the person types
     answers = load_answers(args.answers) if args.answers else None
     store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
-    thread = None
-    if args.thread is not None:
-        thread = store.open(args.thread) if args.thread else store.latest()
+    thread = store.continued(args.thread)
 
     ui = ChatUI(history_path=settings.workspace / HISTORY_FILE)
     sink = ChatSink(ui)

@@ -360,6 +360,13 @@ class ThreadStore:
         infos = self.list()
         return self._thread(infos[0].id) if infos else None
 
+    def continued(self, flag: str | None) -> Thread | None:
+        """The thread a `--thread [ID]` flag means: None (no flag) is a new thread, "" the most
+        recent one (None when there is none yet), an id that one (unknown ids raise)."""
+        if flag is None:
+            return None
+        return self.open(flag) if flag else self.latest()
+
     def _unknown(self, message: str) -> Exception:
         from graphchat.errors import GraphchatError
 
