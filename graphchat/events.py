@@ -139,7 +139,3 @@ def sink_for_environment(*, quiet: bool = False) -> EventSink:
     if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":
         return JsonlSink()
     return TerminalSink(quiet=quiet)
-
-
-def events_are_jsonl() -> bool:
-    return os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl"

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from graphchat.events import EventSink
 
 FAMILIES = ("read", "write", "destructive")
-CONTROL_STEPS = ("exit", "decide", "filter", "map", "reduce", "agent", "ask")
 
 
 @dataclass

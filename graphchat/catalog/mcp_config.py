@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graphchat.catalog.base import FAMILIES
 from graphchat.errors import ConfigError, GraphchatError
 
 SERVERS_FILE = "servers.yaml"
 DEFAULT_TIMEOUT_S = 60.0
-FAMILIES = ("read", "write", "destructive")
 
 _OUR_KEYS = (
     "type",

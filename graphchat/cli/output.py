@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -31,11 +30,6 @@ def print_json(value: Any, *, pretty: bool = True) -> None:
     option = orjson.OPT_INDENT_2 if pretty else 0
     sys.stdout.write(orjson.dumps(value, option=option, default=str).decode() + "\n")
     sys.stdout.flush()
-
-
-def use_color(stream: Any = None) -> bool:
-    stream = stream or sys.stdout
-    return stream.isatty() and "NO_COLOR" not in os.environ
 
 
 def parse_json_document(text: str, source: str) -> Any:
