@@ -246,13 +246,12 @@ class PlanServer:
 
     async def _call(self, ctx: Any, params: Any) -> Any:
         from graphchat.catalog.base import CallContext
-        from graphchat.catalog.mcp_pool import prepare_catalog
 
         name = params.name
         if not name.startswith(PREFIX):
             return error_result(f"unknown tool: {name}")
         self.refresh()
-        await prepare_catalog(self.catalog)  # servers with no cached tool list (only once)
+        await self.catalog.prepare()  # servers with no cached tool list (only once)
         catalog_name = "plan__" + name[len(PREFIX) :]
         spec = self.catalog.get(catalog_name)
         if spec is None or spec.source != "plan":

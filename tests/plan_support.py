@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from graphchat.asks import Asker
-from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSpec
+from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSource, ToolSpec
 from graphchat.events import EventSink
 from graphchat.plans.executor import PlanOutcome, run_plan
 from graphchat.plans.loader import load_plan_data
@@ -18,7 +18,7 @@ from graphchat.plans.model import Plan
 Tool = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
-class FakeTools:
+class FakeTools(ToolSource):
     """Native-like tools for tests: `t__echo`, `t__double`, `t__slow`, `t__fail`, `t__list`, `t__add`."""
 
     def __init__(self) -> None:

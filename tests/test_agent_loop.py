@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from graphchat.agent.loop import run_loop
-from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSpec
+from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSource, ToolSpec
 from graphchat.errors import GraphchatError
 from graphchat.events import EventSink
 from graphchat.llm import LLM
@@ -18,7 +18,7 @@ from graphchat.workspace import ModelConfig
 from tests.scripted_server import ScriptedModelServer
 
 
-class SleepySource:
+class SleepySource(ToolSource):
     """Test tools: `sleep` (sleeps then echoes), `boom` (raises), `big` (a long result)."""
 
     def __init__(self) -> None:

@@ -11,7 +11,7 @@ import yaml
 
 from graphchat.asks import Answer, Asker, Question, UnavailableAsker
 from graphchat.catalog.approvals import add_allow_entry, family_from_annotations, make_approver
-from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSpec
+from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.build import build_catalog
 from graphchat.catalog.mcp_pool import prepare_catalog
 from graphchat.workspace import load_settings
@@ -47,7 +47,7 @@ class ScriptAsker(Asker):
         return self.answers.pop(0) if self.answers else Answer.declined()
 
 
-class Recorder:
+class Recorder(ToolSource):
     """A source with one tool of each family that records what actually ran."""
 
     def __init__(self) -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from graphchat.asks import Question
-from graphchat.catalog.base import Catalog, ToolSpec
+from graphchat.catalog.base import Catalog, ToolSource, ToolSpec
 from graphchat.chat.app import ChatApp, resume_hint
 from graphchat.chat.asker import ChatAsker
 from graphchat.chat.commands import run_command, usage_text
@@ -277,7 +277,7 @@ async def test_slash_commands(ui: ChatUI) -> None:
     assert not await run_command(app, "/quit")
 
 
-class Tools:
+class Tools(ToolSource):
     def specs(self) -> list[ToolSpec]:
         return [
             ToolSpec("time__get_current_time", "Current time in a zone.\nMore.", {}, "mcp:time", "read"),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from graphchat.catalog.base import Catalog, ToolSpec
+from graphchat.catalog.base import Catalog, ToolSource, ToolSpec
 from graphchat.errors import GraphchatError
 from graphchat.plans.discovery import discover, find_plan, load_cached, relative_problems
 from graphchat.plans.loader import load_plan, load_plan_data, plan_to_dict
@@ -504,7 +504,7 @@ def test_load_cache_follows_the_file(tmp_path: Path) -> None:
 # --- catalog validation -----------------------------------------------------------------------------
 
 
-class FakeSource:
+class FakeSource(ToolSource):
     def __init__(self, specs: list[ToolSpec]) -> None:
         self._specs = specs
 

@@ -11,7 +11,7 @@ import builtins
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
@@ -93,14 +93,44 @@ class CallContext:
         )
 
 
-class ToolSource(Protocol):
-    """A provider of tools (MCP pool, plans, natives). `specs` must be cheap: no server start."""
+class ToolSource:
+    """A provider of tools (MCP pool, plans, natives). `specs` must be cheap: no server start.
 
-    def specs(self) -> list[ToolSpec]: ...
+    The lifecycle methods are no-ops for sources whose tools are known without starting
+    anything; a source backed by processes (the MCP pool) overrides them. Nothing outside
+    `graphchat.catalog` needs to know which kind a source is: it asks the `Catalog`.
+    """
 
-    async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult: ...
+    def specs(self) -> list[ToolSpec]:
+        raise NotImplementedError
 
-    async def aclose(self) -> None: ...
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+    def unprepared(self) -> list[str]:
+        """Names of the groups (servers) whose tool lists are not known yet."""
+        return []
+
+    def groups(self) -> list[str]:
+        """Names of every group (server) of this source, prepared or not."""
+        return []
+
+    def prestart(self, names: list[str] | None = None) -> None:
+        """Start groups in the background (e.g. while the model library imports)."""
+        return None
+
+    async def prepare(self, names: list[str] | None = None, *, refresh: bool = False) -> dict[str, str]:
+        """Make the tool lists of `names` (default: the unprepared ones; all with `refresh`)
+        known; returns {group: error} for those that failed."""
+        return {}
+
+    @property
+    def collisions(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Catalog names that several real tools wanted (each one stays reachable)."""
+        return []
 
 
 # An approval hook: returns None to run the call, or the refusal message for the model.
@@ -136,6 +166,43 @@ class Catalog:
 
     def invalidate(self) -> None:
         self._index = None
+
+    # lifecycle: the one warm-up policy of every command ------------------------------------
+
+    def unprepared(self) -> builtins.list[str]:
+        """Groups (MCP servers) whose tool lists are unknown: their tools are not listed yet."""
+        return [name for source in self.sources for name in source.unprepared()]
+
+    def groups(self) -> builtins.list[str]:
+        """Every group (MCP server) of the catalog's sources."""
+        return [name for source in self.sources for name in source.groups()]
+
+    def prestart(self, names: builtins.list[str] | None = None) -> None:
+        """Start groups in the background; errors surface on the calls that need them."""
+        for source in self.sources:
+            source.prestart(names)
+
+    async def prepare(self, names: Iterable[str] | None = None, *, refresh: bool = False) -> dict[str, str]:
+        """Make the tool lists of `names` (default: the unprepared groups; every group with
+        `refresh`) known, concurrently, and let the catalog see the new tools. Returns
+        {group: error} for the groups that failed; starts nothing when nothing is unknown."""
+        import asyncio
+
+        wanted = builtins.list(names) if names is not None else None
+        if wanted is not None and not wanted:
+            return {}
+        if wanted is None and not refresh and not self.unprepared():
+            return {}
+        results = await asyncio.gather(*(source.prepare(wanted, refresh=refresh) for source in self.sources))
+        self.invalidate()
+        errors: dict[str, str] = {}
+        for result in results:
+            errors.update(result)
+        return errors
+
+    @property
+    def collisions(self) -> builtins.list[tuple[str, builtins.list[tuple[str, str]]]]:
+        return [c for source in self.sources for c in source.collisions]
 
     def _build(self) -> dict[str, tuple[ToolSpec, ToolSource]]:
         if self._index is None:

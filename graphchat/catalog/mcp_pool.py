@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
+from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.mcp_config import ServerConfig, load_servers
 
 if TYPE_CHECKING:
@@ -553,7 +553,7 @@ class Connection:
 # --- the source ---------------------------------------------------------------------------------
 
 
-class McpSource:
+class McpSource(ToolSource):
     """Every configured MCP server as one ToolSource (see module doc)."""
 
     def __init__(
@@ -603,6 +603,12 @@ class McpSource:
 
     def uncached(self) -> list[str]:
         return [s.name for s in self.servers if self.cached(s) is None]
+
+    def unprepared(self) -> list[str]:
+        return self.uncached()
+
+    def groups(self) -> list[str]:
+        return [s.name for s in self.servers]
 
     def _write_json(self, path: Path, doc: Any) -> None:
         import orjson

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
+from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -81,7 +81,7 @@ def test_tools_enabled() -> bool:
     return os.environ.get("GRAPHCHAT_TEST_TOOLS") == "1"
 
 
-class NativeSource:
+class NativeSource(ToolSource):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 

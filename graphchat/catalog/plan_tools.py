@@ -11,7 +11,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
+from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -40,7 +40,7 @@ def tool_description(plan: Plan) -> str:
     return text
 
 
-class PlanSource:
+class PlanSource(ToolSource):
     """The `plan__*` tools of a workspace's plans/ folder (or of a given list of plans)."""
 
     def __init__(

@@ -29,9 +29,7 @@ class ChatApp:
     def prepare_tools(self) -> None:
         """Fill the tool-list cache of MCP servers not seen yet, in the background, while the
         person types (the model must see their tools; a warm cache starts nothing)."""
-        from graphchat.catalog.mcp_pool import prepare_catalog
-
-        self._tools_task = asyncio.ensure_future(prepare_catalog(self.catalog))
+        self._tools_task = asyncio.ensure_future(self.catalog.prepare())
 
     async def tools_ready(self) -> None:
         task, self._tools_task = self._tools_task, None

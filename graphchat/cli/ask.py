@@ -138,13 +138,8 @@ async def _warm_up_servers(catalog: Any, events: Any) -> None:
     tool lists of servers not cached yet are awaited (the model must see their tools); the
     others warm up in the background. A server that fails to start is reported, not fatal.
     """
-    from graphchat.catalog.mcp_pool import mcp_source, prepare_catalog
-
-    source = mcp_source(catalog)
-    if source is None:
-        return
-    source.prestart()
-    for server, error in (await prepare_catalog(catalog)).items():
+    catalog.prestart()
+    for server, error in (await catalog.prepare()).items():
         events.warning(f"MCP server {server}: {error}")
 
 

@@ -593,14 +593,9 @@ async def prepare_servers(catalog: Catalog, names: set[str]) -> None:
     Servers already cached start lazily on their first call. A server that fails to start is
     reported by the call that needs it (naming the server), not here.
     """
-    from graphchat.catalog.mcp_pool import mcp_source, prepare_catalog
-
-    source = mcp_source(catalog)
-    if source is None or not names:
-        return
-    wanted = [n for n in source.uncached() if n in names]
+    wanted = [n for n in catalog.unprepared() if n in names]
     if wanted:
-        await prepare_catalog(catalog, names=wanted)
+        await catalog.prepare(wanted)
 
 
 def unresolved_tools(plan: Plan, catalog: Catalog) -> list[tuple[str, str]]:

@@ -28,13 +28,9 @@ def check_patterns(runner: Runner, step: Step, patterns: list[str]) -> None:
 
 async def prepare_agent_servers(runner: Runner, patterns: list[str] | None) -> None:
     """Servers whose tools the agent may see must have a known tool list before it starts."""
-    from graphchat.catalog.mcp_pool import mcp_source
     from graphchat.plans.executor import prepare_servers
 
-    source = mcp_source(runner.catalog)
-    if source is None:
-        return
-    servers = [s.name for s in source.servers]
+    servers = runner.catalog.groups()
     if patterns is None:
         wanted = set(servers)
     else:
