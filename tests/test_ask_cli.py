@@ -209,12 +209,13 @@ def test_429_then_success_retries_once(graphchat: GraphchatRunner, model_server:
     assert len(model_server.requests) == 2
 
 
-def test_401_is_one_clear_line_and_exit_1(
+def test_401_is_one_clear_line_and_exit_2(
     graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
+    """A rejected key is a configuration mistake (exit 2, issue 11 point 4), never retried."""
     model_server.push({"error": 401})
     done = graphchat("ask", "hi", env=env_for(model_server))
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.splitlines()
     assert lines[0].startswith("error: ") and "401" in lines[0]

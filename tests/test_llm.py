@@ -150,7 +150,7 @@ async def test_401_is_not_retried_and_names_the_key(model_server: ScriptedModelS
     assert len(model_server.requests) == 1
     assert "401" in info.value.message and "Incorrect API key provided" in info.value.message
     assert "GRAPHCHAT_API_KEY" in (info.value.hint or "")
-    assert info.value.exit_code == 1
+    assert info.value.exit_code == 2  # a configuration mistake, not an outage
 
 
 async def test_401_without_a_configured_key_names_the_provider_variable(

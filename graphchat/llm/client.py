@@ -26,6 +26,7 @@ class LLM:
         self.events = events
         self.num_retries = num_retries
         self.usage = Usage()
+        self._checked = False
 
     @property
     def model(self) -> str:
@@ -58,6 +59,11 @@ class LLM:
     ) -> Completion:
         """One model call. Text reaches `on_text` as it streams; errors are GraphchatError (exit 1)."""
         litellm = await alitellm_module()
+        if not self._checked:
+            from graphchat.llm.errors import check_configuration
+
+            check_configuration(litellm, self.config)  # nothing is sent for a config mistake
+            self._checked = True
         kwargs = self._kwargs()
         kwargs["messages"] = messages
         if tools:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from graphchat.errors import EXIT_FAILURE, GraphchatError
+from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, GraphchatError
 
 if TYPE_CHECKING:
     from graphchat.workspace import ModelConfig
@@ -60,6 +60,40 @@ def key_variable(model: str) -> str:
     return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
 
 
+def check_configuration(litellm: Any, config: ModelConfig) -> None:
+    """Configuration mistakes are exit 2 before anything is sent (they are not outages).
+
+    A model string litellm cannot place with a provider names close matches from litellm's
+    model list; a provider whose key is neither configured nor in the environment names the
+    variable to set. Nothing here reaches the network.
+    """
+    model = config.model
+    try:
+        litellm.get_llm_provider(model=model, api_base=config.api_base)
+    except Exception:
+        import difflib
+
+        close = difflib.get_close_matches(model, list(getattr(litellm, "model_cost", {}) or {}), n=3)
+        hint = (
+            f"did you mean: {', '.join(close)}?" if close else "prefix the provider, e.g. openai/gpt-4o-mini"
+        )
+        raise ConfigError(
+            f"unknown model {model!r}: litellm cannot tell which provider serves it", hint=hint
+        ) from None
+    if config.api_key:
+        return
+    try:
+        report = litellm.validate_environment(model=model, api_base=config.api_base)
+    except Exception:  # litellm could not tell: let the provider answer
+        return
+    missing = [k for k in report.get("missing_keys") or [] if isinstance(k, str)]
+    if not report.get("keys_in_environment", True) and missing:
+        raise ConfigError(
+            f"no API key for {model}: set {' and '.join(missing)} (or GRAPHCHAT_API_KEY)",
+            hint="or `api_key: ${VAR}` under `models:` in graphchat.yaml",
+        )
+
+
 def to_graphchat_error(
     exc: BaseException,
     config: ModelConfig,
@@ -81,7 +115,7 @@ def to_graphchat_error(
         else:
             hint = f"check {key_variable(model)} (or set GRAPHCHAT_API_KEY)"
         return GraphchatError(
-            f"the model provider rejected the API key for {model} (401): {detail}", hint=hint
+            f"the model provider rejected the API key for {model} (401): {detail}", EXIT_USAGE, hint=hint
         )
     context_error = litellm_exceptions.get("ContextWindowExceededError")
     if (context_error is not None and isinstance(exc, context_error)) or "context_length_exceeded" in str(
