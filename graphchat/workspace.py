@@ -105,7 +105,9 @@ class Settings:
                 base = ModelConfig(**{**base.__dict__, "model": name, "role": role})
             return base
         if base is None:
-            raise ConfigError(f"no model configured for role '{role}'", hint=NO_MODEL_HINT)
+            where = self.config_path or self.workspace / CONFIG_NAME
+            hint = NO_MODEL_HINT if self.config_path else NO_MODEL_HINT + "; `graphchat init` writes one"
+            raise ConfigError(f"no model configured for role '{role}' (workspace config: {where})", hint=hint)
         return base if base.role == role else ModelConfig(**{**base.__dict__, "role": role})
 
 

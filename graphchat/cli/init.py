@@ -1,0 +1,185 @@
+"""`graphchat init [DIR]` writes a starter workspace; `graphchat where` says which one is in use."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+CONFIG = """\
+# graphchat workspace settings. Every key is optional; the comments show the defaults.
+#
+# A model: set GRAPHCHAT_MODEL (and GRAPHCHAT_API_BASE / GRAPHCHAT_API_KEY), or uncomment
+# `models:`. Any litellm model string works; roles fall back to `default`.
+# models:
+#   default: openai/gpt-4o-mini            # needs OPENAI_API_KEY
+#   solver: {model: anthropic/claude-sonnet-4-5, temperature: 0.2}
+#   planner: {model: ollama_chat/qwen2.5, api_base: "http://127.0.0.1:11434"}
+settings:
+  max_agent_iterations: 15      # model rounds a turn may take
+  max_tool_result_chars: 20000  # a longer tool result is cut for the model (the thread keeps it)
+approvals:
+  mode: ask                     # ask | auto | deny: what happens to tools that are not read-only
+  allow: ["time__*"]            # globs over tool names (or server/tool) that never ask
+  deny: []                      # globs that are always refused (deny wins)
+"""
+
+SERVERS = """\
+# MCP servers of this workspace: the `mcpServers` shape every MCP client uses, so a pasted
+# .mcp.json works too. Tools are named <server>__<tool>. Servers start only when needed.
+mcpServers:
+  time:                         # installed with graphchat: the current time in any timezone
+    command: "${GRAPHCHAT_PYTHON}"
+    args: [-m, mcp_server_time, --local-timezone, "${GRAPHCHAT_TIMEZONE:-UTC}"]
+  # files:                      # any stdio server: a command and its arguments
+  #   command: npx
+  #   args: [-y, "@modelcontextprotocol/server-filesystem", "${GRAPHCHAT_WORKSPACE}"]
+  # search:                     # or a remote one over streamable HTTP
+  #   type: http
+  #   url: https://example.test/mcp
+  #   headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+"""
+
+PLAN = """\
+# A first plan: no model needed. Run it with
+#   graphchat plan run clocks
+#   graphchat plan run clocks --input 'zones=["Europe/Paris","Asia/Tokyo"]'
+identifier: clocks
+name: Clocks
+description: The current time in a few timezones, as JSON.
+input_schema:
+  type: object
+  properties:
+    zones:
+      type: array
+      items: {type: string}
+      description: IANA timezone names
+      default: [Europe/London, America/New_York, Asia/Tokyo]
+steps:
+  - id: times
+    tool_name: map
+    input:
+      over: "{{input.zones}}"
+      do:
+        tool_name: time__get_current_time
+        input: {timezone: "{{item}}"}
+output:
+  times: "{{times.results}}"
+"""
+
+FILES = {
+    "graphchat.yaml": CONFIG,
+    "catalog/servers.yaml": SERVERS,
+    "plans/clocks.yaml": PLAN,
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "init",
+        help="create a workspace: graphchat.yaml, catalog/servers.yaml and an example plan",
+        description="Create a commented workspace in DIR (default: the current folder). "
+        "Existing files are left alone unless --force is given.",
+    )
+    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the workspace folder (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    p.set_defaults(func=run_init)
+    w = sub.add_parser(
+        "where",
+        help="which workspace, models and servers are in use",
+        description="Print the workspace in use, its configuration file, the model of each role "
+        "and the configured MCP servers.",
+    )
+    w.add_argument("--json", action="store_true", help="print a JSON object")
+    w.set_defaults(func=run_where)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from graphchat.errors import GraphchatError
+
+    root = Path(args.dir).expanduser()
+    if root.exists() and not root.is_dir():
+        raise GraphchatError(f"{args.dir}: not a directory", 2)
+    existing = [name for name in FILES if (root / name).exists()]
+    if existing and not args.force:
+        raise GraphchatError(
+            f"{root / existing[0]} exists; nothing was written",
+            hint="use --force to overwrite " + ", ".join(existing),
+        )
+    for sub in ("catalog", "plans", "threads"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    from graphchat.fsutil import write_atomic
+
+    for name, text in FILES.items():
+        write_atomic(root / name, text.encode())
+    where = root.resolve()
+    sys.stdout.write(f"{where}\n")
+    sys.stderr.write(
+        f"wrote {', '.join(FILES)} in {where}\n"
+        "next: set a model (GRAPHCHAT_MODEL=openai/gpt-4o-mini and OPENAI_API_KEY, or `models:` in "
+        "graphchat.yaml), then\n"
+        '  graphchat ask "what time is it in Tokyo?"\n'
+        "  graphchat plan run clocks\n"
+    )
+    return 0
+
+
+def where_report(settings: Any) -> dict[str, Any]:
+    """What `where` prints: workspace, config file, model per role, servers, counts."""
+    from graphchat.workspace import ROLES
+
+    models: dict[str, str | None] = {}
+    for role in ROLES:
+        try:
+            models[role] = settings.model_for(role).model if settings.has_model(role) else None
+        except Exception:
+            models[role] = None
+    servers: list[str] = []
+    server_error = None
+    try:
+        from graphchat.catalog.mcp_config import load_servers
+
+        servers = [s.name for s in load_servers(settings.catalog_dir, settings.workspace)]
+    except Exception as exc:  # a broken servers.yaml is reported, not fatal here
+        server_error = str(getattr(exc, "message", exc))
+    plans_dir = settings.plans_dir
+    return {
+        "workspace": str(settings.workspace),
+        "config": str(settings.config_path) if settings.config_path else None,
+        "models": models,
+        "servers": servers,
+        "servers_error": server_error,
+        "plans": len(list(plans_dir.glob("*.yaml"))) + len(list(plans_dir.glob("*.yml")))
+        if plans_dir.is_dir()
+        else 0,
+        "threads_dir": str(settings.threads_dir),
+    }
+
+
+def run_where(args: argparse.Namespace) -> int:
+    from graphchat.workspace import load_settings
+
+    settings = load_settings(getattr(args, "home", None))
+    report = where_report(settings)
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json(report)
+        return 0
+    lines = [
+        f"workspace  {report['workspace']}",
+        f"config     {report['config'] or '(none: graphchat init writes one)'}",
+    ]
+    default = report["models"].get("default")
+    lines.append(f"model      {default or '(none configured)'}")
+    for role, model in report["models"].items():
+        if role != "default" and model and model != default:
+            lines.append(f"  {role:<8} {model}")
+    if report["servers_error"]:
+        lines.append(f"servers    (catalog/servers.yaml: {report['servers_error']})")
+    else:
+        lines.append(f"servers    {', '.join(report['servers']) or '(none)'}")
+    lines.append(f"plans      {report['plans']}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
