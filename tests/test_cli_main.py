@@ -35,3 +35,36 @@ def test_version_and_help_go_to_stdout(graphchat: GraphchatRunner) -> None:
     assert version.returncode == 0 and version.stdout.startswith("graphchat ")
     helped = graphchat("--help")
     assert helped.returncode == 0 and "ask" in helped.stdout and "plan" in helped.stdout
+
+
+def test_global_options_work_after_the_sub_command(tmp_path: Path) -> None:
+    """`graphchat where --home DIR` and `graphchat tools list -v` (issue 11 point 10)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import clean_env
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    for ws in (one, two):
+        (ws / "plans").mkdir(parents=True)
+        (ws / "graphchat.yaml").write_text("settings: {}\n")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "graphchat", *args],
+            env=clean_env(home=tmp_path),
+            capture_output=True,
+            text=True,
+            cwd=str(one),
+            timeout=60,
+        )
+
+    after = run("where", "--home", str(two))
+    assert after.returncode == 0, after.stderr
+    assert f"workspace  {two.resolve()}" in after.stdout
+    before = run("--home", str(two), "where")
+    assert before.stdout == after.stdout
+    # -v after the sub-command is accepted (it turns tracebacks on for that command)
+    listed = run("plan", "list", "-v", "--home", str(two))
+    assert listed.returncode == 0, listed.stderr
+    assert "unrecognized arguments" not in listed.stderr

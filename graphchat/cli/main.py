@@ -29,7 +29,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
         import_module(f"graphchat.cli.{group}").register(sub)
+    _global_options_everywhere(parser)
     return parser
+
+
+def _global_options_everywhere(parser: argparse.ArgumentParser) -> None:
+    """`--home` and `-v` work after the sub-command too (`graphchat tools list -v`).
+
+    Each sub-parser gets them with a suppressed default, so a value given before the
+    sub-command is not overwritten by the sub-parser's absent one.
+    """
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for child in {id(p): p for p in action.choices.values()}.values():
+            known = {opt for a in child._actions for opt in a.option_strings}
+            if "--home" not in known:
+                child.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            if "-v" not in known and "--verbose" not in known:
+                child.add_argument(
+                    "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+                )
+            _global_options_everywhere(child)
 
 
 def main(argv: list[str] | None = None) -> int:
