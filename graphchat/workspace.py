@@ -16,6 +16,7 @@ from graphchat.errors import ConfigError
 CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner")
 APPROVAL_MODES = ("ask", "auto", "deny")
+SETTINGS_KEYS = ("max_agent_iterations", "max_tool_result_chars")
 NO_MODEL_HINT = "set GRAPHCHAT_MODEL (e.g. GRAPHCHAT_MODEL=openai/gpt-4o-mini) or `models: {default: ...}` in graphchat.yaml"
 
 
@@ -24,12 +25,24 @@ def user_data_dir() -> Path:
     return Path(base) / "graphchat"
 
 
+def is_workspace(path: Path) -> bool:
+    """A folder holding graphchat.yaml, or any of the folders a workspace keeps."""
+    return (path / CONFIG_NAME).is_file() or any(
+        (path / sub).is_dir() for sub in ("catalog", "plans", "threads")
+    )
+
+
 def find_workspace(home: str | os.PathLike[str] | None = None) -> Path:
     """The workspace folder (see module doc). Never fails; creates the per-user folder if used."""
     if home:
         path = Path(home).expanduser()
         if path.exists() and not path.is_dir():
             raise ConfigError(f"--home {home}: not a directory")
+        if not is_workspace(path):
+            raise ConfigError(
+                f"--home {home}: not a graphchat workspace (no {CONFIG_NAME}, catalog/, plans/ or threads/)",
+                hint=f"create one with `graphchat init {home}`",
+            )
         return path.resolve()
     env_home = os.environ.get("GRAPHCHAT_HOME")
     if env_home:
@@ -166,8 +179,15 @@ def _parse_config(data: Any) -> dict[str, Any]:
     if not isinstance(settings, dict):
         raise _Problem(("settings",), "settings: expected a mapping")
     for key, value in settings.items():
-        if key not in ("max_agent_iterations", "max_tool_result_chars"):
-            raise _Problem(("settings", key), f"settings.{key}: unknown setting")
+        if key not in SETTINGS_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(str(key), SETTINGS_KEYS, n=1)
+            guess = f"did you mean {close[0]}? " if close else ""
+            raise _Problem(
+                ("settings", key),
+                f"settings.{key}: unknown setting ({guess}settings are: {', '.join(SETTINGS_KEYS)})",
+            )
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise _Problem(("settings", key), f"settings.{key}: expected a positive integer, got {value!r}")
         out[key] = value

@@ -52,7 +52,7 @@ def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
 
 def test_no_model_error_names_the_workspace_and_init(tmp_path: Path) -> None:
     empty = tmp_path / "nowhere"
-    empty.mkdir()
+    (empty / "plans").mkdir(parents=True)  # a workspace without graphchat.yaml
     done = run(["--home", str(empty), "ask", "hi"], tmp_path)
     assert done.returncode == 2
     assert str(empty) in done.stderr.splitlines()[0]
@@ -70,3 +70,23 @@ def test_where_names_workspace_model_and_servers(graphchat: GraphchatRunner, wor
     as_json = json.loads(graphchat("where", "--json").stdout)
     assert as_json["workspace"] == str(workspace.resolve())
     assert as_json["models"]["default"] is None and as_json["servers"] == ["clock"]
+
+
+def test_home_that_is_not_a_workspace_is_an_error_naming_init(tmp_path: Path) -> None:
+    done = run(["--home", str(tmp_path / "typo"), "plan", "list"], tmp_path)
+    assert done.returncode == 2
+    assert (
+        done.stderr.splitlines()[0].startswith("error: --home ")
+        and "not a graphchat workspace" in done.stderr
+    )
+    assert "graphchat init" in done.stderr
+    assert not (tmp_path / "typo").exists()  # nothing was created by mistake
+
+
+def test_an_unknown_setting_lists_the_valid_ones(graphchat: GraphchatRunner, workspace: Path) -> None:
+    (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iteration: 3\n")
+    done = graphchat("where")
+    assert done.returncode == 2
+    line = done.stderr.splitlines()[0]
+    assert "graphchat.yaml:2" in line and "did you mean max_agent_iterations?" in line
+    assert "max_tool_result_chars" in line

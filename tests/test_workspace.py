@@ -25,7 +25,11 @@ def test_precedence_home_env_nearest_user(tmp_path: Path, monkeypatch: pytest.Mo
     assert find_workspace() == project
     monkeypatch.setenv("GRAPHCHAT_HOME", str(tmp_path / "envhome"))
     assert find_workspace() == tmp_path / "envhome"
+    (tmp_path / "flag" / "plans").mkdir(parents=True)
     assert find_workspace(str(tmp_path / "flag")) == tmp_path / "flag"
+    with pytest.raises(ConfigError) as info:  # --home of a folder that is no workspace: use init
+        find_workspace(str(tmp_path / "flga"))
+    assert "graphchat init" in (info.value.hint or "")
     monkeypatch.delenv("GRAPHCHAT_HOME")
     monkeypatch.chdir(tmp_path)
     user = find_workspace()
@@ -54,6 +58,7 @@ def test_env_overrides_default_role(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_no_model_names_what_to_set(tmp_path: Path) -> None:
+    (tmp_path / "threads").mkdir()
     settings = load_settings(tmp_path)
     with pytest.raises(ConfigError) as info:
         settings.model_for("chat")
