@@ -132,6 +132,36 @@ class TerminalSink(EventSink):
             self._line(self._paint(f"warning: {f['message']}", "33"))
         elif event == "info" and not self.quiet:
             self._line(f["message"])
+        elif event == "usage_summary" and not self.quiet and self.stream.isatty():
+            usage = f.get("usage") or {}
+            if usage.get("calls"):  # one dim line after the answer, for a person only
+                self._line(self._paint(usage_text(usage), "2"))
+
+
+def format_cost(usd: float) -> str:
+    """Dollars with enough digits to mean something: `$0.0012`, `$0.0000135`, `$1.25`."""
+    if usd == 0:
+        return "$0"
+    if abs(usd) >= 0.01:
+        return f"${usd:,.4f}".rstrip("0").rstrip(".") if abs(usd) < 1 else f"${usd:,.2f}"
+    return f"${usd:.3g}" if "e" not in f"{usd:.3g}" else "$" + f"{usd:.12f}".rstrip("0")
+
+
+def usage_text(usage: Any) -> str:
+    """`calls 3 · input 1,234 tokens · output 56 tokens · $0.0012` from a dict or a Usage object."""
+    if usage is None:
+        return "no model calls yet"
+    data = usage if isinstance(usage, dict) else getattr(usage, "__dict__", {})
+    if hasattr(usage, "to_json"):
+        data = usage.to_json()
+    parts = [
+        f"calls {int(data.get('calls') or 0):,}",
+        f"input {int(data.get('input_tokens') or 0):,} tokens",
+        f"output {int(data.get('output_tokens') or 0):,} tokens",
+    ]
+    if data.get("cost_usd") is not None:
+        parts.append(format_cost(float(data["cost_usd"])))
+    return " · ".join(parts)
 
 
 def sink_for_environment(*, quiet: bool = False) -> EventSink:

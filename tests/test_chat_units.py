@@ -18,10 +18,11 @@ from graphchat.asks import Question
 from graphchat.catalog.base import Catalog, ToolSource, ToolSpec
 from graphchat.chat.app import ChatApp, resume_hint
 from graphchat.chat.asker import ChatAsker
-from graphchat.chat.commands import run_command, usage_text
+from graphchat.chat.commands import run_command
 from graphchat.chat.render import TailView, split_stable
 from graphchat.chat.sink import ChatSink
 from graphchat.chat.ui import ChatUI
+from graphchat.events import format_cost, usage_text
 
 DOC = """\
 Here is **some** text.
@@ -298,8 +299,17 @@ async def test_tools_command_lists_name_family_description(ui: ChatUI) -> None:
 
 def test_usage_text_shows_cost_when_known() -> None:
     assert usage_text({"calls": 1, "input_tokens": 5, "output_tokens": 2, "cost_usd": 0.00123}) == (
-        "calls 1 · input 5 tokens · output 2 tokens · $0.0012"
+        "calls 1 · input 5 tokens · output 2 tokens · $0.00123"
     )
+
+
+def test_cost_keeps_enough_digits() -> None:
+    """A small call's cost is not rounded away (issue 11 point 14)."""
+    assert format_cost(0.0000135) == "$0.0000135"
+    assert format_cost(0.00123) == "$0.00123"
+    assert format_cost(0.05) == "$0.05"
+    assert format_cost(1.254) == "$1.25"
+    assert format_cost(0) == "$0"
 
 
 def test_chat_without_a_terminal_is_a_usage_error(graphchat: Any) -> None:

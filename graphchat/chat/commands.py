@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from graphchat.chat.app import ChatApp
@@ -33,23 +33,6 @@ Handler = Callable[["ChatApp", str], Awaitable[bool]]
 
 def is_command(line: str) -> bool:
     return line.startswith("/") and not line.startswith("//")
-
-
-def usage_text(usage: Any) -> str:
-    """`calls 3 · input 1,234 · output 56 · $0.0012` from a dict or a Usage object."""
-    if usage is None:
-        return "no model calls yet"
-    data = usage if isinstance(usage, dict) else getattr(usage, "__dict__", {})
-    if hasattr(usage, "to_json"):
-        data = usage.to_json()
-    parts = [
-        f"calls {int(data.get('calls') or 0):,}",
-        f"input {int(data.get('input_tokens') or 0):,} tokens",
-        f"output {int(data.get('output_tokens') or 0):,} tokens",
-    ]
-    if data.get("cost_usd") is not None:
-        parts.append(f"${float(data['cost_usd']):.4f}")
-    return " · ".join(parts)
 
 
 async def _help(app: ChatApp, arg: str) -> bool:
@@ -116,6 +99,8 @@ async def _model(app: ChatApp, arg: str) -> bool:
 
 
 async def _usage(app: ChatApp, arg: str) -> bool:
+    from graphchat.events import usage_text
+
     app.ui.print(usage_text(app.session.usage_total), markup=False)
     return True
 

@@ -106,7 +106,6 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             if writer is not None:
                 writer.finish()  # on a terminal, the error line must not start after a partial answer
             raise
-        events.usage_summary(result.usage)
         if args.json:
             print_json(
                 {
@@ -123,6 +122,7 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             if sys.stdout.isatty() and not result.content.endswith("\n"):
                 sys.stdout.write("\n")
             sys.stdout.flush()
+        events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
         return 0
     finally:
         if session is not None:
