@@ -177,14 +177,39 @@ def test_mcp_list_shows_servers_state_tools_and_last_error(
     assert states == {"t": "running", "ghost": "failed"} and checked.returncode == 1
 
 
-def test_a_bad_servers_yaml_is_one_line_with_file_and_line(
+def test_a_bad_server_entry_is_skipped_with_a_warning_naming_file_and_line(
     workspace: Path, graphchat: GraphchatRunner
 ) -> None:
     (workspace / "catalog" / "servers.yaml").write_text("mcpServers:\n  s:\n    comand: x\n")
     result = graphchat("tools", "list")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(f"warning: {workspace / 'catalog' / 'servers.yaml'}:3:")
+    assert "did you mean `command`" in result.stderr and "skipped" in result.stderr
+
+
+def test_a_broken_servers_file_is_still_one_error_line(workspace: Path, graphchat: GraphchatRunner) -> None:
+    (workspace / "catalog" / "servers.yaml").write_text("servers:\n  s: {command: x}\n")
+    result = graphchat("tools", "list")
     assert result.returncode == 2
-    assert result.stderr.startswith(f"error: {workspace / 'catalog' / 'servers.yaml'}:3:")
-    assert "did you mean `command`" in result.stderr
+    assert result.stderr.startswith(f"error: {workspace / 'catalog' / 'servers.yaml'}:")
+    assert "mcpServers" in result.stderr
+
+
+def test_a_pasted_mcp_json_with_one_unsupported_server_keeps_the_others_working(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """Issue 11 point 5: an SSE entry of a pasted .mcp.json is skipped, every command works."""
+    good = stdio()
+    doc = {"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}, "t": good}}
+    (workspace / "catalog" / "servers.yaml").write_text(json.dumps(doc))
+    listed = graphchat("tools", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "t__" in listed.stdout
+    assert "server 'old'" in listed.stderr and "sse" in listed.stderr and "skipped" in listed.stderr
+    servers = graphchat("mcp", "list")
+    assert servers.returncode == 0 and servers.stdout.split()[0] == "t"
+    assert "server 'old'" in servers.stderr
+    assert graphchat("plan", "list").returncode == 0
 
 
 def test_ctrl_c_during_a_call_leaves_no_server_process(workspace: Path, graphchat: GraphchatRunner) -> None:

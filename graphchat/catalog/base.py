@@ -132,6 +132,10 @@ class ToolSource:
         """Catalog names that several real tools wanted (each one stays reachable)."""
         return []
 
+    def warnings(self) -> list[str]:
+        """Problems that did not stop the source (e.g. a server skipped for a bad config)."""
+        return []
+
 
 # An approval hook: returns None to run the call, or the refusal message for the model.
 Approver = Callable[[ToolSpec, dict[str, Any], CallContext], Awaitable[str | None]]
@@ -153,7 +157,7 @@ class Catalog:
         self.approver = approver
         self.record_shape = record_shape
         self._index: dict[str, tuple[ToolSpec, ToolSource]] | None = None
-        self.warnings: list[str] = []
+        self._index_warnings: list[str] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
@@ -207,14 +211,23 @@ class Catalog:
     def _build(self) -> dict[str, tuple[ToolSpec, ToolSource]]:
         if self._index is None:
             index: dict[str, tuple[ToolSpec, ToolSource]] = {}
+            warnings: list[str] = []
             for source in self.sources:
                 for spec in source.specs():
                     if spec.name in index:
-                        self.warnings.append(f"tool name {spec.name} is defined twice; the first one is kept")
+                        warnings.append(f"tool name {spec.name} is defined twice; the first one is kept")
                         continue
                     index[spec.name] = (spec, source)
             self._index = index
+            self._index_warnings = warnings
         return self._index
+
+    @property
+    def warnings(self) -> builtins.list[str]:
+        """What a person should know about the catalog (skipped servers, name clashes), once each."""
+        self._build()
+        found = [w for source in self.sources for w in source.warnings()] + self._index_warnings
+        return builtins.list(dict.fromkeys(found))
 
     def list(self) -> list[ToolSpec]:
         return [spec for spec, _ in self._build().values()]

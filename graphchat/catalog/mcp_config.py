@@ -278,8 +278,15 @@ def _server(name: Any, body: Any, base_dir: str | None) -> ServerConfig | None:
     )
 
 
-def parse_servers(data: Any, base_dir: str | None = None) -> list[ServerConfig]:
-    """The servers of a parsed servers.yaml document, in file order (raises _Problem)."""
+def parse_servers(
+    data: Any, base_dir: str | None = None, skipped: list[_Problem] | None = None
+) -> list[ServerConfig]:
+    """The servers of a parsed servers.yaml document, in file order.
+
+    A problem of the file as a whole raises _Problem. A problem of one server raises too,
+    unless `skipped` is given: then that server is left out and its problem kept there, so
+    one unsupported entry of a pasted .mcp.json does not break every command.
+    """
     if data is None:
         return []
     if not isinstance(data, dict):
@@ -294,16 +301,26 @@ def parse_servers(data: Any, base_dir: str | None = None) -> list[ServerConfig]:
         raise _Problem(("mcpServers",), "mcpServers: expected a mapping of server name -> settings")
     out = []
     for name, body in servers.items():
-        server = _server(name, body, base_dir)
+        try:
+            server = _server(name, body, base_dir)
+        except _Problem as problem:
+            if skipped is None:
+                raise
+            skipped.append(problem)
+            continue
         if server is not None:
             out.append(server)
     return out
 
 
-def load_servers(catalog_dir: Path, workspace: Path | None = None) -> list[ServerConfig]:
+def load_servers(
+    catalog_dir: Path, workspace: Path | None = None, warnings: list[str] | None = None
+) -> list[ServerConfig]:
     """Servers of `catalog_dir/servers.yaml` (none when the file is absent).
 
-    A bad file is one ConfigError line `<file>:<line>: <problem>`.
+    A bad file is one ConfigError line `<file>:<line>: <problem>`. With `warnings`, a server
+    whose entry is bad is skipped instead, and `<file>:<line>: <problem> (skipped)` is added
+    there; the other servers work.
     """
     from graphchat.yamlfile import load_yaml_file
 
@@ -311,7 +328,12 @@ def load_servers(catalog_dir: Path, workspace: Path | None = None) -> list[Serve
     if not path.is_file():
         return []
     doc = load_yaml_file(path)
+    skipped: list[_Problem] | None = [] if warnings is not None else None
     try:
-        return parse_servers(doc.data, str(workspace or catalog_dir.parent))
+        servers = parse_servers(doc.data, str(workspace or catalog_dir.parent), skipped)
     except _Problem as problem:
         raise ConfigError(f"{doc.where(problem.path)}: {problem.message}") from None
+    for problem in skipped or []:
+        assert warnings is not None
+        warnings.append(f"{doc.where(problem.path)}: {problem.message}; this server is skipped")
+    return servers

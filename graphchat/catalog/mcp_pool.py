@@ -566,6 +566,7 @@ class McpSource(ToolSource):
         self.settings = settings
         self.events = events
         self._servers = servers
+        self._config_warnings: list[str] = []
         self._connections: dict[str, Connection] = {}
         self._specs: list[ToolSpec] | None = None
         self._names: NameMap | None = None
@@ -575,7 +576,9 @@ class McpSource(ToolSource):
     @property
     def servers(self) -> list[ServerConfig]:
         if self._servers is None:
-            self._servers = load_servers(self.settings.catalog_dir, self.settings.workspace)
+            self._servers = load_servers(
+                self.settings.catalog_dir, self.settings.workspace, warnings=self._config_warnings
+            )
         return self._servers
 
     def server(self, name: str) -> ServerConfig | None:
@@ -603,6 +606,10 @@ class McpSource(ToolSource):
 
     def uncached(self) -> list[str]:
         return [s.name for s in self.servers if self.cached(s) is None]
+
+    def warnings(self) -> list[str]:
+        self.servers  # noqa: B018 - loading the file is what finds them
+        return list(self._config_warnings)
 
     def unprepared(self) -> list[str]:
         return self.uncached()

@@ -28,7 +28,7 @@ def configured_servers(settings: Any) -> set[str]:
     from graphchat.errors import GraphchatError
 
     try:
-        return {server.name for server in load_servers(settings.catalog_dir, settings.workspace)}
+        return {server.name for server in load_servers(settings.catalog_dir, settings.workspace, warnings=[])}
     except GraphchatError:
         return set()
 

@@ -138,6 +138,8 @@ async def _warm_up_servers(catalog: Any, events: Any) -> None:
     tool lists of servers not cached yet are awaited (the model must see their tools); the
     others warm up in the background. A server that fails to start is reported, not fatal.
     """
+    for message in catalog.warnings:
+        events.warning(message)
     catalog.prestart()
     for server, error in (await catalog.prepare()).items():
         events.warning(f"MCP server {server}: {error}")

@@ -140,7 +140,7 @@ def where_report(settings: Any) -> dict[str, Any]:
     try:
         from graphchat.catalog.mcp_config import load_servers
 
-        servers = [s.name for s in load_servers(settings.catalog_dir, settings.workspace)]
+        servers = [s.name for s in load_servers(settings.catalog_dir, settings.workspace, warnings=[])]
     except Exception as exc:  # a broken servers.yaml is reported, not fatal here
         server_error = str(getattr(exc, "message", exc))
     plans_dir = settings.plans_dir

@@ -72,6 +72,10 @@ def run_list(args: argparse.Namespace) -> int:
 
     settings = load_settings(getattr(args, "home", None))
     source = McpSource(settings)
+    from graphchat.cli.output import warn
+
+    for message in source.warnings():
+        warn(message)
     live = None
     if args.check and source.servers:
 
