@@ -128,3 +128,37 @@ def test_the_cache_key_follows_the_config_but_not_header_values(workspace: Path)
         "  c: {type: http, url: 'http://other/mcp', headers: {Authorization: one}}\n",
     )
     assert a.config_hash == b.config_hash != c.config_hash
+
+
+def test_bundled_servers_are_not_shadowed_by_files_in_the_current_folder(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 11 point 1: a folder holding mcp.py / git.py must not break `-m mcp_server_time`."""
+    import subprocess
+    import sys
+
+    from tests.conftest import clean_env
+
+    (workspace / "catalog" / "servers.yaml").write_text(
+        "mcpServers:\n  time:\n    command: '${GRAPHCHAT_PYTHON}'\n    args: [-m, mcp_server_time]\n"
+    )
+    elsewhere = tmp_path / "my-mcp-project"
+    elsewhere.mkdir()
+    for folder in (workspace, elsewhere):  # the workspace itself, and where the person stands
+        for name in ("mcp.py", "git.py"):
+            (folder / name).write_text("raise SystemExit('shadowed: the wrong module ran')\n")
+    for cwd in (workspace, elsewhere):
+        done = subprocess.run(
+            # -P: as the installed `graphchat` script runs (its folder, not the cwd, is on the path)
+            [sys.executable, "-P", "-m", "graphchat", "--home", str(workspace), "tools", "call",
+             "time__get_current_time", "--input", "timezone=UTC"],
+            env=clean_env(home=tmp_path), capture_output=True, text=True, timeout=90, cwd=str(cwd),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert '"timezone"' in done.stdout and "UTC" in done.stdout
+
+
+def test_a_stdio_server_runs_in_the_workspace_unless_cwd_is_set(workspace: Path) -> None:
+    a, b = load(workspace, "mcpServers:\n  a: {command: x}\n  b: {command: x, cwd: sub}\n")
+    assert a.expanded({}).cwd == str(workspace)
+    assert b.expanded({}).cwd == str(workspace / "sub")

@@ -105,10 +105,17 @@ class ServerConfig:
         cwd = one(self.cwd, "cwd") if self.cwd else None
         if cwd and self.base_dir and not os.path.isabs(cwd):
             cwd = os.path.normpath(os.path.join(self.base_dir, cwd))
+        if cwd is None and self.transport == "stdio":
+            cwd = self.base_dir  # a stated folder (the workspace), not wherever graphchat was started
+        env = {k: one(v, f"env.{k}") for k, v in self.env.items()}
+        if self.command and self.command.strip() == "${GRAPHCHAT_PYTHON}":
+            # graphchat's own interpreter runs installed modules (`-m mcp_server_time`): the
+            # current folder must not shadow them (a user's mcp.py or git.py).
+            env.setdefault("PYTHONSAFEPATH", "1")
         return Expanded(
             command=one(self.command, "command") if self.command else None,
             args=[one(a, f"args[{i}]") for i, a in enumerate(self.args)],
-            env={k: one(v, f"env.{k}") for k, v in self.env.items()},
+            env=env,
             cwd=cwd,
             url=one(self.url, "url") if self.url else None,
             headers={k: one(v, f"headers.{k}") for k, v in self.headers.items()},
