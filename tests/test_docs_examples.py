@@ -2,8 +2,8 @@
 the page says it does.
 
 The page marks its examples: a ```yaml block whose first line starts with `# plan` is a plan
-file (`# plan — needs a model` when it reaches a model: such a plan is loaded and validated
-only); a ```yaml block whose first line is `# file: NAME` is a file of the workspace (an
+file (`# plan — needs a model` when it reaches a model: such a plan is run against the
+scripted model server instead of by a documented command); a ```yaml block whose first line is `# file: NAME` is a file of the workspace (an
 `--answers` file); a ```console block holds `$ graphchat plan run …` lines, each followed by
 the stdout the page promises (compared as JSON when it is JSON) and, optionally, a last line
 `[exit N]` with the exit code (0 when absent). All the page's plans live in one workspace, so
@@ -125,3 +125,54 @@ def test_every_run_in_the_page_prints_what_it_says(docs_workspace: Path, graphch
         assert json.loads(done.stdout) == json.loads(expected)
     else:
         assert done.stdout.strip() == expected
+
+
+def _system(body: dict) -> str:
+    messages = body.get("messages") or []
+    first = messages[0] if messages else {}
+    return str(first.get("content") or "") if first.get("role") == "system" else ""
+
+
+def _model_tour_reply(body: dict) -> dict:
+    """The model side of `model_tour`: the judge, builtin__infer, the agent and the solver."""
+    last = str((body.get("messages") or [{}])[-1].get("content") or "")
+    system = _system(body)
+    if "judge one yes/no question" in system:
+        asked = " ".join(str(m.get("content")) for m in body["messages"][1:])
+        return {"json": {"verdict": "internal" not in asked, "reason": "said so"}}
+    if "automated workflow" in system:
+        if not any(m.get("role") == "tool" for m in body["messages"]):
+            return {"tool_calls": [{"name": "plan__tag", "arguments": {"value": "faster startup"}}]}
+        return {"json": {"risky": ["faster startup"]}}
+    if "final answer of a workflow" in system:
+        return {"text": "RELEASE NOTES"}
+    if any("Write a one-line headline" in str(m.get("content")) for m in body["messages"]):
+        return {"json": {"headline": "Faster and friendlier"}}
+    return {"text": f"unexpected request: {last[:80]}"}
+
+
+def test_the_plan_that_needs_a_model_runs_against_a_scripted_model(
+    docs_workspace: Path, graphchat, model_server
+) -> None:
+    """`model_tour` (infer filter, builtin__infer, agent, solver) with a scripted model: each step
+    returns what the page says, and the solver gets it."""
+    assert "model_tour" in {e.identifier for e in plans() if e.needs_model}
+    model_server.default = _model_tour_reply
+    changes = '["faster startup", "internal refactor", "new --json flag"]'
+    done = graphchat("plan", "run", "model_tour", "--input", f"changes={changes}", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "RELEASE NOTES"
+    solver = [r for r in model_server.requests if "final answer of a workflow" in _system(r)]
+    assert len(solver) == 1
+    sent = solver[0]["messages"][-1]["content"]
+    assert "Faster and friendlier" in sent  # headline.headline, from builtin__infer's JSON
+    data = json.loads(sent.split("Data:\n", 1)[1].split("\n\nNotes:", 1)[0])
+    assert data == {
+        "changes": ["faster startup", "new --json flag"],  # the filter's items
+        "risky": ["faster startup"],  # the agent's output
+        "agent_rounds": 2,
+        "agent_calls": [{"tool": "plan__tag", "round": 1}],
+        "agent_finished": True,
+    }
+    judged = [r for r in model_server.requests if "judge one yes/no question" in _system(r)]
+    assert len(judged) == 3  # one inferred gate per element
