@@ -1,4 +1,4 @@
-"""`ask` figures against the instant scripted model server (DESIGN.md budgets):
+"""`ask` figures against the instant scripted model server (budgets in the README):
 
 - overhead of a whole `graphchat ask` (no tools) beyond `python -c "import litellm"` (budget ≤ 0.3 s);
 - one round of 8 parallel native `debug__sleep` calls of 0.5 s each (limit 0.5 s), measured from the

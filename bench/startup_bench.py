@@ -1,4 +1,4 @@
-"""Start-up figures: median wall time of `graphchat --help` (budget ≤ 0.15 s, DESIGN.md) and,
+"""Start-up figures: median wall time of `graphchat --help` (budget ≤ 0.15 s, see the README) and,
 for comparison, of `python -c "import litellm"` (what a model call costs before it starts).
 
 Run: python bench/startup_bench.py [--runs N]

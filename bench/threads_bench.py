@@ -1,5 +1,5 @@
 """Thread store figures: `graphchat threads list` over 1,000 threads, loading a 10,000-message thread,
-and one append. Prints figures (budgets from DESIGN.md: list ≤ 0.25 s, load + repair ≤ 0.2 s).
+and one append. Prints figures (budgets in the README: list ≤ 0.25 s, load + repair ≤ 0.2 s).
 
 Run: python bench/threads_bench.py
 """

@@ -1,4 +1,4 @@
-"""Errors a user can cause or fix, and the exit codes of spec/cli.md."""
+"""Errors a user can cause or fix, and the exit codes of docs/cli.md."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ class ToolCall:
         }
 
     def to_event(self) -> dict[str, Any]:
-        """The thread-event form (spec/threads.md)."""
+        """The thread-event form (docs/threads.md)."""
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
@@ -60,7 +60,7 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """`{calls, input_tokens, output_tokens, cost_usd?}` (spec/cli.md)."""
+        """`{calls, input_tokens, output_tokens, cost_usd?}` (docs/cli.md)."""
         out: dict[str, Any] = {
             "calls": self.calls,
             "input_tokens": self.input_tokens,

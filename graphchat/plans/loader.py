@@ -1,4 +1,4 @@
-"""YAML plan file → typed `Plan`, with every load-time rule of spec/plans.md checked.
+"""YAML plan file → typed `Plan`, with every load-time rule of docs/plans.md checked.
 
 All problems are collected (never only the first), each as
 `<file>: step <id>: <field>: <what is wrong>` (plan-level: `<file>: <field>: <what>`).

@@ -1,4 +1,4 @@
-"""Threads: every ask and chat turn, kept as append-only JSONL (see spec/threads.md).
+"""Threads: every ask and chat turn, kept as append-only JSONL (see docs/threads.md).
 
 Names are loaded on first use, so `threads list` does not pay for replay or window code.
 """

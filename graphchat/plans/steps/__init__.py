@@ -1,7 +1,7 @@
 """Control steps: the `tool_name`s the executor handles itself, one module each.
 
 Every handler is `async (runner, step, scope, frame) -> result` and returns exactly the result
-shape of spec/plans.md.
+shape of docs/plans.md.
 """
 
 from __future__ import annotations
