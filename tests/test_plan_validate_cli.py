@@ -164,10 +164,11 @@ def test_unresolved_tools_fail_validate(workspace: Path, graphchat: GraphchatRun
     ]
 
 
-def test_validate_imports_neither_litellm_nor_mcp(reference_ws: Path) -> None:
+def test_validate_offline_imports_neither_litellm_nor_mcp(reference_ws: Path) -> None:
+    """With --offline (or once every tool list is cached) validate starts nothing."""
     code = (
         "import sys\nfrom graphchat.cli.main import main\n"
-        f"rc = main(['--home', {str(reference_ws)!r}, 'plan', 'validate'])\n"
+        f"rc = main(['--home', {str(reference_ws)!r}, 'plan', 'validate', '--offline'])\n"
         "print(rc, 'litellm' in sys.modules, 'mcp' in sys.modules)\n"
     )
     result = subprocess.run(
@@ -178,6 +179,57 @@ def test_validate_imports_neither_litellm_nor_mcp(reference_ws: Path) -> None:
         timeout=60,
     )
     assert result.stdout.split() == ["0", "False", "False"], result.stderr
+
+
+def _typo_plan(workspace: Path) -> None:
+    from tests.servers.support import stdio, write_servers
+
+    write_servers(workspace, {"t": stdio()})
+    plan = {
+        "identifier": "typos",
+        "name": "T",
+        "description": "d",
+        "steps": [
+            {"id": "E0", "tool_name": "t__whoami", "input": {}},
+            {"id": "E1", "tool_name": "t__who_am_i", "input": {}},
+            {
+                "id": "E2",
+                "tool_name": "map",
+                "input": {"over": [1, 2], "do": {"tool_name": "t__stmap", "input": {"n": "{{item}}"}}},
+            },
+        ],
+    }
+    (workspace / "plans" / "typos.yaml").write_text(yaml.safe_dump(plan))
+
+
+def test_validate_in_a_fresh_workspace_reads_tool_lists_and_catches_typos(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """Issue 11 point 2: no cached tool list is no excuse for a ✓ over a misspelt tool."""
+    _typo_plan(workspace)
+    result = graphchat("plan", "validate", "typos")
+    assert result.returncode == 1, result.stderr
+    assert "starting 1 MCP server(s) to read their tools: t" in result.stderr
+    assert "step E1: tool_name: server 't' has no tool 't__who_am_i'" in result.stderr
+    assert "step E2/do: tool_name: server 't' has no tool 't__stmap'" in result.stderr
+    assert "✓" not in result.stderr
+
+
+def test_validate_offline_says_which_tools_went_unchecked(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    _typo_plan(workspace)
+    offline = graphchat("plan", "validate", "typos", "--offline")
+    assert offline.returncode == 0, offline.stderr
+    assert "starting" not in offline.stderr
+    assert "note: tool names of MCP server 't' could not be checked" in offline.stderr
+    strict = graphchat("plan", "validate", "typos", "--offline", "--strict", "--json")
+    assert strict.returncode == 1
+    (report,) = json.loads(strict.stdout)["plans"]
+    assert any("could not be checked" in p for p in report["problems"])
+    assert not (workspace / "catalog" / "cache").exists() or not any(
+        (workspace / "catalog" / "cache").iterdir()
+    )
 
 
 # --- list and show -------------------------------------------------------------------------------

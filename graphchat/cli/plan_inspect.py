@@ -35,6 +35,14 @@ def register_inspect(plan_sub: argparse._SubParsersAction) -> None:
     )
     p_val.add_argument("plan", nargs="?", metavar="NAME|PATH")
     p_val.add_argument("--json", action="store_true", help="machine-readable output")
+    p_val.add_argument(
+        "--offline",
+        action="store_true",
+        help="start no MCP server: tools of servers whose tool list was never cached go unchecked (said in a note)",
+    )
+    p_val.add_argument(
+        "--strict", action="store_true", help="a tool name that could not be checked is a problem (exit 1)"
+    )
     p_val.set_defaults(func=run_validate)
 
 
@@ -219,8 +227,16 @@ def run_validate(args: argparse.Namespace) -> int:
         else:
             index.get(name)  # raises "unknown plan" listing the known ones
     catalog = servers = None
+    start_errors: dict[str, str] = {}
     if any(plan is not None for _, plan, _, _ in targets):
         catalog = _catalog(settings)
+        if not args.offline:
+            wanted = sorted(
+                {p for _, plan, _, _ in targets if plan is not None for p in _server_prefixes(plan)}
+                & set(catalog.unprepared())
+            )
+            if wanted:
+                start_errors = _read_tool_lists(catalog, wanted, quiet=args.json)
         servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
     for where, plan, failure, by_path in targets:
         if failure is not None:
@@ -235,6 +251,18 @@ def run_validate(args: argparse.Namespace) -> int:
             )
             continue
         problems, notes = _validate_one(plan, catalog, servers, index.plans, by_path=by_path)
+        for server in sorted(_server_prefixes(plan)):
+            if server not in servers.configured or servers.cached.get(server):
+                continue
+            why = (
+                f"its start failed: {start_errors[server]}"
+                if server in start_errors
+                else (
+                    "its tool list is not known (--offline)" if args.offline else "its tool list is not known"
+                )
+            )
+            unchecked = f"tool names of MCP server '{server}' could not be checked: {why}"
+            (problems if args.strict else notes).append(unchecked)
         reports.append(
             {
                 "path": where,
@@ -265,6 +293,34 @@ def run_validate(args: argparse.Namespace) -> int:
             err_out.write(f"note: {note}\n")
     err_out.flush()
     return 0 if ok else 1
+
+
+def _server_prefixes(plan: Any) -> set[str]:
+    """The MCP servers a plan's tool steps name (`server__tool`), bodies included."""
+    from graphchat.plans.validate import step_labels
+
+    out = set()
+    for _, step in step_labels(plan):
+        prefix, sep, _ = step.tool_name.partition("__")
+        if sep and prefix not in ("plan", "builtin", "user"):
+            out.add(prefix)
+    return out
+
+
+def _read_tool_lists(catalog: Any, servers: list[str], *, quiet: bool) -> dict[str, str]:
+    """Start the servers whose tool lists were never cached (as `tools list` does), then stop them."""
+    import asyncio
+
+    if not quiet:
+        sys.stderr.write(f"starting {len(servers)} MCP server(s) to read their tools: {', '.join(servers)}\n")
+
+    async def read() -> dict[str, str]:
+        try:
+            return await catalog.prepare(servers)
+        finally:
+            await catalog.aclose()
+
+    return asyncio.run(read())
 
 
 def _as_path(text: str) -> Any:
