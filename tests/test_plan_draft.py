@@ -1,0 +1,219 @@
+"""`graphchat plan draft`: the real command against the scripted model server (the planner role)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import GraphchatRunner
+from tests.scripted_server import ScriptedModelServer
+from tests.servers.support import stdio, write_servers
+
+GOAL = "summarise a topic in two passes"
+
+
+def two_pass(first: str = "E0", second: str = "E1", identifier: str = "two_pass") -> dict[str, Any]:
+    """A plan of two builtin__infer calls where `second` reads `first` (E0 then E1 is valid)."""
+    return {
+        "identifier": identifier,
+        "name": "Two passes",
+        "description": "Summarise a topic, then shorten the summary.",
+        "input_schema": {"type": "object", "properties": {"topic": {"type": "string", "default": "tides"}}},
+        "steps": [
+            {"id": first, "tool_name": "builtin__infer", "input": {"instruction": "Explain {{input.topic}}"}},
+            {
+                "id": second,
+                "tool_name": "builtin__infer",
+                "input": {"instruction": "Shorten: {{" + first + ".text}}"},
+            },
+        ],
+        "output": {"summary": "{{" + second + ".text}}"},
+    }
+
+
+# E0 reads E1, which runs after it: a forward reference.
+FORWARD = {**two_pass("E1", "E0"), "steps": list(reversed(two_pass("E1", "E0")["steps"]))}
+
+
+def request_text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body["messages"])
+
+
+def plan_files(workspace: Path) -> list[str]:
+    return sorted(p.name for p in (workspace / "plans").iterdir())
+
+
+def test_a_forward_reference_is_sent_back_and_the_second_draft_is_saved(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    model_server.push({"json": FORWARD}, {"json": two_pass()})
+    result = graphchat("plan", "draft", GOAL, env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    saved = workspace / "plans" / "two_pass.yaml"
+    assert result.stdout == f"{saved}\n"
+    assert "✗ draft 1: 1 problem; sent back to the planner" in result.stderr
+    assert len(model_server.requests) == 2
+    first, second = model_server.requests
+    assert first["response_format"]["type"] == "json_schema"  # the plan document is asked for by schema
+    assert "steps" in first["response_format"]["json_schema"]["schema"]["properties"]
+    assert GOAL in request_text(first)
+    # The second request carries the first draft and the problem, named.
+    feedback = second["messages"][-1]
+    assert feedback["role"] == "user"
+    assert "step E0: input.instruction: forward reference to step 'E1'" in feedback["content"]
+    assert second["messages"][-2] == {"role": "assistant", "content": json.dumps(FORWARD)}
+    # The file is the second draft, and `plan validate` accepts it.
+    doc = yaml.safe_load(saved.read_text())
+    assert [s["id"] for s in doc["steps"]] == ["E0", "E1"]
+    assert saved.read_text().startswith(f"# Drafted by `graphchat plan draft` for: {GOAL}\n")
+    check = graphchat("plan", "validate", "two_pass")
+    assert check.returncode == 0, check.stderr
+    assert "✓ plan 'two_pass'" in check.stderr
+
+
+def test_three_bad_drafts_exit_1_with_the_problems_and_leave_no_file(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    unknown_tool = two_pass()
+    unknown_tool["steps"][0]["tool_name"] = "nope__search"
+    model_server.push(
+        {"json": unknown_tool},
+        {"text": "I am sorry, I cannot write that plan."},
+        {"json": FORWARD},
+        {"json": two_pass()},  # never asked for: three attempts in all
+    )
+    result = graphchat("plan", "draft", GOAL, "--json", env=model_server.env())
+    assert result.returncode == 1
+    assert len(model_server.requests) == 3
+    second, third = model_server.requests[1:]
+    assert "MCP server 'nope' is not configured" in second["messages"][-1]["content"]
+    assert "holds no plan document" in third["messages"][-1]["content"]
+    assert (
+        "error: the planner's draft still does not validate after 3 attempts; nothing saved" in result.stderr
+    )
+    assert "step E0: input.instruction: forward reference to step 'E1'" in result.stderr
+    assert plan_files(workspace) == []
+    envelope = json.loads(result.stdout)
+    assert envelope == {
+        "ok": False,
+        "plan": None,
+        "path": None,
+        "attempts": 3,
+        "problems": [envelope["problems"][0]],
+    }
+    assert "forward reference to step 'E1'" in envelope["problems"][0]
+
+
+def test_the_planner_sees_a_learned_shape_after_a_tools_call(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    write_servers(workspace, {"t": stdio()})
+    called = graphchat("tools", "call", "t__shaped", "--input", "variant=1")
+    assert called.returncode == 0, called.stderr
+    plan = {
+        "identifier": "shaped_score",
+        "name": "Shaped score",
+        "description": "The score of the first shaped record.",
+        "steps": [{"id": "E0", "tool_name": "t__shaped", "input": {"variant": 1}}],
+        "output": {"score": "{{E0.score}}"},
+    }
+    model_server.push({"json": plan})
+    result = graphchat("plan", "draft", "get the score", "--stdout", env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    sent = request_text(model_server.requests[0])
+    entries = {chunk.split("\n", 1)[0]: chunk for chunk in sent.split("\n## ")}
+    shaped = entries["t__shaped"]
+    assert (
+        "output (observed in earlier calls, may vary): {id: integer, name: string, score: number}" in shaped
+    )
+    assert '"variant"' in shaped  # the input schema
+    # Declared output schemas come first; tools never called and undeclared are "unknown".
+    assert "output (declared): {total: integer, unit: string}" in entries["t__stamp"]
+    assert "output: unknown — reference the whole result" in entries["t__whoami"]
+    assert "ask_user" not in entries  # not allowed in plans: not offered
+    # --stdout: the YAML, nothing written; the MCP server the plan calls is required.
+    assert plan_files(workspace) == []
+    doc = yaml.safe_load(result.stdout)
+    assert doc["requires_servers"] == ["t"]
+    assert doc["steps"] == plan["steps"]
+
+
+def test_a_fenced_yaml_reply_without_structured_output_is_accepted(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    text = "Here is the plan:\n\n```yaml\n" + yaml.safe_dump(two_pass()) + "```\nIt runs two model calls."
+    model_server.push({"text": text})
+    result = graphchat(
+        "plan",
+        "draft",
+        GOAL,
+        "--name",
+        "mine",
+        "--json",
+        env={**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"},
+    )
+    assert result.returncode == 0, result.stderr
+    envelope = json.loads(result.stdout)
+    assert set(envelope) == {"ok", "plan", "path", "attempts", "problems"}
+    saved = workspace / "plans" / "mine.yaml"
+    assert envelope["ok"] is True and envelope["attempts"] == 1 and envelope["problems"] == []
+    assert envelope["path"] == str(saved)
+    assert envelope["plan"]["identifier"] == "mine"  # --name wins over the planner's identifier
+    assert envelope["plan"]["steps"] == two_pass()["steps"]
+    assert yaml.safe_load(saved.read_text()) == envelope["plan"]
+    assert "mine" in request_text(model_server.requests[0])
+    events = [json.loads(line) for line in result.stderr.splitlines()]
+    usage = [e for e in events if e["event"] == "usage_summary"]
+    assert usage and usage[0]["usage"]["calls"] == 1
+    assert any(e["event"] == "llm_call" and e["site"] == "planner" for e in events)
+
+
+def test_an_existing_plan_is_never_overwritten_without_force(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    existing = workspace / "plans" / "taken.yaml"
+    existing.write_text(yaml.safe_dump(two_pass(identifier="taken")))
+    before = existing.read_text()
+    refused = graphchat("plan", "draft", GOAL, "--name", "taken", env=model_server.env())
+    assert refused.returncode == 1
+    assert f"error: {existing} already exists" in refused.stderr
+    assert model_server.requests == []  # refused before any model call
+    # The planner picking a taken identifier (here: starting from that plan) is told to change it.
+    model_server.push({"json": two_pass(identifier="taken")}, {"json": two_pass(identifier="taken_v2")})
+    result = graphchat("plan", "draft", "the same, shorter", "--from-plan", "taken", env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    first, second = model_server.requests
+    assert "# The plan to start from (taken)" in request_text(first)
+    assert before.strip() in request_text(first)
+    assert f"identifier: {existing} already exists" in second["messages"][-1]["content"]
+    assert existing.read_text() == before
+    assert result.stdout == f"{workspace / 'plans' / 'taken_v2.yaml'}\n"
+    # --force replaces the file.
+    model_server.push({"json": two_pass(identifier="other")})
+    forced = graphchat("plan", "draft", GOAL, "--name", "taken", "--force", env=model_server.env())
+    assert forced.returncode == 0, forced.stderr
+    assert existing.read_text() != before
+    assert yaml.safe_load(existing.read_text())["identifier"] == "taken"
+
+
+def test_from_thread_gives_the_planner_the_exchange(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    model_server.push({"text": "Tides are caused by the moon."})
+    asked = graphchat("ask", "why are there tides in Brittany?", "--json", env=model_server.env())
+    assert asked.returncode == 0, asked.stderr
+    thread_id = json.loads(asked.stdout)["thread_id"]
+    model_server.push({"json": two_pass()})
+    result = graphchat("plan", "draft", GOAL, "--from-thread", thread_id, "--stdout", env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    sent = request_text(model_server.requests[-1])
+    assert f"# The conversation to start from (thread {thread_id})" in sent
+    assert "user: why are there tides in Brittany?" in sent
+    assert "assistant: Tides are caused by the moon." in sent
+    unknown = graphchat("plan", "draft", GOAL, "--from-thread", "ffffffff", env=model_server.env())
+    assert unknown.returncode == 1
+    assert "unknown thread" in unknown.stderr
+    assert len(model_server.requests) == 2
