@@ -217,3 +217,93 @@ def test_from_thread_gives_the_planner_the_exchange(
     assert unknown.returncode == 1
     assert "unknown thread" in unknown.stderr
     assert len(model_server.requests) == 2
+
+
+# --- the shared drafting API (what the replanner of plan_and_execute calls) ---------------------
+
+
+async def test_draft_plan_takes_context_and_feedback_for_a_replan(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    from graphchat.catalog.build import build_catalog
+    from graphchat.llm import LLM
+    from graphchat.plans.draft import draft_plan
+    from graphchat.workspace import ModelConfig, load_settings
+
+    settings = load_settings(workspace)
+    catalog = build_catalog(settings, include_mcp=False, record_shapes=False)
+    llm = LLM(
+        ModelConfig(model="openai/scripted", api_base=model_server.url, api_key="sk-test", role="planner")
+    )
+    model_server.push({"json": FORWARD}, {"json": FORWARD})
+    seen: list[tuple[int, list[str]]] = []
+    result = await draft_plan(
+        GOAL,
+        llm=llm,
+        catalog=catalog,
+        settings=settings,
+        context={"Failing step": "E1 (builtin__infer)", "Available keys of E0": "text"},
+        feedback=["E1 failed: BadPath {{E0.summary}}"],
+        attempts=2,
+        on_attempt=lambda n, problems: seen.append((n, problems)),
+    )
+    assert not result.ok and result.plan_doc is None and result.plan is None
+    assert result.attempts == 2 and len(model_server.requests) == 2
+    assert result.problems == [
+        "step E0: input.instruction: forward reference to step 'E1': it has not run yet here (only `input` and earlier steps)"
+    ]
+    assert [n for n, _ in seen] == [1, 2]
+    assert result.usage is not None and result.usage.calls == 2
+    sent = request_text(model_server.requests[0])
+    assert "# Failing step\nE1 (builtin__infer)" in sent
+    assert "# Available keys of E0\ntext" in sent
+    assert "- E1 failed: BadPath {{E0.summary}}" in sent
+    assert "## builtin__infer" in sent and "output (declared): {text: string}" in sent
+
+    model_server.push({"json": two_pass()})
+    fixed = await draft_plan(GOAL, llm=llm, catalog=catalog, settings=settings, identifier="kept_id")
+    assert fixed.ok and fixed.attempts == 1
+    assert fixed.plan is not None and fixed.plan.identifier == "kept_id"
+    assert fixed.yaml is not None and yaml.safe_load(fixed.yaml) == fixed.plan_doc
+    assert plan_files(workspace) == []  # drafting writes nothing: saving is the host's
+
+
+def test_a_reply_is_read_as_json_a_fenced_block_or_a_wrapped_plan() -> None:
+    import pytest
+
+    from graphchat.plans.draft import read_plan_reply
+
+    doc = two_pass()
+    assert read_plan_reply(json.dumps(doc)) == doc
+    assert read_plan_reply("Sure.\n```json\n" + json.dumps(doc) + "\n```") == doc
+    assert read_plan_reply("```yaml\n" + yaml.safe_dump(doc) + "```\n") == doc
+    assert read_plan_reply("```\n" + yaml.safe_dump(doc) + "```") == doc
+    assert read_plan_reply(json.dumps({"plan": doc})) == doc
+    with pytest.raises(ValueError, match="holds no plan document"):
+        read_plan_reply("I cannot help with that.")
+    with pytest.raises(ValueError, match="must be a JSON object, got list"):
+        read_plan_reply("[1, 2]")
+    with pytest.raises(ValueError, match="empty"):
+        read_plan_reply("  ")
+
+
+def test_output_shapes_are_sketched_compactly() -> None:
+    from graphchat.plans.draft import sketch
+
+    declared = {  # as pydantic writes an MCP tool's outputSchema
+        "type": "object",
+        "$defs": {"Item": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}},
+        "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+            "next": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "by_zone": {"type": "object", "additionalProperties": {"type": "number"}},
+            "kind": {"enum": ["a", "b"]},
+        },
+        "required": ["items"],
+    }
+    assert (
+        sketch(declared)
+        == '{items: [{id: integer}], next?: string | null, by_zone?: {<key>: number}, kind?: "a" | "b"}'
+    )
+    assert sketch({}) == "any"
+    assert sketch({"type": ["string", "null"]}) == "string | null"

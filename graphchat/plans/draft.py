@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 NOT_IN_PLANS = frozenset({"ask_user", "plan_and_execute"})
 SCHEMA_CHARS = 1500  # an input schema or output shape longer than this is cut (marked)
 EXAMPLE_CHARS = 300  # a learned example is shown only when it is this short
+# Results known without a declared schema (what the tool's description promises).
+KNOWN_OUTPUTS = {"builtin__infer": "{text: string}; with output_schema: an object of that schema"}
 SOURCE = "draft"  # the name drafts are loaded under (stripped from the problems)
 
 # The response schema: the plan document, with the plan's fields at the top level.
@@ -207,6 +209,8 @@ def output_shape(spec: ToolSpec, shapes: Any, plans: Mapping[str, Plan] | None =
     """(`declared` | `observed` | `none`, the shape's text) of one tool's result."""
     if spec.output_schema:
         return "declared", sketch(spec.output_schema)
+    if spec.name in KNOWN_OUTPUTS:
+        return "declared", KNOWN_OUTPUTS[spec.name]
     stored = shapes.get(spec.name) if shapes is not None else None
     if isinstance(stored, Mapping) and isinstance(stored.get("schema"), Mapping):
         kind = "declared" if stored.get("source") == "declared" else "observed"
