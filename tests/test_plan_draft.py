@@ -307,3 +307,13 @@ def test_output_shapes_are_sketched_compactly() -> None:
     )
     assert sketch({}) == "any"
     assert sketch({"type": ["string", "null"]}) == "string | null"
+
+
+def test_the_prompts_example_plan_loads() -> None:
+    """The example the planner is shown must itself be a valid plan (guards against drift)."""
+    from graphchat.plans.draft import PLANNER_SYSTEM
+    from graphchat.plans.loader import load_plan_data
+
+    example = PLANNER_SYSTEM.split("# Example (its tools are illustrative)\n", 1)[1]
+    plan = load_plan_data(json.loads(example))
+    assert [s.tool_name for s in plan.steps] == ["map", "filter"] and plan.finish == "output"

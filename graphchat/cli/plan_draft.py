@@ -75,6 +75,8 @@ def run_draft(args: argparse.Namespace) -> int:
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.workspace import load_settings
 
+    if not args.goal.strip():
+        raise GraphchatError("GOAL is empty: say what the plan should do", EXIT_USAGE)
     if args.name is not None and not IDENTIFIER_RE.match(args.name):
         raise GraphchatError(f"--name {args.name!r}: use only letters, digits, `_` and `-`", EXIT_USAGE)
     settings = load_settings(args.home, model_override=args.model)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 # Tools a plan may not call: they are left out of what the planner sees.
 NOT_IN_PLANS = frozenset({"ask_user", "plan_and_execute"})
+DIGEST_CHARS = 60_000  # a catalog whose entries are longer than this is shown compactly
 SCHEMA_CHARS = 1500  # an input schema or output shape longer than this is cut (marked)
 EXAMPLE_CHARS = 300  # a learned example is shown only when it is this short
 # Results known without a declared schema (what the tool's description promises).
@@ -97,13 +98,14 @@ length. tool_name: a tool of the catalog, spelled exactly as listed, or a contro
 the tool's arguments, as its input schema says.
 
 # Templates
-Every string in a step's input is a template. {{path}} reads a value. Roots: `input` and the \
+Every string in a step's input, in output and in solver is a template. {{path}} reads a value. Roots: `input` and the \
 ids of EARLIER steps only (a step that runs later cannot be read); inside map/reduce bodies and \
 filter gates also `item` and `index`; in reduce bodies `accumulator`. A path is dot-separated; \
 a number indexes an array ({{E0.items.0.id}}); a last segment `length` is the length of an \
 array or string. A string that is exactly one {{path}} keeps the value's type (array, object, \
 number, boolean); text around it makes a string. Sections: {{#E0.items}}{{name}}, \
-{{/E0.items}} repeats for each item, {{^E0.items}}none{{/E0.items}} renders when empty. \
+{{/E0.items}} repeats for each item (with {{@index}}, {{@first}}, {{@last}}), \
+{{^E0.items}}none{{/E0.items}} renders when empty. \
 Nothing else exists: no helpers, filters, expressions or partials.
 Read only fields a tool's output shape shows. When a tool's output is unknown, reference its \
 whole result ({{E0}}) and let a model read it (builtin__infer, an agent step, or the solver).
@@ -229,13 +231,18 @@ def output_shape(spec: ToolSpec, shapes: Any, plans: Mapping[str, Plan] | None =
     return "none", ""
 
 
-def _tool_entry(spec: ToolSpec, shapes: Any, plans: Mapping[str, Plan]) -> str:
+def _tool_entry(spec: ToolSpec, shapes: Any, plans: Mapping[str, Plan], *, compact: bool = False) -> str:
+    """One tool for the planner; `compact` (a big catalog): a shorter description, the input
+    schema sketched, shorter output shapes and no examples."""
     lines = [f"## {spec.name}"]
     description = " ".join((spec.description or "").split())
     if description:
-        lines.append(description[:600])
-    lines.append("input: " + _json(spec.input_schema or {"type": "object", "properties": {}}))
+        lines.append(description[: 200 if compact else 600])
+    schema = spec.input_schema or {"type": "object", "properties": {}}
+    lines.append("input: " + (sketch(schema)[:400] if compact else _json(schema)))
     kind, shape = output_shape(spec, shapes, plans)
+    if compact:
+        shape = shape.split("\n", 1)[0][:400]
     if kind == "declared":
         lines.append("output (declared): " + shape[:SCHEMA_CHARS])
     elif kind == "observed":
@@ -263,6 +270,8 @@ def catalog_digest(catalog: Catalog, settings: Settings, *, plans: Mapping[str, 
         key=lambda s: s.name,
     )
     tools = [_tool_entry(spec, shapes, plans) for spec in specs] or ["(no tools)"]
+    if sum(len(t) for t in tools) > DIGEST_CHARS:
+        tools = [_tool_entry(spec, shapes, plans, compact=True) for spec in specs]
     listed = [_plan_entry(p) for p in sorted(plans.values(), key=lambda p: p.identifier)] or ["(none yet)"]
     return (
         "# Catalog: the tools a plan may call\n\n"
@@ -278,9 +287,12 @@ def workspace_plans(settings: Settings) -> dict[str, Plan]:
     return dict(discover(settings.plans_dir).plans)
 
 
-def thread_exchange(events: Iterable[Mapping[str, Any]], *, max_result_chars: int = 2000) -> str:
+def thread_exchange(
+    events: Iterable[Mapping[str, Any]], *, max_result_chars: int = 2000, max_chars: int = 40_000
+) -> str:
     """A thread's conversation as text: user and assistant messages, tool calls with their
-    arguments, and their results (each cut to `max_result_chars`)."""
+    arguments, and their results (each cut to `max_result_chars`). A longer conversation than
+    `max_chars` keeps its first message and its latest part."""
     from graphchat.threads import events as ev
     from graphchat.threads.replay import shorten_tool_result
 
@@ -301,7 +313,12 @@ def thread_exchange(events: Iterable[Mapping[str, Any]], *, max_result_chars: in
             out.append(f"tool result {event.get('name', '')}{mark}: {content}")
         elif kind == ev.TURN_FAILED:
             out.append(f"(turn failed: {event.get('error', '')})")
-    return "\n".join(out)
+    text = "\n".join(out)
+    if len(text) <= max_chars or not out:
+        return text
+    head = out[0][: max_chars // 4]
+    tail = text[-(max_chars - len(head)) :]
+    return f"{head}\n[… the middle of the conversation was cut …]\n…{tail}"
 
 
 # --- what the planner is asked ----------------------------------------------------------------
