@@ -72,6 +72,12 @@ def test_a_forward_reference_is_sent_back_and_the_second_draft_is_saved(
     check = graphchat("plan", "validate", "two_pass")
     assert check.returncode == 0, check.stderr
     assert "✓ plan 'two_pass'" in check.stderr
+    # And it runs: two builtin__infer calls, the second reading the first.
+    model_server.push({"text": "Tides follow the moon."}, {"text": "Moon."})
+    ran = graphchat("plan", "run", "two_pass", "--input", "topic=tides", env=model_server.env())
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"summary": "Moon."}
+    assert "Shorten: Tides follow the moon." in request_text(model_server.requests[-1])
 
 
 def test_three_bad_drafts_exit_1_with_the_problems_and_leave_no_file(
@@ -281,6 +287,12 @@ def test_a_reply_is_read_as_json_a_fenced_block_or_a_wrapped_plan() -> None:
     assert read_plan_reply(json.dumps({"plan": doc})) == doc
     with pytest.raises(ValueError, match="holds no plan document"):
         read_plan_reply("I cannot help with that.")
+    with pytest.raises(
+        ValueError, match=r"```yaml block does not parse .*quote strings that start with \{\{"
+    ):
+        read_plan_reply("```yaml\nsteps:\n- id: E0\n  input: {over: {{input.zones}}}\n```")
+    with pytest.raises(ValueError, match="it is not valid JSON"):
+        read_plan_reply('{"identifier": "cut short')
     with pytest.raises(ValueError, match="must be a JSON object, got list"):
         read_plan_reply("[1, 2]")
     with pytest.raises(ValueError, match="empty"):

@@ -392,15 +392,21 @@ def read_plan_reply(text: str) -> dict[str, Any]:
     stripped = text.strip()
     if not stripped:
         raise ValueError("the reply was empty")
+    why: list[str] = []  # what did not parse, so the planner can fix its form
     try:
         found = orjson.loads(stripped)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        if stripped.startswith("{"):
+            why.append(f"it is not valid JSON ({exc})")
         for lang, body in _fenced_blocks(stripped):
             if lang not in ("", "json", "yaml", "yml"):
                 continue
             try:
                 found = orjson.loads(body) if lang == "json" else yaml.safe_load(body)
-            except (orjson.JSONDecodeError, yaml.YAMLError):
+            except (orjson.JSONDecodeError, yaml.YAMLError) as err:
+                detail = " ".join(str(err).split())[:200]
+                hint = "; quote strings that start with {{" if lang != "json" else ""
+                why.append(f"its ```{lang} block does not parse ({detail}{hint})")
                 continue
             if isinstance(found, Mapping):
                 break
@@ -408,8 +414,9 @@ def read_plan_reply(text: str) -> dict[str, Any]:
             try:
                 found = parse_json_reply(stripped)
             except ValueError:
+                because = f": {'; '.join(why)}" if why else ""
                 raise ValueError(
-                    "the reply holds no plan document (one JSON object, or a ```yaml block)"
+                    f"the reply holds no plan document (one JSON object, or a ```yaml block){because}"
                 ) from None
     if isinstance(found, Mapping) and set(found) == {"plan"} and isinstance(found["plan"], Mapping):
         found = found["plan"]  # a wrapped document: the plan's fields belong at the top level
