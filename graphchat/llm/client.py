@@ -187,6 +187,14 @@ class LLM:
                 return value
         raise GraphchatError(f"the model's reply did not match the required JSON schema ({site}): {problem}")
 
+    async def complete_with_schema(
+        self, messages: list[Message], schema: dict[str, Any], *, site: str, name: str = "output"
+    ) -> Completion:
+        """One call that asks for a reply of `schema` (as response_format when the model takes
+        one). The reply is not parsed nor retried: callers that accept other reply forms, or
+        send their own corrections, read `content` themselves."""
+        return await self._complete_structured(messages, self._response_format(schema, name), site)
+
     async def _complete_structured(
         self, history: list[Message], response_format: Any, site: str
     ) -> Completion:
