@@ -37,3 +37,53 @@ def test_a_usage_line_follows_the_answer_on_a_terminal(
     lines = [line for line in screen.splitlines() if line.strip()]
     assert lines[0] == "forty-two"
     assert lines[-1].startswith("calls 1 · input 1,234 tokens · output 5 tokens"), screen
+
+
+def test_narration_before_tool_calls_is_not_part_of_the_answer(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    """Issue 11 point 3: stdout (a pipe) is the final answer byte for byte; the text the model
+    wrote before its tool calls goes to stderr, on its own line before the tool line."""
+    import subprocess
+
+    model_server.push(
+        {
+            "text": "Let me check both clocks.",
+            "tool_calls": [{"name": "debug__sleep", "arguments": {"seconds": 0}}],
+        },
+        {"text": "It is noon in both."},
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "what time is it?"],
+        env=clean_env({**model_server.env(), "GRAPHCHAT_TEST_TOOLS": "1"}, workspace.parent),
+        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "It is noon in both."
+    lines = done.stderr.splitlines()
+    assert lines[0] == "Let me check both clocks."
+    assert lines[1].startswith("→ debug__sleep")
+
+
+def test_narration_on_a_terminal_ends_its_line_before_the_tool_line(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    model_server.push(
+        {"text": "Let me check.", "tool_calls": [{"name": "debug__sleep", "arguments": {"seconds": 0}}]},
+        {"text": "Done."},
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "ask", "go"],
+        env=clean_env(
+            {**model_server.env(), "TERM": "xterm-256color", "NO_COLOR": "1", "GRAPHCHAT_TEST_TOOLS": "1"},
+            workspace.parent,
+        ),
+        cwd=str(workspace), dimensions=(30, 100), encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    screen = plain(child.read())
+    child.close()
+    lines = [line for line in screen.splitlines() if line.strip()]
+    assert lines[0] == "Let me check."
+    assert lines[1].startswith("→ debug__sleep")
+    assert "Done." in lines

@@ -121,11 +121,14 @@ async def run_loop(
     max_tool_result_chars: int = 20000,
     site: str = "chat",
     stream: bool = True,
+    on_tools: Callable[[str], None] | None = None,
 ) -> LoopResult:
     """Run rounds until the model answers in text (see module doc); `messages` is not modified.
 
     With `output_schema`, the answer must be a JSON object of that schema: the last allowed round
-    withdraws the tools and forces it; `output` is the parsed object.
+    withdraws the tools and forces it; `output` is the parsed object. `on_tools(text)` is told,
+    before a round's tools run, that the text streamed in that round was narration, not the
+    answer (the host shows it apart); without it, rounds' texts are separated by a blank line.
     """
     history = list(messages)
     tool_list = catalog.model_tools() if tools is None else tools
@@ -144,7 +147,7 @@ async def run_loop(
 
     def forward(text: str) -> None:
         if on_text is not None:
-            if not streamed and shown_before[0]:
+            if not streamed and shown_before[0] and on_tools is None:
                 on_text("\n\n")  # keep the rounds' texts apart on the terminal
             on_text(text)
         streamed.append(text)
@@ -183,6 +186,8 @@ async def run_loop(
                 hint="raise settings.max_agent_iterations in graphchat.yaml, or ask for less at once",
             )
         history.append(completion.to_message())
+        if on_tools is not None:
+            on_tools("".join(streamed))
         result.tool_calls_made.extend({"tool": call.name, "round": round_no} for call in calls)
         tool_results = await run_tool_round(catalog, calls, ctx, record)
         for call, tool_result in zip(calls, tool_results, strict=True):

@@ -111,7 +111,13 @@ class Session:
 
     # -- turns -----------------------------------------------------------------------------------
 
-    async def turn(self, message: str, *, on_text: Callable[[str], None] | None = None) -> TurnResult:
+    async def turn(
+        self,
+        message: str,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_tools: Callable[[str], None] | None = None,
+    ) -> TurnResult:
         from graphchat.agent.loop import run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
@@ -141,6 +147,7 @@ class Session:
                 ctx=ctx,
                 max_iterations=self.settings.max_agent_iterations,
                 on_text=on_text,
+                on_tools=on_tools,
                 tools=tools,
                 record=thread.append,
                 max_tool_result_chars=self.settings.max_tool_result_chars,

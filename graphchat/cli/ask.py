@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -101,7 +102,11 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None
         try:
-            result = await session.turn(message, on_text=writer.write if writer else None)
+            result = await session.turn(
+                message,
+                on_text=writer.write if writer else None,
+                on_tools=writer.narration if writer else None,
+            )
         except BaseException:
             if writer is not None:
                 writer.finish()  # on a terminal, the error line must not start after a partial answer
@@ -146,19 +151,48 @@ async def _warm_up_servers(catalog: Any, events: Any) -> None:
 
 
 class _StdoutWriter:
-    """Streams the answer's text to stdout as it arrives (exactly the text when not a terminal)."""
+    """The answer's text on stdout, and nothing else there.
+
+    On a terminal the text streams as it arrives; text the model wrote before calling tools
+    (narration) is ended with its own line break, so a tool line never glues to it. Elsewhere
+    (a pipe, a file) each round's text is held until it is known to be the answer: narration
+    goes to stderr (dimmed on a terminal), so stdout is the final answer byte for byte.
+    """
 
     def __init__(self) -> None:
         self.stream = sys.stdout
         self.tty = self.stream.isatty()
         self.last = ""
+        self.held: list[str] = []
 
     def write(self, text: str) -> None:
+        if not self.tty:
+            self.held.append(text)
+            return
         self.stream.write(text)
         self.stream.flush()
         self.last = text[-1:] or self.last
 
+    def narration(self, text: str) -> None:
+        """The round's text was narration: tools run next."""
+        if self.tty:
+            if self.last and self.last != "\n":
+                self.stream.write("\n")
+                self.stream.flush()
+                self.last = "\n"
+            return
+        self.held.clear()
+        said = text.strip()
+        if said:
+            err = sys.stderr
+            paint = err.isatty() and "NO_COLOR" not in os.environ
+            err.write(f"\033[2m{said}\033[0m\n" if paint else f"{said}\n")
+            err.flush()
+
     def finish(self) -> None:
+        if self.held:
+            self.stream.write("".join(self.held))
+            self.held.clear()
         if self.tty and self.last and self.last != "\n":
             self.stream.write("\n")
         self.stream.flush()
