@@ -1,0 +1,281 @@
+"""`graphchat plan freeze` and `/freeze`: a thread's successful tool calls become a plan.
+
+The unit tests drive the pure function over event lists (the precedence rules one by one); the
+end-to-end tests freeze REAL threads, made by the real `graphchat ask`/`chat` against the
+scripted model server and a real MCP server, then run the frozen plan with `plan run`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from graphchat.plans.freeze import FreezeError, freeze, is_trivial, value_key, varying_place
+from graphchat.plans.loader import load_plan_text
+from graphchat.threads import events as ev
+
+# --- unit tests of the pure function -----------------------------------------------------------
+
+
+def make_events(*items: Any) -> list[dict[str, Any]]:
+    """("user", text) | ("round", [(name, args, result, is_error?)…]) | ("answer", text)."""
+    out: list[dict[str, Any]] = []
+    n = 0
+    for item in items:
+        kind = item[0]
+        if kind == "user":
+            if out:
+                out.append(dict(ev.turn_end({}, "m")))
+            out.append(dict(ev.user(item[1])))
+        elif kind == "round":
+            calls = []
+            for spec in item[1]:
+                n += 1
+                calls.append({"id": f"c{n}", "name": spec[0], "arguments": json.dumps(spec[1])})
+            out.append(dict(ev.assistant(None, calls)))  # type: ignore[arg-type]
+            for call, spec in zip(calls, item[1], strict=True):
+                error = len(spec) > 3 and spec[3]
+                content = spec[2] if isinstance(spec[2], str) else json.dumps(spec[2])
+                out.append(dict(ev.tool_result(call["id"], spec[0], content, is_error=error)))
+        elif kind == "answer":
+            out.append(dict(ev.assistant(item[1])))
+    out.append(dict(ev.turn_end({}, "m")))
+    return out
+
+
+def plan_of(*items: Any, **kwargs: Any) -> tuple[dict[str, Any], str]:
+    frozen = freeze(make_events(*items), thread_id="abc123", **kwargs)
+    plan = load_plan_text(frozen.text, "frozen.yaml")  # it loads: structure and templates check
+    assert plan.identifier == frozen.identifier
+    return yaml.safe_load(frozen.text), frozen.text
+
+
+ITEMS = {"items": [{"id": "it-100", "name": "alpha"}, {"id": "it-200", "name": "beta"}]}
+
+
+def test_a_value_from_an_earlier_result_becomes_a_reference_keeping_its_type() -> None:
+    doc, _ = plan_of(
+        ("user", "look up the first item"),
+        ("round", [("s__list", {"category": "tools"}, ITEMS)]),
+        ("round", [("s__get", {"id": "it-100", "whole": ITEMS["items"][1], "n": 2}, {"price": 12})]),
+        ("answer", "It costs 12."),
+    )
+    assert [s["id"] for s in doc["steps"]] == ["E0", "E1"]
+    assert doc["steps"][1]["input"] == {"id": "{{E0.items.0.id}}", "whole": "{{E0.items.1}}", "n": 2}
+    assert doc["steps"][0]["input"] == {"category": "tools"}  # not typed by the user: a literal
+
+
+def test_reference_precedence_nearest_round_then_lowest_call_then_shortest_then_smallest_path() -> None:
+    events = (
+        ("user", "go"),
+        ("round", [("s__a", {}, {"x": "val-1"})]),
+        ("round", [("s__b", {}, {"deep": {"y": "val-1"}, "z": "val-1"}), ("s__c", {}, {"w": "val-1"})]),
+        ("round", [("s__d", {"q": "val-1"}, {})]),
+    )
+    doc, text = plan_of(*events)
+    # round 2 is nearer than round 1; in it call E1 comes before E2; in E1 `z` is shorter than deep.y
+    assert doc["steps"][3]["input"] == {"q": "{{E1.z}}"}
+    assert "chosen among 4 equal values; also at E1.deep.y, E2.w, E0.x" in text
+    line = next(line for line in text.splitlines() if "{{E1.z}}" in line)
+    assert "# chosen among" in line  # the comment is on that very line
+    # equal lengths: the smaller path wins, array indexes in number order
+    doc, _ = plan_of(
+        ("user", "go"),
+        ("round", [("s__a", {}, {"b": "val-2", "a": "val-2", "l": ["n", *["x"] * 10, "val-3", "val-3"]})]),
+        ("round", [("s__d", {"q": "val-2", "r": "val-3"}, {})]),
+    )
+    assert doc["steps"][1]["input"] == {"q": "{{E0.a}}", "r": "{{E0.l.11}}"}
+
+
+def test_calls_of_one_round_never_reference_each_other() -> None:
+    doc, _ = plan_of(
+        ("user", "go"),
+        ("round", [("s__a", {}, {"x": "val-1"}), ("s__b", {"q": "val-1"}, {})]),
+    )
+    assert doc["steps"][1]["input"] == {"q": "val-1"}
+
+
+def test_equality_is_typed_and_trivial_values_stay_literal() -> None:
+    assert value_key(5) == value_key(5.0)
+    assert value_key("5") != value_key(5)
+    assert value_key(True) != value_key(1)
+    assert all(is_trivial(v) for v in (True, None, 1, -1, 0.5, "ab", [], {}))
+    assert not any(is_trivial(v) for v in (2, -1.5, "abc", [0], {"a": None}))
+    doc, _ = plan_of(
+        ("user", "ab 55 count to 1"),
+        ("round", [("s__a", {}, {"n": 7, "s": "7", "t": True, "ab": "ab", "one": 1, "f": 7.0})]),
+        ("round", [("s__b", {"n": 7.0, "s": "7", "t": True, "ab": "ab", "one": 1, "m": 55}, {})]),
+    )
+    assert doc["steps"][1]["input"] == {
+        "n": "{{E0.f}}",  # 7.0 equals 7 and 7.0: same length, `f` is the smaller path
+        "s": "7",  # a one-character string is trivial
+        "t": True,
+        "ab": "ab",
+        "one": 1,
+        "m": "{{input.m}}",  # a number typed as a whole token
+    }
+    assert doc["input_schema"]["properties"] == {"m": {"type": "integer", "default": 55}}
+
+
+def test_typed_values_become_inputs_named_after_their_key_with_collisions_numbered() -> None:
+    doc, _ = plan_of(
+        ("user", "weather in Paris and Tokyo, and 420 widgets"),
+        ("round", [("s__w", {"city": "Paris", "count": 42}, {"ok": "yes"})]),
+        ("round", [("s__w", {"city": "Tokyo", "count": 420}, {"ok": "yes"})]),
+        ("round", [("s__w", {"city": "Paris", "unit": "Celsius"}, {"ok": "yes"})]),
+    )
+    steps = doc["steps"]
+    assert steps[0]["input"] == {"city": "{{input.city}}", "count": 42}  # 42 is not a whole token
+    assert steps[1]["input"] == {"city": "{{input.city_2}}", "count": "{{input.count}}"}
+    assert steps[2]["input"] == {"city": "{{input.city}}", "unit": "Celsius"}  # same value, same input
+    assert doc["input_schema"]["properties"] == {
+        "city": {"type": "string", "default": "Paris"},
+        "city_2": {"type": "string", "default": "Tokyo"},
+        "count": {"type": "integer", "default": 420},
+    }
+
+
+def test_a_reference_wins_over_an_input_and_a_secret_becomes_a_required_input() -> None:
+    doc, text = plan_of(
+        ("user", "fetch report-2024 with my key"),
+        ("round", [("s__a", {"name": "report-2024"}, {"file": "report-2024"})]),
+        ("round", [("s__b", {"file": "report-2024", "token": "Bearer [redacted]"}, {})]),
+    )
+    assert doc["steps"][0]["input"] == {"name": "{{input.name}}"}
+    assert doc["steps"][1]["input"] == {"file": "{{E0.file}}", "token": "{{input.token}}"}
+    schema = doc["input_schema"]
+    assert schema["properties"]["token"] == {"type": "string"}  # no default: never a literal
+    assert schema["required"] == ["token"]
+    assert "[redacted]" not in text
+
+
+def test_a_round_over_an_earlier_array_becomes_one_map_and_later_references_read_its_results() -> None:
+    listing = {"items": [{"id": f"it-{i}", "name": f"n{i}"} for i in range(4)]}
+    doc, text = plan_of(
+        ("user", "details of the items"),
+        ("round", [("s__list", {}, listing)]),
+        (
+            "round",
+            [
+                ("s__get", {"id": "it-2", "verbose": True}, {"price": 302}),
+                ("s__get", {"id": "it-0", "verbose": True}, {"price": 300}),
+                ("s__get", {"id": "it-3", "verbose": True}, {"price": 303}),
+                ("s__other", {"q": "it-1"}, {"r": 5}),
+            ],
+        ),
+        ("round", [("s__buy", {"price": 303}, {})]),
+    )
+    steps = doc["steps"]
+    assert [s["tool_name"] for s in steps] == ["s__list", "map", "s__other", "s__buy"]
+    assert steps[1]["input"] == {
+        "over": "{{E0.items}}",
+        "concurrency": 3,
+        "do": {"tool_name": "s__get", "input": {"id": "{{item.id}}", "verbose": True}},
+    }
+    assert steps[2]["input"] == {"q": "{{E0.items.1.id}}"}
+    assert steps[3]["input"] == {"price": "{{E1.results.3.price}}"}
+    assert "the chat called s__get for 3 of 4 elements (skipped 1)" in text
+
+
+def test_whole_elements_and_calls_that_vary_in_two_places_or_over_typed_lists() -> None:
+    doc, _ = plan_of(
+        ("user", "go"),
+        ("round", [("s__zones", {}, {"zones": ["Europe/Paris", "Asia/Tokyo"]})]),
+        ("round", [("s__t", {"tz": "Asia/Tokyo"}, {}), ("s__t", {"tz": "Europe/Paris"}, {})]),
+    )
+    assert doc["steps"][1]["input"]["do"]["input"] == {"tz": "{{item}}"}
+    assert doc["steps"][1]["input"]["over"] == "{{E0.zones}}"
+    # two places vary: no map
+    doc, _ = plan_of(
+        ("user", "go"),
+        ("round", [("s__zones", {}, {"zones": ["Europe/Paris", "Asia/Tokyo"]})]),
+        ("round", [("s__t", {"tz": "Asia/Tokyo", "n": 5}, {}), ("s__t", {"tz": "Europe/Paris", "n": 6}, {})]),
+    )
+    assert [s["tool_name"] for s in doc["steps"]] == ["s__zones", "s__t", "s__t"]
+    # a list the person typed is not mapped: each call keeps its own input
+    doc, _ = plan_of(
+        ("user", "time in Europe/Paris and Asia/Tokyo"),
+        ("round", [("s__t", {"tz": "Europe/Paris"}, {}), ("s__t", {"tz": "Asia/Tokyo"}, {})]),
+    )
+    assert [s["input"] for s in doc["steps"]] == [{"tz": "{{input.tz}}"}, {"tz": "{{input.tz_2}}"}]
+    assert varying_place([{"a": {"x": 1, "y": 2}}, {"a": {"x": 3, "y": 4}}]) == ("a",)
+    assert varying_place([{"a": 1, "b": 2}, {"a": 3, "b": 4}]) is None
+
+
+def test_failed_cancelled_and_unanswered_calls_are_dropped_and_listed() -> None:
+    doc, text = plan_of(
+        ("user", "go"),
+        (
+            "round",
+            [
+                ("s__a", {}, {"x": "val-1"}),
+                ("s__bad", {}, {"error": "it broke"}, True),
+                ("s__slow", {}, {"error": "cancelled (Ctrl-C) before it finished"}, True),
+                ("ask_user", {"question": "Sure?"}, {"answered": False, "reason": "declined"}),
+            ],
+        ),
+    )
+    assert [s["tool_name"] for s in doc["steps"]] == ["s__a"]
+    assert "#   - s__bad (turn 1): failed: it broke" in text
+    assert "#   - s__slow (turn 1): cancelled" in text
+    assert "#   - ask_user (turn 1): not answered (declined)" in text
+    with pytest.raises(FreezeError, match="no successful tool call"):
+        freeze(make_events(("user", "x"), ("round", [("s__bad", {}, {"error": "no"}, True)])), thread_id="t1")
+
+
+def test_an_answered_ask_user_becomes_an_ask_step_whose_answer_later_steps_read() -> None:
+    doc, _ = plan_of(
+        ("user", "pick a colour"),
+        (
+            "round",
+            [
+                (
+                    "ask_user",
+                    {"question": "Which colour?", "options": ["red", "blue"]},
+                    {"answer": "blue", "answered": True},
+                )
+            ],
+        ),
+        ("round", [("s__paint", {"colour": "blue"}, {"ok": "done"})]),
+    )
+    ask = doc["steps"][0]
+    assert ask["tool_name"] == "ask"
+    assert ask["input"] == {
+        "prompt": "Which colour?",
+        "output_schema": {
+            "type": "object",
+            "required": ["answer"],
+            "properties": {"answer": {"enum": ["red", "blue"]}},
+        },
+        "when_unanswered": "default",
+        "default": {"answer": "blue"},
+    }
+    assert doc["steps"][1]["input"] == {"colour": "{{E0.answer.answer}}"}
+
+
+def test_finish_turns_identity_and_determinism() -> None:
+    items = (
+        ("user", "first: list {{things}}"),
+        ("round", [("s__a", {}, {"x": "val-1"})]),
+        ("answer", "done"),
+        ("user", "second"),
+        ("round", [("s__b", {}, {"y": "val-2"})]),
+    )
+    doc, text = plan_of(*items)
+    assert "output" in doc and "solver" not in doc  # the last turn ended without a written answer
+    assert doc["output"] == {"E0": "{{E0}}", "E1": "{{E1}}"}
+    assert doc["identifier"] == "first_list_things"
+    assert doc["exemplars"] == ["first: list {{things}}"]
+    doc, _ = plan_of(*items, turns="1", name="mine")
+    assert doc["identifier"] == "mine"
+    assert [s["tool_name"] for s in doc["steps"]] == ["s__a"]
+    assert doc["solver"] == {"query_to_answer": "first: list { {things}}", "data": {"E0": "{{E0}}"}}
+    doc, _ = plan_of(*items, turns="2..2", finish="silent")
+    assert "solver" not in doc and "output" not in doc
+    assert doc["steps"][0]["tool_name"] == "s__b"
+    with pytest.raises(FreezeError, match="turns 1..2"):
+        plan_of(*items, turns="2..3")
+    assert plan_of(*items)[1] == plan_of(*items)[1]
