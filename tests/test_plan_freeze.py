@@ -8,6 +8,8 @@ scripted model server and a real MCP server, then run the frozen plan with `plan
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,9 @@ import yaml
 from graphchat.plans.freeze import FreezeError, freeze, is_trivial, value_key, varying_place
 from graphchat.plans.loader import load_plan_text
 from graphchat.threads import events as ev
+from tests.conftest import GraphchatRunner
+from tests.scripted_server import ScriptedModelServer
+from tests.servers.support import seed_cache, stdio, write_servers
 
 # --- unit tests of the pure function -----------------------------------------------------------
 
@@ -279,3 +284,188 @@ def test_finish_turns_identity_and_determinism() -> None:
     with pytest.raises(FreezeError, match="turns 1..2"):
         plan_of(*items, turns="2..3")
     assert plan_of(*items)[1] == plan_of(*items)[1]
+
+
+# --- end to end: real threads from the real `ask`, a real MCP server, the real `plan run` ------
+
+CATALOG_SERVER = str(Path(__file__).resolve().parent / "servers" / "catalog_server.py")
+
+
+def shop(workspace: Path) -> Path:
+    """Configure the catalog MCP server as `shop`; returns the file its calls are logged to."""
+    log = workspace / "calls.jsonl"
+    write_servers(workspace, {"shop": stdio(CATALOG_SERVER, env={"GRAPHCHAT_TEST_CALL_LOG": str(log)})})
+    seed_cache(workspace)
+    return log
+
+
+def take_calls(log: Path) -> list[dict[str, Any]]:
+    """The calls logged since the last look (the log starts over)."""
+    if not log.exists():
+        return []
+    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    log.unlink()
+    return calls
+
+
+def frozen_plan(done: subprocess.CompletedProcess[str]) -> tuple[Path, dict[str, Any]]:
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.strip())
+    assert path.parent.name == "plans"
+    return path, yaml.safe_load(path.read_text())
+
+
+def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_takes_typed_inputs(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace)
+    model_server.push(
+        {"tool_calls": [{"name": "shop__list_items", "arguments": {"category": "books", "count": 3}}]},
+        {"tool_calls": [{"name": "shop__get_item", "arguments": {"id": "boo-0"}}]},
+        {"text": "The first book costs 30."},
+    )
+    asked = graphchat("ask", "What does the first item of the books category cost?", env=model_server.env())
+    assert asked.returncode == 0, asked.stderr
+    chat_calls = take_calls(log)
+    assert chat_calls == [
+        {"tool": "list_items", "args": {"category": "books", "count": 3}},
+        {"tool": "get_item", "args": {"id": "boo-0"}},
+    ]
+
+    path, plan = frozen_plan(graphchat("plan", "freeze", "--finish", "output"))
+    name = plan["identifier"]
+    assert path == workspace / "plans" / f"{name}.yaml"
+    assert [s["tool_name"] for s in plan["steps"]] == ["shop__list_items", "shop__get_item"]
+    assert plan["steps"][1]["input"] == {"id": "{{E0.items.0.id}}"}  # the value came from E0's result
+    assert plan["steps"][0]["input"] == {"category": "{{input.category}}", "count": 3}  # typed / not typed
+    assert plan["input_schema"]["properties"] == {"category": {"type": "string", "default": "books"}}
+    assert plan["requires_servers"] == ["shop"]
+    assert plan["output"] == {"E0": "{{E0}}", "E1": "{{E1}}"}
+    assert plan["exemplars"] == ["What does the first item of the books category cost?"]
+    assert graphchat("plan", "validate", name).returncode == 0
+
+    # the plan runs without a model and makes exactly the chat's calls
+    ran = graphchat("plan", "run", name)
+    assert ran.returncode == 0, ran.stderr
+    assert take_calls(log) == chat_calls
+    assert json.loads(ran.stdout)["E1"]["id"] == "boo-0"
+    assert len(model_server.requests) == 3  # the chat's three; the plan asked no model
+
+    # another input changes the call's argument, and the reference follows the new result
+    ran = graphchat("plan", "run", name, "--input", "category=games")
+    assert ran.returncode == 0, ran.stderr
+    assert take_calls(log) == [
+        {"tool": "list_items", "args": {"category": "games", "count": 3}},
+        {"tool": "get_item", "args": {"id": "gam-0"}},
+    ]
+
+    # freezing twice gives the same bytes; an existing file needs --force
+    first = path.read_bytes()
+    again = graphchat("plan", "freeze", "--finish", "output", "--stdout")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.encode() == first
+    refused = graphchat("plan", "freeze", "--finish", "output")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"error: {path} already exists\n")
+    forced = graphchat("plan", "freeze", "--finish", "output", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert path.read_bytes() == first
+    # the default finish: the chat ended in a written answer, so a solver over every result
+    solver = yaml.safe_load(graphchat("plan", "freeze", "--stdout").stdout)["solver"]
+    assert solver == {
+        "query_to_answer": "What does the first item of the books category cost?",
+        "data": {"E0": "{{E0}}", "E1": "{{E1}}"},
+    }
+
+
+def test_a_round_of_calls_over_an_earlier_array_freezes_into_one_map_over_every_element(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace)
+    model_server.push(
+        {"tool_calls": [{"name": "shop__list_items", "arguments": {"category": "tools", "count": 3}}]},
+        {
+            "tool_calls": [
+                {"name": "shop__get_item", "arguments": {"id": item}} for item in ("too-2", "too-0", "too-1")
+            ]
+        },
+        {"text": "They cost 32, 30 and 31."},
+    )
+    asked = graphchat("ask", "What do the 3 tools cost?", env=model_server.env())
+    assert asked.returncode == 0, asked.stderr
+    assert len(take_calls(log)) == 4
+
+    _, plan = frozen_plan(graphchat("plan", "freeze", "--name", "tool_prices", "--finish", "output"))
+    steps = plan["steps"]
+    assert [s["tool_name"] for s in steps] == ["shop__list_items", "map"]
+    assert steps[0]["input"] == {"category": "{{input.category}}", "count": "{{input.count}}"}
+    assert steps[1]["input"] == {
+        "over": "{{E0.items}}",
+        "concurrency": 3,
+        "do": {"tool_name": "shop__get_item", "input": {"id": "{{item.id}}"}},
+    }
+
+    ran = graphchat("plan", "run", "tool_prices", "--input", "count=5")
+    assert ran.returncode == 0, ran.stderr
+    calls = take_calls(log)
+    assert calls[0] == {"tool": "list_items", "args": {"category": "tools", "count": 5}}
+    assert sorted(c["args"]["id"] for c in calls[1:]) == [f"too-{i}" for i in range(5)]
+    output = json.loads(ran.stdout)
+    assert output["E1"]["count"] == 5
+    assert [r["id"] for r in output["E1"]["results"]] == [f"too-{i}" for i in range(5)]
+
+
+def test_an_answered_ask_user_freezes_into_an_ask_step_that_answers_files_answer(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace)
+    chat_answers = workspace / "chat_answers.yaml"
+    chat_answers.write_text("Which category?: garden\n")
+    model_server.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which category?"}}]},
+        {"tool_calls": [{"name": "shop__list_items", "arguments": {"category": "garden", "count": 2}}]},
+        {"text": "Two garden items."},
+    )
+    asked = graphchat("ask", "List a category I pick", "--answers", str(chat_answers), env=model_server.env())
+    assert asked.returncode == 0, asked.stderr
+    take_calls(log)
+
+    _, plan = frozen_plan(graphchat("plan", "freeze", "--name", "pick", "--finish", "output"))
+    ask, listing = plan["steps"]
+    assert ask["tool_name"] == "ask"
+    assert ask["input"]["prompt"] == "Which category?"
+    assert ask["input"]["output_schema"]["properties"] == {"answer": {"type": "string"}}
+    assert listing["input"] == {"category": "{{E0.answer.answer}}", "count": 2}
+
+    plan_answers = workspace / "plan_answers.yaml"
+    plan_answers.write_text("E0: {answer: kitchen}\n")
+    ran = graphchat("plan", "run", "pick", "--answers", str(plan_answers))
+    assert ran.returncode == 0, ran.stderr
+    assert take_calls(log) == [{"tool": "list_items", "args": {"category": "kitchen", "count": 2}}]
+    assert json.loads(ran.stdout)["E0"] == {"answer": {"answer": "kitchen"}, "answered": True}
+
+
+def test_freeze_refuses_unknown_threads_and_threads_without_a_successful_call(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    none_yet = graphchat("plan", "freeze")
+    assert none_yet.returncode == 1
+    assert none_yet.stderr.startswith("error: there are no threads yet")
+    log = shop(workspace)
+    model_server.push(
+        {"tool_calls": [{"name": "shop__broken", "arguments": {"reason": "jammed"}}]},
+        {"text": "The tool is broken."},
+    )
+    asked = graphchat("ask", "try the broken tool", env=model_server.env())
+    assert asked.returncode == 0, asked.stderr
+    assert take_calls(log) == [{"tool": "broken", "args": {"reason": "jammed"}}]
+    refused = graphchat("plan", "freeze")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: thread ") and "has no successful tool call" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert list((workspace / "plans").iterdir()) == []
+    unknown = graphchat("plan", "freeze", "0123456789ab")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("error: unknown thread '0123456789ab'")
+    bad = graphchat("plan", "freeze", "--turns", "3..1")
+    assert bad.returncode == 2 and "--turns" in bad.stderr

@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     run.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
     run.set_defaults(func=run_command)
+    from graphchat.cli.plan_freeze import register_freeze
+
+    register_freeze(plan_sub)
     try:
         from graphchat.cli.plan_inspect import register_inspect
     except ImportError:  # the inspect commands land separately
