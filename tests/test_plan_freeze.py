@@ -21,6 +21,8 @@ from graphchat.threads import events as ev
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
+from tests.test_chat_pty import Spawn, leave, send_message
+from tests.test_chat_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 
 # --- unit tests of the pure function -----------------------------------------------------------
 
@@ -469,3 +471,49 @@ def test_freeze_refuses_unknown_threads_and_threads_without_a_successful_call(
     assert unknown.stderr.startswith("error: unknown thread '0123456789ab'")
     bad = graphchat("plan", "freeze", "--turns", "3..1")
     assert bad.returncode == 2 and "--turns" in bad.stderr
+
+
+# --- /freeze in chat, through a pseudo-terminal -------------------------------------------------
+
+
+def test_freeze_in_chat_saves_the_plan_shows_it_and_runs_it_once(
+    workspace: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace)
+    model_server.push(
+        {"tool_calls": [{"name": "shop__list_items", "arguments": {"category": "books", "count": 2}}]},
+        {"tool_calls": [{"name": "shop__get_item", "arguments": {"id": "boo-1"}}]},
+        {"text": "The second book costs 31."},
+        {"text": "Solver report: still 31."},  # the frozen plan's solver finish, when it runs
+    )
+    child = chat()
+    send_message(child, "What does the second of the books cost?")
+    child.expect_exact("The second book costs 31.")
+    assert len(take_calls(log)) == 2
+    send_message(child, "/freeze second_book")
+    path = workspace / "plans" / "second_book.yaml"
+    child.expect_exact("saved to")
+    child.expect_exact("E0  shop__list_items")
+    child.expect_exact('E1  shop__get_item {"id":"{{E0.items.1.id}}"}')
+    child.expect_exact('category (string, default "books")')
+    child.expect_exact("? Run it once now to check it?")
+    child.expect_exact("answer>")
+    child.sendline("yes")
+    child.expect_exact("Solver report: still 31.")
+    # a second /freeze under the same name is refused, and says how to overwrite
+    send_message(child, "/freeze second_book")
+    child.expect_exact("already exists")
+    child.expect_exact("--force overwrites it")
+    out = leave(child)
+    assert "→ plan__second_book" in out and "✓ plan 'second_book' ran" in out
+    assert take_calls(log) == [
+        {"tool": "list_items", "args": {"category": "books", "count": 2}},
+        {"tool": "get_item", "args": {"id": "boo-1"}},
+    ]
+    plan = load_plan_text(path.read_text(), str(path))
+    assert plan.finish == "solver" and [s.tool_name for s in plan.steps] == [
+        "shop__list_items",
+        "shop__get_item",
+    ]
+    solver_request = model_server.requests[3]
+    assert "What does the second of the books cost?" in json.dumps(solver_request["messages"])

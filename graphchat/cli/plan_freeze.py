@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.errors import GraphchatError
+
 if TYPE_CHECKING:
     from graphchat.plans.freeze import Frozen
     from graphchat.plans.model import Plan
@@ -41,6 +43,17 @@ def register_freeze(plan_sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_freeze)
 
 
+class PlanExistsError(GraphchatError):
+    """The plan file is there already (and --force was not given)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"{path} already exists",
+            hint="use --force to overwrite it, or --name to choose another identifier",
+        )
+        self.path = path
+
+
 @dataclass
 class Saved:
     frozen: Frozen
@@ -60,7 +73,7 @@ def freeze_to_workspace(
 ) -> Saved:
     """Freeze a thread of the workspace; the plan is checked before anything is written."""
     from graphchat.catalog.plan_tools import configured_servers
-    from graphchat.errors import EXIT_USAGE, GraphchatError
+    from graphchat.errors import EXIT_USAGE
     from graphchat.plans.freeze import freeze
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.threads.store import ThreadStore
@@ -90,10 +103,7 @@ def freeze_to_workspace(
     if not write:
         return Saved(frozen, plan, None)
     if path.exists() and not force:
-        raise GraphchatError(
-            f"{path} already exists",
-            hint="use --force to overwrite it, or --name to choose another identifier",
-        )
+        raise PlanExistsError(path)
     from graphchat.fsutil import write_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +115,6 @@ def freeze_to_workspace(
 def _checked(settings: Any, frozen: Frozen, path: Path) -> Plan:
     """The frozen plan loaded and validated as `plan validate` would; problems are an error."""
     from graphchat.catalog.build import build_catalog
-    from graphchat.errors import GraphchatError
     from graphchat.plans.discovery import discover
     from graphchat.plans.loader import PlanLoadError, load_plan_text
     from graphchat.plans.validate import servers_of, validate_against_catalog
