@@ -517,3 +517,36 @@ def test_freeze_in_chat_saves_the_plan_shows_it_and_runs_it_once(
     ]
     solver_request = model_server.requests[3]
     assert "What does the second of the books cost?" in json.dumps(solver_request["messages"])
+
+
+def test_a_map_body_reads_earlier_results_and_an_ask_with_a_form_keeps_its_schema() -> None:
+    form = {"type": "object", "required": ["shelf"], "properties": {"shelf": {"type": "string"}}}
+    doc, _ = plan_of(
+        ("user", "restock"),
+        (
+            "round",
+            [
+                (
+                    "ask_user",
+                    {"question": "Which shelf?", "schema": form},
+                    {"answer": {"shelf": "top-shelf"}, "answered": True},
+                )
+            ],
+        ),
+        ("round", [("s__list", {}, {"store": "north-store", "ids": ["x-10", "x-11"]})]),
+        (
+            "round",
+            [
+                ("s__stock", {"id": "x-11", "store": "north-store", "shelf": "top-shelf"}, {"n": 4}),
+                ("s__stock", {"id": "x-10", "store": "north-store", "shelf": "top-shelf"}, {"n": 5}),
+            ],
+        ),
+    )
+    ask, _, mapped = doc["steps"]
+    assert ask["input"]["output_schema"] == form
+    assert ask["input"]["default"] == {"shelf": "top-shelf"}
+    assert mapped["input"]["do"]["input"] == {
+        "id": "{{item}}",
+        "store": "{{E1.store}}",
+        "shelf": "{{E0.answer.shelf}}",
+    }
