@@ -603,12 +603,11 @@ def freeze(
         where = f" in turns {start}..{end}" if turns else ""
         raise FreezeError(f"thread {thread_id} has no successful tool call{where}: nothing to freeze")
 
-    skipped_notes: list[str] = []
     rounds: dict[int, list[Call]] = {}
     for call in kept:
         rounds.setdefault(call.round, []).append(call)
     for round_no in sorted(rounds):
-        _freeze_round(builder, rounds[round_no], round_no, skipped_notes)
+        _freeze_round(builder, rounds[round_no], round_no)
 
     chosen = finish or ("solver" if frozen_turns[-1].answer else "output")
     if chosen not in FINISHES:
@@ -621,7 +620,7 @@ def freeze(
     return frozen
 
 
-def _freeze_round(builder: _Builder, calls: list[Call], round_no: int, notes: list[str]) -> None:
+def _freeze_round(builder: _Builder, calls: list[Call], round_no: int) -> None:
     """The steps of one round, in call order (a map stands where its first call stood)."""
     by_tool: dict[str, list[Call]] = {}
     for call in calls:
@@ -809,11 +808,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
-
-
-def plain_document(frozen: Frozen) -> dict[str, Any]:
-    result: dict[str, Any] = _plain(frozen.document)
-    return result
 
 
 def _scalar(value: Any) -> str:
