@@ -71,6 +71,11 @@ class PlanSource(ToolSource):
                 self._plans = dict(discover(self.settings.plans_dir).plans)
         return self._plans
 
+    def reload(self) -> None:
+        """Read plans/ again at the next use (a plan was just written, e.g. by `/freeze`)."""
+        if self._given is None:
+            self._plans = None
+
     def servers(self) -> set[str]:
         if self._servers is None:
             self._servers = configured_servers(self.settings) if self.settings is not None else set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from graphchat.chat.commands import is_command, run_command
@@ -89,23 +90,32 @@ class ChatApp:
 
     async def run_turn(self, message: str) -> Any:
         """One turn with its live display; never raises for a turn that failed or was cancelled."""
+
+        async def turn() -> Any:
+            await self.tools_ready()
+            return await self.session.turn(message, on_text=self.ui.on_text)
+
+        return await self.run_live(turn)
+
+    async def run_live(
+        self,
+        work: Callable[[], Awaitable[Any]],
+        cancelled: str = "turn cancelled (the thread keeps what completed)",
+    ) -> Any:
+        """Run `work()` with a turn's live display (tool lines, Ctrl-C cancels it); its result, or
+        None when it failed or was cancelled (said on screen, never raised)."""
         from graphchat.errors import GraphchatError
 
         ui = self.ui
         ui.begin_turn()
-
-        async def turn() -> Any:
-            await self.tools_ready()
-            return await self.session.turn(message, on_text=ui.on_text)
-
-        task = asyncio.ensure_future(turn())
+        task = asyncio.ensure_future(work())
         ui.turn_task = task
         try:
             await asyncio.wait({task})
         finally:
             ui.end_turn()
         if task.cancelled():
-            ui.print("⏹ turn cancelled (the thread keeps what completed)", style="yellow", markup=False)
+            ui.print(f"⏹ {cancelled}", style="yellow", markup=False)
             return None
         exc = task.exception()
         if exc is None:

@@ -1,4 +1,4 @@
-"""Slash commands of the chat: /help /tools /thread /new /model [NAME] /usage /quit."""
+"""Slash commands of the chat: /help /tools /thread /new /model [NAME] /freeze [NAME] /usage /quit."""
 
 from __future__ import annotations
 
@@ -22,11 +22,13 @@ Commands:
   /thread          the current thread (id, title, messages)
   /new             start a new thread
   /model [NAME]    show the model, or switch to NAME for the next turns
+  /freeze [NAME]   save this thread's successful tool calls as plans/NAME.yaml, then
+                   offer to run it once (add --force to overwrite an existing file)
   /usage           tokens (and cost, when known) used in this session
   /quit            leave (prints how to resume the thread)
 A message that starts with // is sent as text starting with /."""
 
-COMMANDS = ("help", "tools", "thread", "new", "model", "usage", "quit")
+COMMANDS = ("help", "tools", "thread", "new", "model", "freeze", "usage", "quit")
 
 Handler = Callable[["ChatApp", str], Awaitable[bool]]
 
@@ -98,6 +100,99 @@ async def _model(app: ChatApp, arg: str) -> bool:
     return True
 
 
+async def _freeze(app: ChatApp, arg: str) -> bool:
+    """Freeze the current thread into a plan, show it, and offer to run it once."""
+    from graphchat.chat.app import current_thread_id
+    from graphchat.cli.plan_freeze import PlanExistsError, freeze_to_workspace
+    from graphchat.errors import GraphchatError
+
+    ui = app.ui
+    thread_id = current_thread_id(app.session)
+    if thread_id is None:
+        ui.print("no thread yet: chat first, then /freeze what worked", markup=False)
+        return True
+    words = arg.split()
+    force = "--force" in words
+    names = [w for w in words if w != "--force"]
+    if len(names) > 1:
+        ui.print("usage: /freeze [NAME] [--force]", style="yellow", markup=False)
+        return True
+    try:
+        saved = freeze_to_workspace(app.settings, thread_id, name=names[0] if names else None, force=force)
+    except PlanExistsError as exc:
+        ui.print(f"error: {exc.message}", style="red", markup=False)
+        ui.print("  /freeze NAME picks another name; /freeze NAME --force overwrites it", markup=False)
+        return True
+    except GraphchatError as exc:
+        ui.print(f"error: {exc.message}", style="red", markup=False)
+        return True
+    frozen, plan = saved.frozen, saved.plan
+    ui.print(f"✓ plan '{frozen.identifier}' saved to {saved.path} ({frozen.finish} finish)", markup=False)
+    ui.print("steps:", markup=False)
+    for line in frozen.step_lines():
+        ui.print(f"  {line}", markup=False, no_wrap=True, overflow="ellipsis", crop=True)
+    ui.print("inputs:" if frozen.inputs else "inputs: none", markup=False)
+    for line in frozen.input_lines():
+        ui.print(f"  {line}", markup=False)
+    for item in frozen.dropped:
+        ui.print(f"left out: {item}", style="dim", markup=False)
+    if await _yes(app, "Run it once now to check it?"):
+        await _run_once(app, plan)
+    else:
+        ui.print(f"run it later with: graphchat plan run {frozen.identifier}", style="dim", markup=False)
+    return True
+
+
+async def _yes(app: ChatApp, prompt: str) -> bool:
+    from graphchat.asks import Question
+
+    asker = app.session.asker
+    if asker is None:
+        return False
+    answer = await asker.ask(Question(prompt, options=["yes", "no"]))
+    return bool(answer.answered and answer.value == "yes")
+
+
+async def _run_once(app: ChatApp, plan: Any) -> None:
+    """Run the new plan as the model would call it: `plan__<id>` through the catalog."""
+    from graphchat.catalog.base import CallContext
+
+    for source in app.catalog.sources:
+        reload = getattr(source, "reload", None)
+        if callable(reload):
+            reload()
+    app.catalog.invalidate()
+    session = app.session
+    ctx = CallContext(
+        asker=session.asker, events=session.events, assume_yes=session.assume_yes, surface="agent"
+    )
+
+    async def run() -> Any:
+        await app.tools_ready()
+        return await app.catalog.call(plan.tool_name, {}, ctx)
+
+    result = await app.run_live(run, cancelled="plan run cancelled")
+    if result is None:
+        return
+    if result.is_error:
+        app.ui.print(f"✗ plan '{plan.identifier}' failed: {result.error_message}", style="red", markup=False)
+        return
+    app.ui.print(f"✓ plan '{plan.identifier}' ran", style="green", markup=False)
+    value = result.value
+    if isinstance(value, dict) and set(value) == {"answer"} and isinstance(value["answer"], str):
+        from rich.markdown import Markdown
+
+        app.ui.print(Markdown(value["answer"]))
+    else:
+        import orjson
+
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+        lines = text.splitlines()
+        if len(lines) > 40:
+            lines = [*lines[:40], f"… ({len(lines) - 40} more lines)"]
+        app.ui.print("\n".join(lines), markup=False)
+
+
 async def _usage(app: ChatApp, arg: str) -> bool:
     from graphchat.events import usage_text
 
@@ -115,6 +210,7 @@ HANDLERS: dict[str, Handler] = {
     "thread": _thread,
     "new": _new,
     "model": _model,
+    "freeze": _freeze,
     "usage": _usage,
     "quit": _quit,
 }
