@@ -40,6 +40,10 @@ class EventSink:
             ms=round(ms, 1),
         )
 
+    def waiting(self, what: str | None) -> None:
+        """graphchat waits on something a person would like to see move (a model answer);
+        None: the wait is over. A display hint: sinks that show nothing live ignore it."""
+
     def step_started(self, step: str, tool: str) -> None:
         self.emit("step_started", step=step, tool=tool)
 
@@ -90,30 +94,148 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class Spinner:
+    """One status line at the bottom of a terminal that shows what graphchat waits on, with the
+    time it has waited: the model (`⠹ thinking 2.4s`) or the tools still running. Lines written
+    through `line()` go above it. Off the terminal it does nothing at all."""
+
+    TICK_S = 0.1
+
+    def __init__(self, stream: TextIO, lock: threading.Lock) -> None:
+        import time
+
+        self.stream = stream
+        self.lock = lock
+        self.clock = time.monotonic
+        self.model: tuple[str, float] | None = None
+        self.tools: dict[str, float] = {}
+        self.shown = False
+        self.frame = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def _text(self) -> str | None:
+        now = self.clock()
+        if self.model is not None:
+            what, since = self.model
+            return f"{what} {now - since:.1f}s"
+        if self.tools:
+            names = list(self.tools)
+            oldest = min(self.tools.values())
+            label = names[0] if len(names) == 1 else f"{len(names)} tools ({', '.join(names[:3])}…)"
+            return f"{label} {now - oldest:.1f}s"
+        return None
+
+    def clear(self) -> None:
+        """Erase the status line (caller holds the lock)."""
+        if self.shown:
+            self.stream.write("\r\033[2K")
+            self.shown = False
+
+    def draw(self) -> None:
+        """Redraw the status line (caller holds the lock)."""
+        text = self._text()
+        if text is None:
+            self.clear()
+            self.stream.flush()
+            return
+        self.frame = (self.frame + 1) % len(SPINNER_FRAMES)
+        width = self._width()
+        line = f"{SPINNER_FRAMES[self.frame]} {text}"[: max(width - 1, 10)]
+        self.stream.write(f"\r\033[2K\033[2m{line}\033[0m")
+        self.stream.flush()
+        self.shown = True
+
+    def _width(self) -> int:
+        import shutil
+
+        return shutil.get_terminal_size((80, 24)).columns
+
+    def changed(self) -> None:
+        """Something started or ended (caller holds the lock): redraw now, run the ticker."""
+        self.draw()
+        active = self.model is not None or bool(self.tools)
+        if active and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="graphchat-spinner", daemon=True)
+            self._thread.start()
+        elif not active and self._thread is not None:
+            self._stop.set()
+            self._thread = None
+
+    def _run(self) -> None:
+        stop = self._stop
+        while not stop.wait(self.TICK_S):
+            with self.lock:
+                if stop.is_set():
+                    return
+                self.draw()
+
+
 class TerminalSink(EventSink):
-    """Human-readable activity lines on stderr: `→ tool {args}`, `✓ tool 0.8s`, `✗ tool msg`."""
+    """Human-readable activity lines on stderr: `→ tool {args}`, `✓ tool 0.8s`, `✗ tool msg`;
+    on a terminal, a spinner line with the elapsed time while graphchat waits."""
 
     human = True
 
     def __init__(
-        self, stream: TextIO | None = None, *, color: bool | None = None, quiet: bool = False
+        self,
+        stream: TextIO | None = None,
+        *,
+        color: bool | None = None,
+        quiet: bool = False,
+        spinner: bool | None = None,
     ) -> None:
         self.stream = stream or sys.stderr
+        tty = self.stream.isatty()
         if color is None:
-            color = self.stream.isatty() and "NO_COLOR" not in os.environ
+            color = tty and "NO_COLOR" not in os.environ
         self.color = color
         self.quiet = quiet
         self._lock = threading.Lock()
+        if spinner is None:
+            spinner = tty and not quiet and os.environ.get("TERM") != "dumb"
+        self.spinner = Spinner(self.stream, self._lock) if spinner else None
 
     def _paint(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def _line(self, text: str) -> None:
         with self._lock:
+            if self.spinner is not None:
+                self.spinner.clear()
             self.stream.write(text + "\n")
+            if self.spinner is not None:
+                self.spinner.draw()
             self.stream.flush()
 
+    def waiting(self, what: str | None) -> None:
+        spinner = self.spinner
+        if spinner is None:
+            return
+        with self._lock:
+            spinner.model = None if what is None else (what, spinner.clock())
+            spinner.changed()
+
+    def _tools_changed(self, tool: str, running: bool) -> None:
+        spinner = self.spinner
+        if spinner is None:
+            return
+        with self._lock:
+            if running:
+                spinner.tools.setdefault(tool, spinner.clock())
+            else:
+                spinner.tools.pop(tool, None)
+            spinner.changed()
+
     def emit(self, event: str, **f: Any) -> None:
+        if event == "tool_started":
+            self._tools_changed(f["tool"], True)
+        elif event == "tool_finished":
+            self._tools_changed(f["tool"], False)
         if event == "tool_started" and not self.quiet:
             self._line(self._paint(f"→ {f['tool']} {_short(f.get('args') or {})}", "2"))
         elif event == "tool_finished" and not self.quiet:

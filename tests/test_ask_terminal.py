@@ -12,6 +12,13 @@ from tests.scripted_server import ScriptedModelServer
 from tests.test_chat_pty import plain
 
 
+def screen(raw: str) -> str:
+    """What stays on the terminal: a line erased by the spinner (`\\r ESC[2K`) keeps only what
+    was written after the erase."""
+    lines = raw.replace("\r\n", "\n").split("\n")
+    return plain("\n".join(line.rsplit("\x1b[2K", 1)[-1] for line in lines))
+
+
 def run_on_terminal(workspace: Path, server: ScriptedModelServer, *args: str) -> str:
     child = pexpect.spawn(
         sys.executable,
@@ -26,17 +33,17 @@ def run_on_terminal(workspace: Path, server: ScriptedModelServer, *args: str) ->
     output = child.read()
     child.close()
     assert child.exitstatus == 0, output
-    return plain(output)
+    return screen(output)
 
 
 def test_a_usage_line_follows_the_answer_on_a_terminal(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:
     model_server.push({"text": "forty-two", "usage": {"prompt_tokens": 1234, "completion_tokens": 5}})
-    screen = run_on_terminal(workspace, model_server, "the answer?")
-    lines = [line for line in screen.splitlines() if line.strip()]
+    shown = run_on_terminal(workspace, model_server, "the answer?")
+    lines = [line for line in shown.splitlines() if line.strip()]
     assert lines[0] == "forty-two"
-    assert lines[-1].startswith("calls 1 · input 1,234 tokens · output 5 tokens"), screen
+    assert lines[-1].startswith("calls 1 · input 1,234 tokens · output 5 tokens"), shown
 
 
 def test_narration_before_tool_calls_is_not_part_of_the_answer(
@@ -81,9 +88,43 @@ def test_narration_on_a_terminal_ends_its_line_before_the_tool_line(
         ),
         cwd=str(workspace), dimensions=(30, 100), encoding="utf-8", timeout=60,
     )  # fmt: skip
-    screen = plain(child.read())
+    shown = screen(child.read())
     child.close()
-    lines = [line for line in screen.splitlines() if line.strip()]
+    lines = [line for line in shown.splitlines() if line.strip()]
     assert lines[0] == "Let me check."
     assert lines[1].startswith("→ debug__sleep")
     assert "Done." in lines
+
+
+def test_a_spinner_shows_the_wait_on_a_terminal_and_never_in_a_pipe(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    """Issue 11 point 6: while the model thinks, a terminal shows it with the elapsed time."""
+    import re
+    import subprocess
+
+    model_server.push({"delay": 1.0, "text": "slow answer"})
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "ask", "take your time"],
+        env=clean_env({**model_server.env(), "TERM": "xterm-256color", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace), dimensions=(30, 100), encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    raw = child.read()
+    child.close()
+    assert child.exitstatus == 0, raw
+    assert re.search(r"thinking \d+\.\ds", raw), raw  # the spinner with its elapsed time
+    assert "slow answer" in raw
+    model_server.push({"delay": 1.0, "text": "slow answer"})
+    piped = subprocess.run(
+        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "take your time"],
+        env=clean_env(model_server.env(), workspace.parent),
+        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
+    )  # fmt: skip
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "slow answer", "")
+    jsonl = subprocess.run(
+        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "again"],
+        env=clean_env({**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"}, workspace.parent),
+        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
+    )  # fmt: skip
+    assert "thinking" not in jsonl.stderr and "\r" not in jsonl.stderr

@@ -30,6 +30,9 @@ class ChatSink(EventSink):
     def __init__(self, ui: ChatUI) -> None:
         self.ui = ui
 
+    def waiting(self, what: str | None) -> None:
+        self.ui.set_waiting(what)
+
     def emit(self, event: str, **f: Any) -> None:
         ui = self.ui
         if event == "tool_started":

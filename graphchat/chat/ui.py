@@ -104,6 +104,7 @@ class ChatUI:
         self._lines_printed = 0  # rendered lines of `_segment` already printed
         self._running: list[tuple[str, float]] = []
         self._status: str | None = None  # plan step / progress while a plan tool runs
+        self._waiting: tuple[str, float] | None = None  # the model call waited on, since when
         self._in_turn = False
         self._prompting = False
         self._refresh_handle: asyncio.TimerHandle | None = None
@@ -168,6 +169,7 @@ class ChatUI:
 
     def end_turn(self) -> None:
         self.commit_text()
+        self._waiting = None
         self._in_turn = False
         self._running.clear()
         self._status = None
@@ -245,9 +247,16 @@ class ChatUI:
         self._status = text
         self._schedule_refresh()
 
+    def set_waiting(self, what: str | None) -> None:
+        """The model is thinking (a live `⋯ thinking 1.2s` until its first text), or not."""
+        self._waiting = None if what is None else (what, time.monotonic())
+        if what is not None and self.live_enabled and self._ticker is None and self._in_turn:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        self._schedule_refresh()
+
     async def _tick(self) -> None:
         try:
-            while self._running:
+            while self._running or self._waiting:
                 await asyncio.sleep(TICK_S)
                 self._refresh()
         finally:
@@ -275,6 +284,9 @@ class ChatUI:
         from rich.text import Text
 
         status: list[Any] = []
+        if self._waiting and not self._running:
+            what, since = self._waiting
+            status.append(Text(f"⋯ {what} {time.monotonic() - since:.1f}s", style="dim", no_wrap=True))
         if self._running:
             now = time.monotonic()
             parts = "  ".join(f"{name} {now - started:.1f}s" for name, started in self._running)

@@ -73,6 +73,11 @@ class LLM:
         if response_format is not None:
             kwargs["response_format"] = response_format
         started = time.perf_counter()
+        events = self.events
+        if events is not None:
+            events.waiting("thinking" if site == "chat" else f"{site} · thinking")
+            if on_text is not None:
+                on_text = _first_text_ends_wait(on_text, events)
         try:
             if stream:
                 # Without include_usage, litellm invents usage with a local tokenizer.
@@ -96,6 +101,9 @@ class LLM:
                 messages=messages,
                 count_tokens=lambda m: count_tokens(self.config.model, m),
             ) from exc
+        finally:
+            if events is not None:
+                events.waiting(None)
         ms = (time.perf_counter() - started) * 1000
         usage = self._usage(raw_usage)
         self.usage = self.usage + usage
@@ -215,6 +223,19 @@ class LLM:
         if not supported and not (self.config.api_base and self.config.model.startswith("openai/")):
             return None  # unknown model: rely on the instruction and validation
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
+def _first_text_ends_wait(on_text: Callable[[str], None], events: EventSink) -> Callable[[str], None]:
+    """`on_text` that first ends the "thinking" wait (the spinner line goes before text shows)."""
+    waiting = [True]
+
+    def forward(text: str) -> None:
+        if waiting[0]:
+            waiting[0] = False
+            events.waiting(None)
+        on_text(text)
+
+    return forward
 
 
 def _from_response(response: Any) -> tuple[str, list[ToolCall], Any, str | None]:
