@@ -6,8 +6,8 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Any
 
-from graphchat.plans.executor import Frame, Runner, StepFailed
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, prepare_servers, render_text
 
 AGENT_SYSTEM = (
     "You are carrying out one task inside an automated workflow. Use the tools you are given "
@@ -16,7 +16,7 @@ AGENT_SYSTEM = (
 )
 
 
-def check_patterns(runner: Runner, step: Step, patterns: list[str]) -> None:
+def check_patterns(runner: StepRunner, step: Step, patterns: list[str]) -> None:
     """A pattern that matches no tool is an error naming it (a typo must not shrink the set)."""
     names = [spec.name for spec in runner.catalog.list() if spec.source != "control"]
     for pattern in patterns:
@@ -26,10 +26,8 @@ def check_patterns(runner: Runner, step: Step, patterns: list[str]) -> None:
             )
 
 
-async def prepare_agent_servers(runner: Runner, patterns: list[str] | None) -> None:
+async def prepare_agent_servers(runner: StepRunner, patterns: list[str] | None) -> None:
     """Servers whose tools the agent may see must have a known tool list before it starts."""
-    from graphchat.plans.executor import prepare_servers
-
     servers = runner.catalog.groups()
     if patterns is None:
         wanted = set(servers)
@@ -38,24 +36,24 @@ async def prepare_agent_servers(runner: Runner, patterns: list[str] | None) -> N
     await prepare_servers(runner.catalog, wanted)
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     import orjson
 
     from graphchat.agent.loop import run_loop
 
     data = step.input
-    prompt = runner.render_text(step, data.get("prompt"), scope)
+    prompt = render_text(step, data.get("prompt"), scope)
     schema = data.get("output_schema") or {"type": "object"}
     system = AGENT_SYSTEM.format(schema=orjson.dumps(schema).decode())
     if data.get("system_prompt"):
-        system += "\n\n" + runner.render_text(step, data["system_prompt"], scope)
+        system += "\n\n" + render_text(step, data["system_prompt"], scope)
     patterns = data.get("tools")
     await prepare_agent_servers(runner, patterns)
     if patterns is not None:
         check_patterns(runner, step, list(patterns))
     model = data.get("model")
     if isinstance(model, str):
-        model = runner.render_text(step, model, scope) or None
+        model = render_text(step, model, scope) or None
     max_iterations = int(data.get("max_iterations") or 8)
     llm = runner.llm("chat", model)
     messages: list[dict[str, Any]] = [

@@ -6,15 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from graphchat.asks import Question, UnavailableAsker
-from graphchat.plans.executor import Frame, Runner, StepFailed
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, render, render_text
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     from graphchat.jsonschema_util import errors
 
     data = step.input
-    prompt = runner.render_text(step, data.get("prompt"), scope)
+    prompt = render_text(step, data.get("prompt"), scope)
     schema = data.get("output_schema") or {"type": "object", "properties": {}}
     ctx = frame.ctx or runner.ctx
     asker = ctx.asker or UnavailableAsker()
@@ -35,7 +35,7 @@ async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -
         return {"answer": answer.value, "answered": True}
     reason = answer.reason or "unavailable"
     if data.get("when_unanswered", "fail") == "default":
-        default = runner.render(step, data.get("default"), scope)
+        default = render(step, data.get("default"), scope)
         problems = errors(schema, default)
         if problems:
             raise StepFailed(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import Frame, Runner
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepRunner
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     data = step.input
     verdict, reason = await runner.gate(step, data.get("if"), data.get("infer"), data.get("model"), scope)
     branch = "then" if verdict else "else"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import ExitFired, Frame, Runner
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import ExitFired, Frame, StepRunner, render, render_text
 
 DEFAULT_MESSAGES = {"success": "plan exited early", "error": "plan asserted failure"}
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     data = step.input
     when, infer = data.get("when"), data.get("infer")
     reason: str | None = None
@@ -22,8 +22,8 @@ async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -
         return {"passed": True, "verdict": False, "reason": reason}
     status = data.get("status", "success")
     message = data.get("message")
-    message = runner.render_text(step, message, scope) if message is not None else DEFAULT_MESSAGES[status]
+    message = render_text(step, message, scope) if message is not None else DEFAULT_MESSAGES[status]
     if reason:
         message = f"{message} ({reason})"
-    output = runner.render(step, data["output"], scope) if data.get("output") is not None else None
+    output = render(step, data["output"], scope) if data.get("output") is not None else None
     raise ExitFired(status, message, frame.prefix + step.label, reason, output)

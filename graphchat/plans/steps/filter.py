@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import Frame, Runner, StepFailed, describe, template_message
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, describe, render_over, template_message
 from graphchat.plans.steps.pool import run_pool
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     data = step.input
-    over = runner.render_over(step, scope)
+    over = render_over(step, scope)
     verdicts: list[bool]
     if data.get("infer") is not None:
         verdicts = await _inferred(runner, step, scope, over)
@@ -46,7 +46,7 @@ def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> 
     return verdicts
 
 
-async def _inferred(runner: Runner, step: Step, scope: dict[str, Any], over: list[Any]) -> list[bool]:
+async def _inferred(runner: StepRunner, step: Step, scope: dict[str, Any], over: list[Any]) -> list[bool]:
     data = step.input
     concurrency = data.get("concurrency") or 1
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:

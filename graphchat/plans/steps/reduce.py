@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import Frame, Progress, Runner
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, Progress, StepRunner, render, render_over
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
-    over = runner.render_over(step, scope)
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    over = render_over(step, scope)
     initial = step.input.get("initial")
-    accumulator = runner.render(step, initial, scope) if initial is not None else None
+    accumulator = render(step, initial, scope) if initial is not None else None
     body = step.bodies["do"]
     progress = Progress(runner.events, step.label, len(over))
     ctx = runner.quiet_ctx() if len(over) > 1 else frame.ctx
