@@ -28,7 +28,7 @@ from graphchat.plans.runtime import (
     render_text,
     template_message,
 )
-from graphchat.plans.steps import HANDLERS
+from graphchat.plans.steps import CONTROL
 from graphchat.plans.template import EmptyData, TemplateError
 
 if TYPE_CHECKING:
@@ -271,9 +271,10 @@ class Runner:
 
     async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
         name = step.tool_name
-        if name in HANDLERS:
+        control = CONTROL.get(name)
+        if control is not None:
             self.steps_executed += 1
-            return await HANDLERS[name](self, step, scope, frame)
+            return await control.run(self, step, scope, frame)
         arguments = render(step, step.input, scope)
         self.steps_executed += 1
         result = await self.catalog.call(name, arguments, frame.ctx or self.ctx)

@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from graphchat.plans.grammar import Report, Scope, Site, has_template, template_strings, yaml_kind
-from graphchat.plans.model import CONTROL_STEPS, RESERVED_ROOTS, Body, Plan, PlanLoadError, Solver, Step
+from graphchat.plans.grammar import Report, Scope, Site, template_strings, yaml_kind
+from graphchat.plans.model import RESERVED_ROOTS, Body, Plan, PlanLoadError, Solver, Step
+from graphchat.plans.steps import BODY_NAMES, CONTROL, CONTROL_STEPS
 
 __all__ = ["PlanLoadError", "load_plan", "load_plan_data", "load_plan_text", "plan_to_dict"]
 
@@ -36,24 +37,10 @@ PLAN_FIELDS = (
 STEP_FIELDS = ("id", "tool_name", "input", "reasoning")
 BODY_CALL_FIELDS = ("tool_name", "input", "reasoning")
 SOLVER_FIELDS = ("query_to_answer", "data", "system_prompt")
-CONTROL_FIELDS: dict[str, tuple[str, ...]] = {
-    "exit": ("when", "infer", "model", "status", "message", "output"),
-    "decide": ("if", "infer", "model", "then", "else"),
-    "filter": ("over", "where", "infer", "model", "concurrency"),
-    "map": ("over", "do", "concurrency"),
-    "reduce": ("over", "do", "initial"),
-    "agent": ("prompt", "output_schema", "tools", "max_iterations", "model", "system_prompt"),
-    "ask": ("prompt", "output_schema", "when_unanswered", "default"),
-}
-# Allowed as a body step (exit only in decide branches).
-BODY_CONTROL = frozenset({"agent", "ask", "filter", "exit"})
-NO_NEST = frozenset({"decide", "map", "reduce"})
-ASK_TYPES = ("string", "number", "integer", "boolean")
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 STEP_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SERVER_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-TOOL_PATTERN_RE = re.compile(r"^[A-Za-z0-9_*.-]+$")
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 
@@ -335,7 +322,7 @@ class _Loader:
                 continue
             owner = raw.get("id") if isinstance(raw.get("id"), str) else "?"
             for key, value in raw["input"].items():
-                if isinstance(key, str) and key in ("then", "else", "do") and isinstance(value, list):
+                if isinstance(key, str) and key in BODY_NAMES and isinstance(value, list):
                     for sub in value:
                         if isinstance(sub, Mapping) and isinstance(sub.get("id"), str):
                             self.body_owner.setdefault(sub["id"], f"{owner}/{key}")
@@ -448,16 +435,20 @@ class _Loader:
         if tool.startswith("workbench__"):
             report("tool_name", f"{tool!r}: workbench__* tools do not exist in plans")
             return False
-        if context is not None:
+        control = CONTROL.get(tool)
+        if context is not None and control is not None:
             owner, body = context
-            if tool in NO_NEST:
+            if control.BODIES:
                 report(
                     "tool_name",
                     f"`{tool}` cannot nest inside `{owner}` `{body}`: call a sub-plan (plan__*) instead",
                 )
                 return False
-            if tool == "exit" and owner != "decide":
-                report("tool_name", f"`exit` is only allowed in decide branches, not in `{owner}` `{body}`")
+            if control.ONLY_IN is not None and owner != control.ONLY_IN:
+                report(
+                    "tool_name",
+                    f"`{tool}` is only allowed in {control.ONLY_IN} branches, not in `{owner}` `{body}`",
+                )
                 return False
         if tool in CONTROL_STEPS or tool == "plan_and_execute":
             return True
@@ -487,9 +478,10 @@ class _Loader:
         def report(field: str, what: str) -> None:
             report_step(f"input.{field}", what)
 
-        spec, raw_keys = self.normalise(raw_input, CONTROL_FIELDS[tool], report, f"`{tool}` input")
+        control = CONTROL[tool]
+        spec, raw_keys = self.normalise(raw_input, control.FIELDS, report, f"`{tool}` input")
         site = Site(tool, spec, raw_keys, where, scope, line_path, report, self)
-        getattr(self, f"control_{tool}")(site)
+        control.load(site)
         return spec, site.bodies
 
     def load_body(
@@ -537,123 +529,6 @@ class _Loader:
         report(name, f"must be one call {{tool_name, input}} or a list of steps, got {yaml_kind(raw)}")
         return None
 
-    def control_exit(self, site: Site) -> None:
-        spec, report = site.spec, site.report
-        site.one_of("when", "infer", required=False)
-        if "when" in spec:
-            site.gate("when")
-        site.infer()
-        site.model()
-        status = spec.get("status")
-        if status is None:
-            report("status", "required: success or error")
-        elif status not in ("success", "error"):
-            report("status", f"must be success or error, got {status!r}")
-        site.string("message", required=False)
-        if "output" in spec and spec["output"] is not None:
-            if not isinstance(spec["output"], Mapping):
-                report("output", f"must be a template map (a mapping), got {yaml_kind(spec['output'])}")
-            else:
-                site.templates(spec["output"], "output")
-
-    def control_decide(self, site: Site) -> None:
-        site.one_of("if", "infer", required=True)
-        if "if" in site.spec:
-            site.gate("if")
-        site.infer()
-        site.model()
-        site.body("then", site.scope)
-        site.body("else", site.scope, required=False)
-
-    def control_filter(self, site: Site) -> None:
-        site.one_of("where", "infer", required=True)
-        gate_scope = site.scope.child(pseudo=("item", "index"))
-        if "where" in site.spec:
-            site.gate("where", gate_scope)
-        site.infer(gate_scope)
-        site.model()
-        site.positive_int("concurrency")
-        site.over("over", ("item", "index"))
-
-    def control_map(self, site: Site) -> None:
-        site.positive_int("concurrency")
-        site.over("over", ("item", "index", "accumulator"))
-        site.body("do", site.scope.child(pseudo=("item", "index")))
-
-    def control_reduce(self, site: Site) -> None:
-        site.over("over", ("item", "index", "accumulator"))
-        site.over("initial", ("item", "index", "accumulator"))
-        site.body("do", site.scope.child(pseudo=("item", "index", "accumulator")))
-
-    def control_agent(self, site: Site) -> None:
-        spec, report = site.spec, site.report
-        site.string("prompt", required=True)
-        site.string("system_prompt", required=False)
-        schema = spec.get("output_schema")
-        if "output_schema" not in spec:
-            report("output_schema", "required: a JSON Schema of type object")
-        elif not isinstance(schema, Mapping):
-            report("output_schema", f"must be a JSON Schema object (a mapping), got {yaml_kind(schema)}")
-        elif schema.get("type") not in (None, "object"):
-            report("output_schema", f'`type` must be "object", got {schema.get("type")!r}')
-        elif schema.get("type") is None and not isinstance(schema.get("properties"), Mapping):
-            report("output_schema", "must have `type: object` or declare `properties`")
-        elif "properties" in schema and not isinstance(schema["properties"], Mapping):
-            report("output_schema", "`properties` must be a mapping")
-        if "tools" in spec:
-            tools = spec["tools"]
-            if not isinstance(tools, list):
-                report("tools", f"must be a list of tool names or `*` globs, got {yaml_kind(tools)}")
-            elif not tools:
-                report(
-                    "tools", "is empty: omit it for the whole catalog, or name at least one tool or pattern"
-                )
-            else:
-                for pattern in tools:
-                    if not isinstance(pattern, str) or not pattern:
-                        report("tools", f"every entry must be a tool name or glob, got {yaml_kind(pattern)}")
-                    elif not TOOL_PATTERN_RE.match(pattern):
-                        report(
-                            "tools",
-                            f"{pattern!r} is not a tool name or `*` glob (letters, digits, _ - * only)",
-                        )
-        site.positive_int("max_iterations")
-        site.model()
-
-    def control_ask(self, site: Site) -> None:
-        spec, report = site.spec, site.report
-        site.string("prompt", required=True)
-        schema_ok = False
-        if "output_schema" not in spec:
-            report(
-                "output_schema",
-                "required: a flat object schema of string/number/integer/boolean/enum properties",
-            )
-        else:
-            problems = ask_schema_problems(spec["output_schema"])
-            for problem in problems:
-                report("output_schema", problem)
-            schema_ok = not problems
-        mode = spec.get("when_unanswered", "fail")
-        if mode not in ("fail", "default"):
-            report("when_unanswered", f"must be fail or default, got {mode!r}")
-            return
-        has_default = "default" in spec
-        if mode == "default" and not has_default:
-            report("when_unanswered", "is `default` but no `default` answer is given")
-        if mode == "fail" and has_default:
-            report(
-                "default",
-                "can never be used with when_unanswered: fail (set when_unanswered: default, or drop it)",
-            )
-        if has_default:
-            default = spec["default"]
-            if has_template(default):
-                site.templates(default, "default")
-            elif schema_ok:
-                for problem in flat_answer_problems(spec["output_schema"], default):
-                    report("default", f"does not match output_schema: {problem}")
-
     # -- templates
 
     def check_templates(self, value: Any, scope: Scope, where: str | None, field: str) -> None:
@@ -698,88 +573,6 @@ class _Loader:
             return f"{root!r} is a step of body {self.body_owner[root]} and is not visible here"
         known = ", ".join(sorted(scope.all, key=lambda r: (r != "input", r)))
         return f"unknown root {root!r} in {ref} (known here: {known})"
-
-
-# --- ask schemas -------------------------------------------------------------------------------
-
-
-def ask_schema_problems(schema: Any) -> list[str]:
-    """Problems of an `ask` output_schema: a flat object of primitive or enum properties."""
-    if not isinstance(schema, Mapping):
-        return [f"must be a flat object schema (a mapping), got {yaml_kind(schema)}"]
-    problems: list[str] = []
-    if schema.get("type", "object") != "object":
-        problems.append(f'`type` must be "object", got {schema.get("type")!r}')
-    props = schema.get("properties")
-    if not isinstance(props, Mapping) or not props:
-        problems.append("needs `properties`: at least one string/number/integer/boolean/enum field")
-        return problems
-    for name, prop in props.items():
-        if not isinstance(prop, Mapping):
-            problems.append(f"property {name!r} must be a schema (a mapping), got {yaml_kind(prop)}")
-            continue
-        kind = prop.get("type")
-        if "enum" in prop:
-            enum = prop["enum"]
-            if not isinstance(enum, list) or not enum:
-                problems.append(f"property {name!r}: `enum` must be a non-empty list")
-            elif not all(isinstance(v, (str, int, float, bool)) for v in enum):
-                problems.append(f"property {name!r}: enum values must be strings, numbers or booleans")
-            if kind is not None and kind not in ASK_TYPES:
-                problems.append(f"property {name!r}: type {kind!r} is not allowed with an enum")
-            continue
-        if kind in ("object", "array"):
-            problems.append(
-                f"property {name!r} is {'a nested object' if kind == 'object' else 'an array'}: "
-                "an ask takes only string/number/integer/boolean/enum fields"
-            )
-        elif kind not in ASK_TYPES:
-            problems.append(
-                f"property {name!r} needs `type` string/number/integer/boolean or an `enum`, got {kind!r}"
-            )
-    required = schema.get("required")
-    if required is not None:
-        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            problems.append("`required` must be a list of property names")
-        else:
-            for name in required:
-                if name not in props:
-                    problems.append(f"`required` names {name!r}, which is not a property")
-    return problems
-
-
-def flat_answer_problems(schema: Mapping[str, Any], answer: Any) -> list[str]:
-    """Check an answer against a (valid) flat ask schema without importing jsonschema."""
-    if not isinstance(answer, Mapping):
-        return [f"an answer is an object, got {yaml_kind(answer)}"]
-    props: Mapping[str, Any] = schema.get("properties") or {}
-    problems: list[str] = []
-    for name in schema.get("required") or []:
-        if name not in answer:
-            problems.append(f"{name!r} is required")
-    for name, value in answer.items():
-        prop = props.get(name)
-        if prop is None:
-            if schema.get("additionalProperties") is False:
-                problems.append(f"{name!r} is not a property of the schema")
-            continue
-        if "enum" in prop:
-            if not any(_json_equal(value, option) for option in prop["enum"]):
-                problems.append(f"{name!r}: {value!r} is not one of {prop['enum']}")
-            continue
-        kind = prop.get("type")
-        ok = {
-            "string": isinstance(value, str),
-            "boolean": isinstance(value, bool),
-            "integer": isinstance(value, int)
-            and not isinstance(value, bool)
-            or isinstance(value, float)
-            and value.is_integer(),
-            "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-        }.get(kind, True)
-        if not ok:
-            problems.append(f"{name!r}: expected {kind}, got {yaml_kind(value)}")
-    return problems
 
 
 # --- serialising (plan show) -------------------------------------------------------------------
@@ -829,13 +622,3 @@ def step_to_dict(step: Step) -> dict[str, Any]:
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    return (
-        bool(a == b)
-        and type(a) is type(b)
-        or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
-    )

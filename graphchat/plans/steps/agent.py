@@ -3,17 +3,61 @@ withdraws the tools and forces `output_schema`; `{output, iterations, tools_call
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
+from graphchat.plans.grammar import Site, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, StepFailed, StepRunner, prepare_servers, render_text
+
+FIELDS = ("prompt", "output_schema", "tools", "max_iterations", "model", "system_prompt")
+BODIES: tuple[str, ...] = ()
+ONLY_IN: str | None = None
+TOOL_PATTERN_RE = re.compile(r"^[A-Za-z0-9_*.-]+$")
 
 AGENT_SYSTEM = (
     "You are carrying out one task inside an automated workflow. Use the tools you are given "
     "when they help, calling independent tools together in one turn, and finish in as few turns "
     "as you can. Your final answer must be a JSON object matching this schema:\n{schema}"
 )
+
+
+def load(site: Site) -> None:
+    """`prompt`, an object `output_schema`, optional `tools` (names or `*` globs),
+    `max_iterations`, `model`, `system_prompt`."""
+    spec, report = site.spec, site.report
+    site.string("prompt", required=True)
+    site.string("system_prompt", required=False)
+    schema = spec.get("output_schema")
+    if "output_schema" not in spec:
+        report("output_schema", "required: a JSON Schema of type object")
+    elif not isinstance(schema, Mapping):
+        report("output_schema", f"must be a JSON Schema object (a mapping), got {yaml_kind(schema)}")
+    elif schema.get("type") not in (None, "object"):
+        report("output_schema", f'`type` must be "object", got {schema.get("type")!r}')
+    elif schema.get("type") is None and not isinstance(schema.get("properties"), Mapping):
+        report("output_schema", "must have `type: object` or declare `properties`")
+    elif "properties" in schema and not isinstance(schema["properties"], Mapping):
+        report("output_schema", "`properties` must be a mapping")
+    if "tools" in spec:
+        tools = spec["tools"]
+        if not isinstance(tools, list):
+            report("tools", f"must be a list of tool names or `*` globs, got {yaml_kind(tools)}")
+        elif not tools:
+            report("tools", "is empty: omit it for the whole catalog, or name at least one tool or pattern")
+        else:
+            for pattern in tools:
+                if not isinstance(pattern, str) or not pattern:
+                    report("tools", f"every entry must be a tool name or glob, got {yaml_kind(pattern)}")
+                elif not TOOL_PATTERN_RE.match(pattern):
+                    report(
+                        "tools",
+                        f"{pattern!r} is not a tool name or `*` glob (letters, digits, _ - * only)",
+                    )
+    site.positive_int("max_iterations")
+    site.model()
 
 
 def check_patterns(runner: StepRunner, step: Step, patterns: list[str]) -> None:

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from graphchat.plans.grammar import Site, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import ExitFired, Frame, StepRunner, render, render_text
 
+FIELDS = ("when", "infer", "model", "status", "message", "output")
+BODIES: tuple[str, ...] = ()
+ONLY_IN: str | None = "decide"
 DEFAULT_MESSAGES = {"success": "plan exited early", "error": "plan asserted failure"}
+
+
+def load(site: Site) -> None:
+    """`when` (a logical gate) or `infer` (a question for the judge), or neither; `status`;
+    an optional `message` and `output` map."""
+    spec, report = site.spec, site.report
+    site.one_of("when", "infer", required=False)
+    if "when" in spec:
+        site.gate("when")
+    site.infer()
+    site.model()
+    status = spec.get("status")
+    if status is None:
+        report("status", "required: success or error")
+    elif status not in ("success", "error"):
+        report("status", f"must be success or error, got {status!r}")
+    site.string("message", required=False)
+    if "output" in spec and spec["output"] is not None:
+        if not isinstance(spec["output"], Mapping):
+            report("output", f"must be a template map (a mapping), got {yaml_kind(spec['output'])}")
+        else:
+            site.templates(spec["output"], "output")
 
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:

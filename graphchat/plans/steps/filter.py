@@ -4,9 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphchat.plans.grammar import Site
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, StepFailed, StepRunner, describe, render_over, template_message
 from graphchat.plans.steps.pool import run_pool
+
+FIELDS = ("over", "where", "infer", "model", "concurrency")
+BODIES: tuple[str, ...] = ()
+ONLY_IN: str | None = None
+
+
+def load(site: Site) -> None:
+    """`over`; `where` (a logical gate over `{{item}}`/`{{index}}`) or `infer`; `concurrency`."""
+    site.one_of("where", "infer", required=True)
+    gate_scope = site.scope.child(pseudo=("item", "index"))
+    if "where" in site.spec:
+        site.gate("where", gate_scope)
+    site.infer(gate_scope)
+    site.model()
+    site.positive_int("concurrency")
+    site.over("over", ("item", "index"))
 
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:

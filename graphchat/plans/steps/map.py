@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphchat.plans.grammar import Site
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import (
     AskTurn,
@@ -17,6 +18,17 @@ from graphchat.plans.runtime import (
     render_over,
 )
 from graphchat.plans.steps.pool import run_pool
+
+FIELDS = ("over", "do", "concurrency")
+BODIES: tuple[str, ...] = ("do",)
+ONLY_IN: str | None = None
+
+
+def load(site: Site) -> None:
+    """`over`; a `do` body run per item with `{{item}}`/`{{index}}`; `concurrency`."""
+    site.positive_int("concurrency")
+    site.over("over", ("item", "index", "accumulator"))
+    site.body("do", site.scope.child(pseudo=("item", "index")))
 
 
 def concurrency_of(runner: StepRunner, step: Step, scope: dict[str, Any]) -> int:

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphchat.plans.grammar import Site
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, Progress, StepRunner, render, render_over
+
+FIELDS = ("over", "do", "initial")
+BODIES: tuple[str, ...] = ("do",)
+ONLY_IN: str | None = None
+
+
+def load(site: Site) -> None:
+    """`over`, `initial`; a `do` body run per item with `{{item}}`/`{{index}}`/`{{accumulator}}`."""
+    site.over("over", ("item", "index", "accumulator"))
+    site.over("initial", ("item", "index", "accumulator"))
+    site.body("do", site.scope.child(pseudo=("item", "index", "accumulator")))
 
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
