@@ -448,7 +448,7 @@ def servers_of(plan: Plan) -> set[str]:
     names = set(plan.requires_servers)
     for step in plan.all_steps():
         name = step.tool_name
-        if not step.is_control and "__" in name and not name.startswith(("plan__", "builtin__")):
+        if step.tool_name not in CONTROL and "__" in name and not name.startswith(("plan__", "builtin__")):
             names.add(name.split("__", 1)[0])
     return names
 
@@ -462,7 +462,7 @@ def unresolved_tools(plan: Plan, catalog: Catalog) -> list[tuple[str, str]]:
     missing = []
     for step in plan.all_steps():
         name = step.tool_name
-        if step.is_control or not name.startswith(("plan__", "builtin__")):
+        if step.tool_name in CONTROL or not name.startswith(("plan__", "builtin__")):
             continue
         if catalog.get(name) is None:
             missing.append((step.label, name))

@@ -14,7 +14,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphchat.plans.model import CONTROL_STEPS, Plan, Step
+from graphchat.plans.model import Plan, Step
+from graphchat.plans.steps import CONTROL_STEPS
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
