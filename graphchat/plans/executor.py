@@ -52,7 +52,10 @@ JUDGE_SYSTEM = (
 
 @dataclass
 class PlanOutcome:
-    """What a run produced. `kind`: ok | exit | failed | input."""
+    """What a run produced. `kind`: ok | exit | failed | input.
+
+    Its presentation belongs to its callers: `plan run` (exit code, `--json` envelope) and the
+    `plan__<id>` tool (`tool_result`, still here: catalog/plan_tools.py should own it)."""
 
     plan: str
     kind: str
@@ -66,36 +69,6 @@ class PlanOutcome:
     empty_data: bool = False
     steps_executed: int = 0
     usage: dict[str, Any] | None = None
-
-    @property
-    def exit_code(self) -> int:
-        if self.kind == "ok":
-            return 0
-        if self.kind == "exit":
-            return 0 if self.exit and self.exit["status"] == "success" else 4
-        if self.kind == "input":
-            return 3
-        return 1
-
-    def envelope(self) -> dict[str, Any]:
-        """The `--json` envelope of `plan run`."""
-        data: dict[str, Any] = {
-            "answer": self.answer,
-            "output": self.output,
-            "plan": self.plan,
-            "steps_executed": self.steps_executed,
-        }
-        if self.exit is not None:
-            data["exit"] = self.exit
-        if self.usage:
-            data["usage"] = self.usage
-        if self.kind in ("failed", "input"):
-            data["error"] = self.error
-            if self.problems:
-                data["problems"] = self.problems
-            if self.empty_data:
-                data["empty_data"] = True
-        return data
 
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
