@@ -7,12 +7,13 @@ These read the source (AST), so an import hidden in a function or under TYPE_CHE
 from __future__ import annotations
 
 import ast
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import graphchat.plans
-from graphchat.plans import steps
 from graphchat.plans.steps import CONTROL
 
 PLANS = Path(graphchat.plans.__file__).parent
@@ -119,6 +120,52 @@ def test_the_loader_names_no_control_step(module: str) -> None:
     assert not named, f"plans/{module}.py names control steps {sorted(named)}"
 
 
-def test_the_table_module_lists_every_step_once() -> None:
+def test_the_table_lists_every_step_once() -> None:
     assert len(set(map(id, CONTROL.values()))) == len(CONTROL)
-    assert steps.CONTROL_STEPS == frozenset(CONTROL)
+
+
+async def test_a_new_control_step_is_one_module_and_one_table_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step the loader and executor have never heard of works once the table lists it:
+    its fields and checks at load time, its placement in bodies, its run."""
+    from graphchat.catalog.base import CallContext, Catalog
+    from graphchat.events import EventSink
+    from graphchat.plans.executor import run_plan
+    from graphchat.plans.grammar import Site
+    from graphchat.plans.loader import load_plan_data
+    from graphchat.plans.model import PlanLoadError, Step
+    from graphchat.plans.runtime import Frame, StepRunner, render_text
+
+    echo = types.ModuleType("graphchat.plans.steps.echo")
+
+    def load(site: Site) -> None:
+        site.string("text", required=True)
+        site.positive_int("times")
+
+    async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+        return {"echo": render_text(step, step.input["text"], scope) * step.input.get("times", 1)}
+
+    echo.__dict__.update(FIELDS=("text", "times"), BODIES=(), ONLY_IN=None, load=load, run=run)
+    monkeypatch.setitem(CONTROL, "echo", echo)
+
+    def plan(step_input: dict[str, Any]) -> dict[str, Any]:
+        body = {"tool_name": "echo", "input": step_input}
+        return {
+            "identifier": "p",
+            "name": "p",
+            "description": "d",
+            "steps": [{"id": "E1", "tool_name": "map", "input": {"over": "{{input.xs}}", "do": body}}],
+            "output": {"r": "{{E1.results}}"},
+        }
+
+    with pytest.raises(PlanLoadError) as err:
+        load_plan_data(plan({"text": "{{item}}", "times": 0, "loud": True}), "<p>")
+    assert err.value.problems == [
+        "<p>: step E1/do: input.loud: unknown field in `echo` input (allowed: text, times)",
+        "<p>: step E1/do: input.times: must be at least 1, got 0",
+    ]
+    loaded = load_plan_data(plan({"text": "{{item}}", "times": 2}), "<p>")
+    out = await run_plan(
+        loaded, {"xs": ["a", "b"]}, catalog=Catalog(), ctx=CallContext(events=EventSink()), llm_factory=None
+    )
+    assert out.kind == "ok", out.error
+    assert out.output == {"r": [{"echo": "aa"}, {"echo": "bb"}]}

@@ -19,7 +19,7 @@ from typing import Any
 
 from graphchat.plans.grammar import Report, Scope, Site, template_strings, yaml_kind
 from graphchat.plans.model import RESERVED_ROOTS, Body, Plan, PlanLoadError, Solver, Step
-from graphchat.plans.steps import BODY_NAMES, CONTROL, CONTROL_STEPS
+from graphchat.plans.steps import CONTROL
 
 __all__ = ["PlanLoadError", "load_plan", "load_plan_data", "load_plan_text", "plan_to_dict"]
 
@@ -317,12 +317,13 @@ class _Loader:
 
     def collect_body_ids(self, raw_steps: list[Any], top_set: set[str]) -> None:
         """Ids of body steps → their owner, to say "not visible here" instead of "unknown"."""
+        body_names = {name for control in CONTROL.values() for name in control.BODIES}
         for raw in raw_steps:
             if not isinstance(raw, Mapping) or not isinstance(raw.get("input"), Mapping):
                 continue
             owner = raw.get("id") if isinstance(raw.get("id"), str) else "?"
             for key, value in raw["input"].items():
-                if isinstance(key, str) and key in BODY_NAMES and isinstance(value, list):
+                if isinstance(key, str) and key in body_names and isinstance(value, list):
                     for sub in value:
                         if isinstance(sub, Mapping) and isinstance(sub.get("id"), str):
                             self.body_owner.setdefault(sub["id"], f"{owner}/{key}")
@@ -401,7 +402,7 @@ class _Loader:
             reasoning = None
 
         raw_input = doc.get("input")
-        is_control = tool in CONTROL_STEPS
+        is_control = tool in CONTROL
         if raw_input is None:
             if is_control and "input" not in doc:
                 report("input", f"required: `{tool}` takes its grammar in `input`")
@@ -450,13 +451,13 @@ class _Loader:
                     f"`{tool}` is only allowed in {control.ONLY_IN} branches, not in `{owner}` `{body}`",
                 )
                 return False
-        if tool in CONTROL_STEPS or tool == "plan_and_execute":
+        if control is not None or tool == "plan_and_execute":
             return True
         if "__" not in tool:
             report(
                 "tool_name",
                 f"{tool!r} is neither a namespaced tool (server__tool, plan__x, builtin__x) "
-                f"nor a control step ({', '.join(sorted(CONTROL_STEPS))})",
+                f"nor a control step ({', '.join(sorted(CONTROL))})",
             )
             return False
         if not re.match(r"^[A-Za-z0-9_-]+$", tool):

@@ -59,6 +59,3 @@ CONTROL: dict[str, ControlStep] = {
     "agent": agent,
     "ask": ask,
 }
-
-CONTROL_STEPS = frozenset(CONTROL)
-BODY_NAMES = frozenset(name for step in CONTROL.values() for name in step.BODIES)
