@@ -1,8 +1,9 @@
 """Run a loaded plan: inputs, steps in order through the catalog, control steps, the finish.
 
 `run_plan` is the one entry point, used by `plan run` and by `plan__*` tools alike. Every
-tool step goes through `Catalog.call` (the one call path); control steps are handled by the
-modules of `graphchat.plans.steps`. The hot path (a map body over thousands of items) avoids
+tool step goes through `Catalog.call` (the one call path); control steps run through the step
+table (`graphchat.plans.steps.CONTROL`), and what they share with this module is in
+`graphchat.plans.runtime`. The hot path (a map body over thousands of items) avoids
 per-item deep copies and per-item schema work: a body scope is one shallow dict copy.
 """
 
@@ -149,7 +150,8 @@ TOP = Frame()
 
 
 class Runner:
-    """One plan run: the scope walk, step dispatch, gates, bodies, counters."""
+    """One plan run: the scope walk, step dispatch, gates, bodies, counters (the
+    `runtime.StepRunner` the control steps see)."""
 
     def __init__(
         self,
