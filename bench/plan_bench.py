@@ -38,30 +38,21 @@ MAP_PLAN = {
 }
 
 
-class BenchTools:
+def bench_tools(schema: bool) -> Any:
     """One native tool, as cheap as a tool can be, so the figure is the executor's overhead
     (plus, with `schema`, the catalog's argument validation of every call)."""
+    from graphchat.catalog.base import ToolResult, ToolSource, ToolSpec
 
-    def __init__(self, schema: bool) -> None:
-        self.schema = schema
+    class BenchTools(ToolSource):
+        def specs(self) -> list[ToolSpec]:
+            props = {"n": {"type": "integer"}, "at": {"type": "integer"}}
+            input_schema = {"type": "object", "properties": props, "required": ["n"]}
+            return [ToolSpec("bench__double", "double n", input_schema if schema else {}, "native", "read")]
 
-    def specs(self) -> list[Any]:
-        from graphchat.catalog.base import ToolSpec
+        async def call(self, spec: Any, arguments: dict[str, Any], ctx: Any) -> ToolResult:
+            return ToolResult({"n": arguments["n"] * 2})
 
-        schema = {
-            "type": "object",
-            "properties": {"n": {"type": "integer"}, "at": {"type": "integer"}},
-            "required": ["n"],
-        }
-        return [ToolSpec("bench__double", "double n", schema if self.schema else {}, "native", "read")]
-
-    async def call(self, spec: Any, arguments: dict[str, Any], ctx: Any) -> Any:
-        from graphchat.catalog.base import ToolResult
-
-        return ToolResult({"n": arguments["n"] * 2})
-
-    async def aclose(self) -> None:
-        pass
+    return BenchTools()
 
 
 def bench_map(items: int, runs: int, concurrency: int, schema: bool = True) -> None:
@@ -78,7 +69,7 @@ def bench_map(items: int, runs: int, concurrency: int, schema: bool = True) -> N
     xs = [{"n": i} for i in range(items)]
     times = []
     for _ in range(runs):
-        catalog = Catalog([BenchTools(schema)])
+        catalog = Catalog([bench_tools(schema)])
         start = time.perf_counter()
         outcome = asyncio.run(
             run_plan(plan, {"xs": xs}, catalog=catalog, ctx=CallContext(events=EventSink()), llm_factory=None)

@@ -12,6 +12,7 @@ import pytest
 from graphchat.asks import Answer, Asker, ScriptedAsker, UnavailableAsker
 from graphchat.catalog.base import Catalog
 from graphchat.catalog.plan_tools import PlanSource
+from graphchat.cli.plan import exit_code
 from graphchat.plans.executor import run_plan
 from tests.plan_support import FakeTools, Recorder, plan_from_yaml, run_yaml
 
@@ -79,7 +80,7 @@ async def test_exit_fired_success_skips_rest_and_finish() -> None:
         {"n": 0},
         tools=tools,
     )
-    assert out.kind == "exit" and out.exit_code == 0
+    assert out.kind == "exit" and exit_code(out) == 0
     assert out.exit == {
         "status": "success",
         "message": "nothing to do (0)",
@@ -102,7 +103,7 @@ async def test_exit_unconditional_error_and_exit_code_4() -> None:
     out = await run_yaml(
         plan_text("  - id: E0\n    tool_name: exit\n    input: {status: error, message: bad}\n")
     )
-    assert out.kind == "exit" and out.exit_code == 4
+    assert out.kind == "exit" and exit_code(out) == 4
     assert out.exit == {"status": "error", "message": "bad", "step": "E0"}
     assert out.tool_result().is_error
     assert "bad" in out.tool_result().error_message
@@ -200,7 +201,7 @@ async def test_decide_branch_failure_names_branch_and_tool() -> None:
             "      then: {tool_name: t__fail, input: {message: nope}}\n"
         )
     )
-    assert out.kind == "failed" and out.exit_code == 1
+    assert out.kind == "failed" and exit_code(out) == 1
     assert out.error == "plan failed at step E1 (decide): then (t__fail): nope"
 
 
@@ -549,7 +550,7 @@ async def test_inputs_defaults_then_validation() -> None:
     out = await run_yaml(text, {"name": "x"}, tools=tools)
     assert out.output == {"r": {"n": 3}}
     out = await run_yaml(text, {"n": "many"}, tools=(tools := FakeTools()))
-    assert out.kind == "input" and out.exit_code == 3
+    assert out.kind == "input" and exit_code(out) == 3
     assert any("'name' is a required property" in p for p in out.problems)
     assert any("'many' is not of type 'integer'" in p for p in out.problems)
     assert tools.calls == []
@@ -585,7 +586,7 @@ async def test_empty_data_in_output_mode_is_a_failure() -> None:
             output="  first: '{{E0.items.0}}'\n",
         )
     )
-    assert out.kind == "failed" and out.empty_data and out.exit_code == 1
+    assert out.kind == "failed" and out.empty_data and exit_code(out) == 1
     assert "E0.items is an empty array" in (out.error or "")
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from graphchat.catalog.base import CallContext, Catalog
 from graphchat.catalog.native import NativeSource
+from graphchat.cli.plan import envelope
 from graphchat.plans.executor import llm_factory_for, run_plan
 from graphchat.workspace import load_settings
 from tests.conftest import GraphchatRunner
@@ -141,9 +142,9 @@ async def test_solver_streams_and_builtin_infer_step(
     assert model_server.requests[1]["stream"] is True
     assert '"label": "bug"' in model_server.requests[1]["messages"][-1]["content"]
     assert out.usage is not None and out.usage["calls"] == 2
-    envelope = out.envelope()
-    assert envelope["answer"] == out.answer and envelope["output"] is None and envelope["plan"] == "m"
-    assert envelope["steps_executed"] == 1 and envelope["usage"]["calls"] == 2
+    data = envelope(out)
+    assert data["answer"] == out.answer and data["output"] is None and data["plan"] == "m"
+    assert data["steps_executed"] == 1 and data["usage"]["calls"] == 2
 
 
 SOLVER_PLAN = """identifier: report

@@ -15,6 +15,7 @@ import pytest
 from graphchat.asks import ScriptedAsker, UnavailableAsker
 from graphchat.catalog.base import CallContext
 from graphchat.catalog.build import build_catalog
+from graphchat.cli.plan import exit_code
 from graphchat.plans.discovery import discover
 from graphchat.plans.executor import PlanOutcome, llm_factory_for, run_plan
 from graphchat.workspace import load_settings
@@ -92,7 +93,7 @@ async def test_reference_plans_without_a_model(ref_workspace: Path) -> None:
 
         # dst_gate: a success exit with an output map, or the unconditional error exit
         out = await run("dst_gate", {"timezone": summer})
-        assert out.kind == "exit" and out.exit_code == 0
+        assert out.kind == "exit" and exit_code(out) == 0
         assert out.output == {"timezone": summer, "is_dst": True}
         assert out.exit == {
             "status": "success",
@@ -101,12 +102,12 @@ async def test_reference_plans_without_a_model(ref_workspace: Path) -> None:
             "output": {"timezone": summer, "is_dst": True},
         }
         out = await run("dst_gate", {"timezone": "UTC"})
-        assert out.exit_code == 4 and out.exit is not None
+        assert exit_code(out) == 4 and out.exit is not None
         assert out.exit["message"] == "UTC is on standard time." and out.exit["step"] == "E2"
 
         # release_channel: nobody can answer → templated default, then the `answered` gate exits
         out = await run("release_channel", {})
-        assert out.kind == "exit" and out.exit_code == 0
+        assert out.kind == "exit" and exit_code(out) == 0
         assert out.output == {"channel": "beta", "released": False}
         out = await run("release_channel", {}, ScriptedAsker({"E0": {"channel": "nightly", "confirm": True}}))
         assert out.kind == "ok" and out.output == {"channel": "nightly", "released": True}

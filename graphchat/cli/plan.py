@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphchat.plans.executor import PlanOutcome
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -146,7 +149,7 @@ def run_command(args: argparse.Namespace) -> int:
     if outcome.usage:
         events.usage_summary(outcome.usage)
     if args.json:
-        print_json(outcome.envelope())
+        print_json(envelope(outcome))
     if outcome.kind == "input":
         import orjson
 
@@ -154,7 +157,7 @@ def run_command(args: argparse.Namespace) -> int:
         if outcome.input_schema:
             note("input schema:")
             note(orjson.dumps(outcome.input_schema, option=orjson.OPT_INDENT_2).decode())
-        return outcome.exit_code
+        return exit_code(outcome)
     if outcome.kind == "failed":
         raise GraphchatError(outcome.error or "plan failed")
     if outcome.kind == "exit":
@@ -163,7 +166,7 @@ def run_command(args: argparse.Namespace) -> int:
         note(f"{mark} {outcome.exit['message']}")
         if not args.json and "output" in outcome.exit:
             print_json(outcome.exit["output"])
-        return outcome.exit_code
+        return exit_code(outcome)
     if not args.json:
         if plan.finish == "output":
             print_json(outcome.output)
@@ -172,3 +175,35 @@ def run_command(args: argparse.Namespace) -> int:
     if plan.finish == "silent":
         note(f"✓ plan '{plan.identifier}' completed ({outcome.steps_executed} steps)")
     return 0
+
+
+def exit_code(outcome: PlanOutcome) -> int:
+    """The exit code of `plan run` for a run's outcome (0 ok, 1 failed, 3 input, 4 exit error)."""
+    if outcome.kind == "ok":
+        return 0
+    if outcome.kind == "exit":
+        return 0 if outcome.exit and outcome.exit["status"] == "success" else 4
+    if outcome.kind == "input":
+        return 3
+    return 1
+
+
+def envelope(outcome: PlanOutcome) -> dict[str, Any]:
+    """The `--json` envelope of `plan run`."""
+    data: dict[str, Any] = {
+        "answer": outcome.answer,
+        "output": outcome.output,
+        "plan": outcome.plan,
+        "steps_executed": outcome.steps_executed,
+    }
+    if outcome.exit is not None:
+        data["exit"] = outcome.exit
+    if outcome.usage:
+        data["usage"] = outcome.usage
+    if outcome.kind in ("failed", "input"):
+        data["error"] = outcome.error
+        if outcome.problems:
+            data["problems"] = outcome.problems
+        if outcome.empty_data:
+            data["empty_data"] = True
+    return data

@@ -1,8 +1,9 @@
 """Run a loaded plan: inputs, steps in order through the catalog, control steps, the finish.
 
 `run_plan` is the one entry point, used by `plan run` and by `plan__*` tools alike. Every
-tool step goes through `Catalog.call` (the one call path); control steps are handled by the
-modules of `graphchat.plans.steps`. The hot path (a map body over thousands of items) avoids
+tool step goes through `Catalog.call` (the one call path); control steps run through the step
+table (`graphchat.plans.steps.CONTROL`), and what they share with this module is in
+`graphchat.plans.runtime`. The hot path (a map body over thousands of items) avoids
 per-item deep copies and per-item schema work: a body scope is one shallow dict copy.
 """
 
@@ -15,15 +16,26 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext
 from graphchat.events import EventSink
+from graphchat.plans import finish as finishes
 from graphchat.plans.model import Body, Plan, Step
-from graphchat.plans.template import EmptyData, TemplateError, json_kind, render_text, render_value
+from graphchat.plans.runtime import (
+    ExitFired,
+    Frame,
+    LLMFactory,
+    StepFailed,
+    describe,
+    prepare_servers,
+    render,
+    render_text,
+    template_message,
+)
+from graphchat.plans.steps import CONTROL
+from graphchat.plans.template import EmptyData, TemplateError
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolResult
 
 MAX_DEPTH = 8
-# (role, model override or None, events) -> an LLM object (graphchat.llm.LLM or a test double)
-LLMFactory = Callable[[str, "str | None", "EventSink | None"], Any]
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
@@ -36,62 +48,15 @@ JUDGE_SYSTEM = (
 )
 
 
-# --- failures and early ends ---------------------------------------------------------------
-
-
-class StepFailed(Exception):
-    """A step failed. `str()` is `step <id> (<tool>): <message>`; `empty_data` marks EmptyData."""
-
-    def __init__(self, step: str, tool: str, message: str, *, empty_data: bool = False) -> None:
-        super().__init__(message)
-        self.step = step
-        self.tool = tool
-        self.message = message
-        self.empty_data = empty_data
-
-    def __str__(self) -> str:
-        return f"step {self.step} ({self.tool}): {self.message}"
-
-
-class ExitFired(Exception):
-    """An `exit` step fired: the rest of the plan and the finish are skipped."""
-
-    def __init__(
-        self, status: str, message: str, step: str, reason: str | None = None, output: Any = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.step = step
-        self.reason = reason
-        self.output = output
-        self.has_output = output is not None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"status": self.status, "message": self.message, "step": self.step}
-        if self.reason is not None:
-            data["reason"] = self.reason
-        if self.has_output:
-            data["output"] = self.output
-        return data
-
-
-def template_message(err: TemplateError) -> str:
-    """A template error's text without the step prefix (the caller names the step)."""
-    if err.path is not None:
-        return "{{" + err.path + "}}: " + err.detail
-    return err.detail
-
-
-describe = json_kind  # what a JSON value is, for step error messages
-
-
 # --- outcome -------------------------------------------------------------------------------
 
 
 @dataclass
 class PlanOutcome:
-    """What a run produced. `kind`: ok | exit | failed | input."""
+    """What a run produced. `kind`: ok | exit | failed | input.
+
+    Its presentation belongs to its callers: `plan run` (exit code, `--json` envelope) and the
+    `plan__<id>` tool (`tool_result`, still here: catalog/plan_tools.py should own it)."""
 
     plan: str
     kind: str
@@ -105,36 +70,6 @@ class PlanOutcome:
     empty_data: bool = False
     steps_executed: int = 0
     usage: dict[str, Any] | None = None
-
-    @property
-    def exit_code(self) -> int:
-        if self.kind == "ok":
-            return 0
-        if self.kind == "exit":
-            return 0 if self.exit and self.exit["status"] == "success" else 4
-        if self.kind == "input":
-            return 3
-        return 1
-
-    def envelope(self) -> dict[str, Any]:
-        """The `--json` envelope of `plan run`."""
-        data: dict[str, Any] = {
-            "answer": self.answer,
-            "output": self.output,
-            "plan": self.plan,
-            "steps_executed": self.steps_executed,
-        }
-        if self.exit is not None:
-            data["exit"] = self.exit
-        if self.usage:
-            data["usage"] = self.usage
-        if self.kind in ("failed", "input"):
-            data["error"] = self.error
-            if self.problems:
-                data["problems"] = self.problems
-            if self.empty_data:
-                data["empty_data"] = True
-        return data
 
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
@@ -211,44 +146,12 @@ def is_human_sink(events: EventSink | None) -> bool:
 # --- the runner ----------------------------------------------------------------------------
 
 
-class AskTurn:
-    """Questions in item order inside a concurrent map: item i asks only after every item
-    before it has asked or finished."""
-
-    def __init__(self) -> None:
-        import asyncio
-
-        self.done: set[int] = set()
-        self.low = 0
-        self.cond = asyncio.Condition()
-
-    async def wait(self, index: int) -> None:
-        async with self.cond:
-            await self.cond.wait_for(lambda: self.low >= index)
-
-    async def release(self, index: int) -> None:
-        async with self.cond:
-            self.done.add(index)
-            while self.low in self.done:
-                self.low += 1
-            self.cond.notify_all()
-
-
-@dataclass
-class Frame:
-    """Where a step runs: its path prefix (for exit attribution), the map item and ask order."""
-
-    prefix: str = ""
-    index: int | None = None
-    turn: AskTurn | None = None
-    ctx: CallContext | None = None
-
-
 TOP = Frame()
 
 
 class Runner:
-    """One plan run: the scope walk, step dispatch, gates, bodies, counters."""
+    """One plan run: the scope walk, step dispatch, gates, bodies, counters (the
+    `runtime.StepRunner` the control steps see)."""
 
     def __init__(
         self,
@@ -268,7 +171,6 @@ class Runner:
         self.settings = settings
         self.steps_executed = 0
         self._quiet_ctx: CallContext | None = None
-        _load_handlers()
 
     # -- models --
 
@@ -297,8 +199,8 @@ class Runner:
         label = step.label
         try:
             if infer is not None:
-                question = render_text(infer, scope, step=label)
-                model_name = render_text(model, scope, step=label) if isinstance(model, str) else None
+                question = render_text(step, infer, scope)
+                model_name = render_text(step, model, scope) if isinstance(model, str) else None
                 return await self.judge(question, model_name or None)
             verdict, _reason = evaluate(logical, scope, step=label)
             return verdict, None
@@ -316,32 +218,6 @@ class Runner:
             if isinstance(err, GraphchatError) and err.exit_code == 2:
                 raise
             raise StepFailed(label, step.tool_name, f"judge: {err}") from None
-
-    # -- rendering --
-
-    def render(self, step: Step, value: Any, scope: Mapping[str, Any]) -> Any:
-        try:
-            return render_value(value, scope, step=step.label)
-        except TemplateError as err:
-            raise StepFailed(
-                step.label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
-            ) from None
-
-    def render_text(self, step: Step, value: Any, scope: Mapping[str, Any]) -> str:
-        try:
-            return render_text(value, scope, step=step.label)
-        except TemplateError as err:
-            raise StepFailed(
-                step.label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
-            ) from None
-
-    def render_over(self, step: Step, scope: Mapping[str, Any]) -> list[Any]:
-        over = self.render(step, step.input.get("over"), scope)
-        if not isinstance(over, list):
-            raise StepFailed(
-                step.label, step.tool_name, f"`over` must render to an array, got {describe(over)}"
-            )
-        return over
 
     # -- dispatch --
 
@@ -370,10 +246,11 @@ class Runner:
 
     async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
         name = step.tool_name
-        if name in CONTROL_HANDLERS:
+        control = CONTROL.get(name)
+        if control is not None:
             self.steps_executed += 1
-            return await CONTROL_HANDLERS[name](self, step, scope, frame)
-        arguments = self.render(step, step.input, scope)
+            return await control.run(self, step, scope, frame)
+        arguments = render(step, step.input, scope)
         self.steps_executed += 1
         result = await self.catalog.call(name, arguments, frame.ctx or self.ctx)
         if result.is_error:
@@ -405,40 +282,6 @@ class Runner:
                 )
             self._quiet_ctx = ctx
         return self._quiet_ctx
-
-
-class Progress:
-    """Throttled `done/total` progress events for a long step (at most ~4 a second + the end)."""
-
-    def __init__(self, events: EventSink, step: str, total: int, interval: float = 0.25) -> None:
-        self.events = events
-        self.step = step
-        self.total = total
-        self.done = 0
-        self.interval = interval
-        self.last = time.monotonic()
-
-    def tick(self) -> None:
-        self.done += 1
-        if self.done == self.total:
-            if self.total > 1:
-                self.events.progress(self.step, self.done, self.total)
-            return
-        now = time.monotonic()
-        if now - self.last >= self.interval:
-            self.last = now
-            self.events.progress(self.step, self.done, self.total)
-
-
-# The control-step table; filled on the first run (the step modules import this one).
-CONTROL_HANDLERS: dict[str, Callable[..., Any]] = {}
-
-
-def _load_handlers() -> None:
-    if not CONTROL_HANDLERS:
-        from graphchat.plans.steps import HANDLERS
-
-        CONTROL_HANDLERS.update(HANDLERS)
 
 
 # --- inputs --------------------------------------------------------------------------------
@@ -518,8 +361,6 @@ async def run_plan(
     `on_text` receives the solver's report as it streams (plan run); `llm_factory` is only
     called when the plan actually reaches a model (so output/silent plans never import litellm).
     """
-    from graphchat.plans import finish as finishes
-
     tap = UsageTap(events if events is not None else ctx.events)
     outcome = PlanOutcome(plan=plan.identifier, kind="ok", finish=plan.finish)
     problem = chain_problem(plan.identifier, ctx.chain)
@@ -582,20 +423,9 @@ def servers_of(plan: Plan) -> set[str]:
     names = set(plan.requires_servers)
     for step in plan.all_steps():
         name = step.tool_name
-        if not step.is_control and "__" in name and not name.startswith(("plan__", "builtin__")):
+        if step.tool_name not in CONTROL and "__" in name and not name.startswith(("plan__", "builtin__")):
             names.add(name.split("__", 1)[0])
     return names
-
-
-async def prepare_servers(catalog: Catalog, names: set[str]) -> None:
-    """Start the needed servers whose tool list was never cached, so their tools resolve.
-
-    Servers already cached start lazily on their first call. A server that fails to start is
-    reported by the call that needs it (naming the server), not here.
-    """
-    wanted = [n for n in catalog.unprepared() if n in names]
-    if wanted:
-        await catalog.prepare(wanted)
 
 
 def unresolved_tools(plan: Plan, catalog: Catalog) -> list[tuple[str, str]]:
@@ -607,7 +437,7 @@ def unresolved_tools(plan: Plan, catalog: Catalog) -> list[tuple[str, str]]:
     missing = []
     for step in plan.all_steps():
         name = step.tool_name
-        if step.is_control or not name.startswith(("plan__", "builtin__")):
+        if step.tool_name in CONTROL or not name.startswith(("plan__", "builtin__")):
             continue
         if catalog.get(name) is None:
             missing.append((step.label, name))

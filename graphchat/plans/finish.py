@@ -10,7 +10,7 @@ from graphchat.plans.model import Plan
 from graphchat.plans.template import EmptyData, MissingStep, TemplateError, render_text, render_value
 
 if TYPE_CHECKING:
-    from graphchat.plans.executor import Runner
+    from graphchat.plans.runtime import StepRunner as Runner
 
 DATA_LIMIT_CHARS = 60_000
 SOLVER_SYSTEM = (

@@ -17,7 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from graphchat.plans.model import CONTROL_STEPS, RESERVED_ROOTS, Body, Plan, PlanLoadError, Solver, Step
+from graphchat.plans.grammar import Report, Scope, Site, template_strings, yaml_kind
+from graphchat.plans.model import RESERVED_ROOTS, Body, Plan, PlanLoadError, Solver, Step
+from graphchat.plans.steps import CONTROL
 
 __all__ = ["PlanLoadError", "load_plan", "load_plan_data", "load_plan_text", "plan_to_dict"]
 
@@ -35,24 +37,10 @@ PLAN_FIELDS = (
 STEP_FIELDS = ("id", "tool_name", "input", "reasoning")
 BODY_CALL_FIELDS = ("tool_name", "input", "reasoning")
 SOLVER_FIELDS = ("query_to_answer", "data", "system_prompt")
-CONTROL_FIELDS: dict[str, tuple[str, ...]] = {
-    "exit": ("when", "infer", "model", "status", "message", "output"),
-    "decide": ("if", "infer", "model", "then", "else"),
-    "filter": ("over", "where", "infer", "model", "concurrency"),
-    "map": ("over", "do", "concurrency"),
-    "reduce": ("over", "do", "initial"),
-    "agent": ("prompt", "output_schema", "tools", "max_iterations", "model", "system_prompt"),
-    "ask": ("prompt", "output_schema", "when_unanswered", "default"),
-}
-# Allowed as a body step (exit only in decide branches).
-BODY_CONTROL = frozenset({"agent", "ask", "filter", "exit"})
-NO_NEST = frozenset({"decide", "map", "reduce"})
-ASK_TYPES = ("string", "number", "integer", "boolean")
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 STEP_ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SERVER_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-TOOL_PATTERN_RE = re.compile(r"^[A-Za-z0-9_*.-]+$")
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 
@@ -99,21 +87,6 @@ def load_plan_data(data: Any, source: str = "<plan>") -> Plan:
 
 
 # --- the loader --------------------------------------------------------------------------------
-
-
-class _Scope:
-    """What templates at one place may reference: roots, and where other ids live."""
-
-    def __init__(self, roots: Iterable[str], pseudo: Iterable[str] = ()) -> None:
-        self.roots = set(roots)
-        self.pseudo = set(pseudo)
-
-    def child(self, extra: Iterable[str] = (), pseudo: Iterable[str] = ()) -> _Scope:
-        return _Scope(self.roots | set(extra), self.pseudo | set(pseudo))
-
-    @property
-    def all(self) -> set[str]:
-        return self.roots | self.pseudo
 
 
 class _Loader:
@@ -170,7 +143,7 @@ class _Loader:
         raw_keys: dict[str, Any] = {}
         for key, value in raw.items():
             if not isinstance(key, str):
-                report(str(key), f"field names must be strings, got {_kind(key)}")
+                report(str(key), f"field names must be strings, got {yaml_kind(key)}")
                 continue
             name = snake(key)
             if name not in allowed:
@@ -187,7 +160,7 @@ class _Loader:
 
     def load(self, data: Any, path: Path | None) -> Plan:
         if not isinstance(data, Mapping):
-            got = "an empty file" if data is None else _kind(data)
+            got = "an empty file" if data is None else yaml_kind(data)
             self.plan_problem("plan", f"a plan file must hold a mapping (identifier, name, ...), got {got}")
             raise PlanLoadError(self.source, self.problems)
         doc, _ = self.normalise(data, PLAN_FIELDS, self.plan_problem, "a plan")
@@ -213,7 +186,7 @@ class _Loader:
         if "steps" not in doc:
             self.plan_problem("steps", "required: a list of steps")
         elif not isinstance(raw_steps, list):
-            self.plan_problem("steps", f"must be a list of steps, got {_kind(raw_steps)}")
+            self.plan_problem("steps", f"must be a list of steps, got {yaml_kind(raw_steps)}")
         elif not raw_steps:
             self.plan_problem("steps", "the plan has no steps")
         else:
@@ -225,9 +198,9 @@ class _Loader:
         output = doc.get("output")
         if output is not None:
             if not isinstance(output, Mapping):
-                self.plan_problem("output", f"must be a template map (a mapping), got {_kind(output)}")
+                self.plan_problem("output", f"must be a template map (a mapping), got {yaml_kind(output)}")
             else:
-                self.check_templates(output, _Scope(["input", *self.top_ids]), None, "output")
+                self.check_templates(output, Scope(["input", *self.top_ids]), None, "output")
         if solver is not None and output is not None:
             self.plan_problem("solver", "`solver` and `output` exclude each other: keep one")
 
@@ -253,7 +226,7 @@ class _Loader:
             return None
         value = doc[field]
         if not isinstance(value, str) or not value.strip():
-            self.plan_problem(field, f"must be a non-empty string, got {_kind(value)}")
+            self.plan_problem(field, f"must be a non-empty string, got {yaml_kind(value)}")
             return None
         return value
 
@@ -269,7 +242,7 @@ class _Loader:
     def check_input_schema(self, schema: Any) -> None:
         if not isinstance(schema, Mapping):
             self.plan_problem(
-                "input_schema", f"must be a JSON Schema object (a mapping), got {_kind(schema)}"
+                "input_schema", f"must be a JSON Schema object (a mapping), got {yaml_kind(schema)}"
             )
             return
         kind = schema.get("type")
@@ -287,7 +260,7 @@ class _Loader:
     def load_solver(self, raw: Any) -> Solver | None:
         if not isinstance(raw, Mapping):
             self.plan_problem(
-                "solver", f"must be a mapping {{query_to_answer, data, system_prompt?}}, got {_kind(raw)}"
+                "solver", f"must be a mapping {{query_to_answer, data, system_prompt?}}, got {yaml_kind(raw)}"
             )
             return None
 
@@ -295,7 +268,7 @@ class _Loader:
             self.plan_problem(f"solver.{field}", what)
 
         doc, _ = self.normalise(raw, SOLVER_FIELDS, report, "the solver")
-        scope = _Scope(["input", *self.top_ids])
+        scope = Scope(["input", *self.top_ids])
         query = doc.get("query_to_answer")
         if not isinstance(query, str) or not query.strip():
             report("query_to_answer", "required: a non-empty string (a template)")
@@ -305,7 +278,7 @@ class _Loader:
         system = doc.get("system_prompt")
         if system is not None:
             if not isinstance(system, str):
-                report("system_prompt", f"must be a string, got {_kind(system)}")
+                report("system_prompt", f"must be a string, got {yaml_kind(system)}")
             else:
                 self.check_templates(system, scope, None, "solver.system_prompt")
         data = doc.get("data")
@@ -332,7 +305,7 @@ class _Loader:
                 raw,
                 label=None,
                 position=f"#{index + 1}",
-                scope=_Scope(["input", *earlier]),
+                scope=Scope(["input", *earlier]),
                 context=None,
                 line_path=(raw_key, index),
             )
@@ -344,12 +317,13 @@ class _Loader:
 
     def collect_body_ids(self, raw_steps: list[Any], top_set: set[str]) -> None:
         """Ids of body steps → their owner, to say "not visible here" instead of "unknown"."""
+        body_names = {name for control in CONTROL.values() for name in control.BODIES}
         for raw in raw_steps:
             if not isinstance(raw, Mapping) or not isinstance(raw.get("input"), Mapping):
                 continue
             owner = raw.get("id") if isinstance(raw.get("id"), str) else "?"
             for key, value in raw["input"].items():
-                if isinstance(key, str) and key in ("then", "else", "do") and isinstance(value, list):
+                if isinstance(key, str) and key in body_names and isinstance(value, list):
                     for sub in value:
                         if isinstance(sub, Mapping) and isinstance(sub.get("id"), str):
                             self.body_owner.setdefault(sub["id"], f"{owner}/{key}")
@@ -359,7 +333,7 @@ class _Loader:
             self.step_problem(label, "id", "required: letters, digits and `_`, not starting with a digit")
             return None
         if not isinstance(raw_id, str):
-            self.step_problem(label, "id", f"must be a string, got {_kind(raw_id)}")
+            self.step_problem(label, "id", f"must be a string, got {yaml_kind(raw_id)}")
             return None
         if not STEP_ID_RE.match(raw_id):
             self.step_problem(
@@ -384,7 +358,7 @@ class _Loader:
         *,
         label: str | None,
         position: str,
-        scope: _Scope,
+        scope: Scope,
         context: tuple[str, str] | None,
         line_path: tuple[Any, ...],
         single: bool = False,
@@ -400,7 +374,9 @@ class _Loader:
             shown = raw_id if isinstance(raw_id, str) and raw_id else position
             where = f"{label}/{shown}" if label else str(shown)
         if not isinstance(raw, Mapping):
-            self.step_problem(where, "step", f"must be a mapping {{id, tool_name, input}}, got {_kind(raw)}")
+            self.step_problem(
+                where, "step", f"must be a mapping {{id, tool_name, input}}, got {yaml_kind(raw)}"
+            )
             return None
 
         def report(field: str, what: str) -> None:
@@ -416,31 +392,29 @@ class _Loader:
         if tool is None:
             report("tool_name", "required: a catalog tool or a control step")
         elif not isinstance(tool, str) or not tool.strip():
-            report("tool_name", f"must be a non-empty string, got {_kind(tool)}")
+            report("tool_name", f"must be a non-empty string, got {yaml_kind(tool)}")
             tool = None
         elif not self.check_tool_name(tool, context, report):
             tool_ok = False
         reasoning = doc.get("reasoning")
         if reasoning is not None and not isinstance(reasoning, str):
-            report("reasoning", f"must be a string, got {_kind(reasoning)}")
+            report("reasoning", f"must be a string, got {yaml_kind(reasoning)}")
             reasoning = None
 
         raw_input = doc.get("input")
-        is_control = tool in CONTROL_STEPS
+        is_control = tool in CONTROL
         if raw_input is None:
             if is_control and "input" not in doc:
                 report("input", f"required: `{tool}` takes its grammar in `input`")
             raw_input = {}
         elif not isinstance(raw_input, Mapping):
-            report("input", f"must be a mapping, got {_kind(raw_input)}")
+            report("input", f"must be a mapping, got {yaml_kind(raw_input)}")
             raw_input = {}
 
         bodies: dict[str, Body] = {}
         if tool is not None and is_control:
             if tool_ok:
-                new_input, bodies = self.load_control(
-                    tool, raw_input, where, scope, context, line_path, report
-                )
+                new_input, bodies = self.load_control(tool, raw_input, where, scope, line_path, report)
             else:  # a control step where it may not be: its grammar would only add noise
                 new_input = dict(raw_input)
         else:
@@ -462,24 +436,28 @@ class _Loader:
         if tool.startswith("workbench__"):
             report("tool_name", f"{tool!r}: workbench__* tools do not exist in plans")
             return False
-        if context is not None:
+        control = CONTROL.get(tool)
+        if context is not None and control is not None:
             owner, body = context
-            if tool in NO_NEST:
+            if control.BODIES:
                 report(
                     "tool_name",
                     f"`{tool}` cannot nest inside `{owner}` `{body}`: call a sub-plan (plan__*) instead",
                 )
                 return False
-            if tool == "exit" and owner != "decide":
-                report("tool_name", f"`exit` is only allowed in decide branches, not in `{owner}` `{body}`")
+            if control.ONLY_IN is not None and owner != control.ONLY_IN:
+                report(
+                    "tool_name",
+                    f"`{tool}` is only allowed in {control.ONLY_IN} branches, not in `{owner}` `{body}`",
+                )
                 return False
-        if tool in CONTROL_STEPS or tool == "plan_and_execute":
+        if control is not None or tool == "plan_and_execute":
             return True
         if "__" not in tool:
             report(
                 "tool_name",
                 f"{tool!r} is neither a namespaced tool (server__tool, plan__x, builtin__x) "
-                f"nor a control step ({', '.join(sorted(CONTROL_STEPS))})",
+                f"nor a control step ({', '.join(sorted(CONTROL))})",
             )
             return False
         if not re.match(r"^[A-Za-z0-9_-]+$", tool):
@@ -494,41 +472,18 @@ class _Loader:
         tool: str,
         raw_input: Mapping[str, Any],
         where: str,
-        scope: _Scope,
-        context: tuple[str, str] | None,
+        scope: Scope,
         line_path: tuple[Any, ...],
-        report_step: Any,
+        report_step: Report,
     ) -> tuple[dict[str, Any], dict[str, Body]]:
         def report(field: str, what: str) -> None:
             report_step(f"input.{field}", what)
 
-        spec, raw_keys = self.normalise(raw_input, CONTROL_FIELDS[tool], report, f"`{tool}` input")
-        bodies: dict[str, Body] = {}
-        checker = getattr(self, f"control_{tool}")
-        checker(spec, where, scope, report, context)
-        if tool in ("decide", "map", "reduce"):
-            names = ("then", "else") if tool == "decide" else ("do",)
-            body_scope = scope if tool == "decide" else scope.child(pseudo=("item", "index"))
-            if tool == "reduce":
-                body_scope = body_scope.child(pseudo=("accumulator",))
-            for name in names:
-                if name not in spec:
-                    if name != "else":
-                        report(name, "required: one call {tool_name, input} or a list of steps with ids")
-                    continue
-                body = self.load_body(
-                    spec[name],
-                    name,
-                    tool,
-                    where,
-                    body_scope,
-                    (*line_path, "input", raw_keys.get(name, name)),
-                    report,
-                )
-                if body is not None:
-                    bodies[name] = body
-                spec.pop(name, None)
-        return spec, bodies
+        control = CONTROL[tool]
+        spec, raw_keys = self.normalise(raw_input, control.FIELDS, report, f"`{tool}` input")
+        site = Site(tool, spec, raw_keys, where, scope, line_path, report, self)
+        control.load(site)
+        return spec, site.bodies
 
     def load_body(
         self,
@@ -536,7 +491,7 @@ class _Loader:
         name: str,
         owner: str,
         where: str,
-        scope: _Scope,
+        scope: Scope,
         line_path: tuple[Any, ...],
         report: Any,
     ) -> Body | None:
@@ -572,207 +527,12 @@ class _Loader:
                     if step.id:
                         body_ids.append(step.id)
             return Body(steps=steps, single=False)
-        report(name, f"must be one call {{tool_name, input}} or a list of steps, got {_kind(raw)}")
+        report(name, f"must be one call {{tool_name, input}} or a list of steps, got {yaml_kind(raw)}")
         return None
-
-    def gate(self, spec: dict[str, Any], field: str, scope: _Scope, where: str, report: Any) -> None:
-        from graphchat.plans.gates import gate_problems, is_infer
-
-        gate = spec[field]
-        if isinstance(gate, Mapping) and is_infer(gate):
-            report(field, f"an inferred gate is written as `infer:` beside `{field}`, not inside it")
-            return
-        problems = gate_problems(gate)
-        for problem in problems:
-            report(field, problem)
-        if not problems:
-            self.check_templates(gate, scope, where, f"input.{field}")
-
-    def one_of(self, spec: dict[str, Any], a: str, b: str, report: Any, *, required: bool) -> None:
-        if a in spec and b in spec:
-            report(a, f"`{a}` and `{b}` exclude each other: keep one")
-        elif required and a not in spec and b not in spec:
-            report(a, f"required: exactly one of `{a}` or `{b}`")
-
-    def infer_field(self, spec: dict[str, Any], scope: _Scope, where: str, report: Any) -> None:
-        if "infer" in spec:
-            value = spec["infer"]
-            if not isinstance(value, str) or not value.strip():
-                report("infer", f"must be a non-empty yes/no question, got {_kind(value)}")
-            else:
-                self.check_templates(value, scope, where, "input.infer")
-        if "model" in spec:
-            model = spec["model"]
-            if not isinstance(model, str) or not model.strip():
-                report("model", f"must be a model name or role, got {_kind(model)}")
-            else:
-                self.check_templates(model, scope, where, "input.model")
-
-    def string_field(
-        self, spec: dict[str, Any], field: str, scope: _Scope, where: str, report: Any, *, required: bool
-    ) -> None:
-        if field not in spec or spec[field] is None:
-            if required:
-                report(field, "required: a string (a template)")
-            return
-        value = spec[field]
-        if not isinstance(value, str) or (required and not value.strip()):
-            report(field, f"must be a non-empty string, got {_kind(value)}")
-            return
-        self.check_templates(value, scope, where, f"input.{field}")
-
-    def positive_int(self, spec: dict[str, Any], field: str, report: Any) -> None:
-        if field in spec:
-            value = spec[field]
-            if isinstance(value, bool) or not isinstance(value, int):
-                report(field, f"must be an integer ≥ 1, got {_kind(value)}")
-            elif value < 1:
-                report(field, f"must be at least 1, got {value}")
-
-    def over_field(
-        self, spec: dict[str, Any], field: str, scope: _Scope, where: str, report: Any, own: Iterable[str]
-    ) -> None:
-        """`over`/`initial` render before any item exists: the step's own pseudo-roots are not there."""
-        if field not in spec:
-            if field == "over":
-                report(field, 'required: an array, usually a template like "{{E0.items}}"')
-            return
-        value = spec[field]
-        if field == "over" and not isinstance(value, (str, list)):
-            report(field, f"must render to an array (a template or a list), got {_kind(value)}")
-            return
-        for root in own:
-            if root not in scope.all and root in _roots_of(value):
-                inside = "`where`/`infer`" if field == "over" and "accumulator" not in own else "`do`"
-                report(field, f"{{{{{root}}}}} is only available inside {inside}, not in `{field}`")
-        self.check_templates(
-            value, scope.child(pseudo=[r for r in own if r not in scope.all]), where, f"input.{field}"
-        )
-
-    def control_exit(
-        self, spec: dict[str, Any], where: str, scope: _Scope, report: Any, context: Any
-    ) -> None:
-        self.one_of(spec, "when", "infer", report, required=False)
-        if "when" in spec:
-            self.gate(spec, "when", scope, where, report)
-        self.infer_field(spec, scope, where, report)
-        status = spec.get("status")
-        if status is None:
-            report("status", "required: success or error")
-        elif status not in ("success", "error"):
-            report("status", f"must be success or error, got {status!r}")
-        self.string_field(spec, "message", scope, where, report, required=False)
-        if "output" in spec and spec["output"] is not None:
-            if not isinstance(spec["output"], Mapping):
-                report("output", f"must be a template map (a mapping), got {_kind(spec['output'])}")
-            else:
-                self.check_templates(spec["output"], scope, where, "input.output")
-
-    def control_decide(
-        self, spec: dict[str, Any], where: str, scope: _Scope, report: Any, context: Any
-    ) -> None:
-        self.one_of(spec, "if", "infer", report, required=True)
-        if "if" in spec:
-            self.gate(spec, "if", scope, where, report)
-        self.infer_field(spec, scope, where, report)
-
-    def control_filter(
-        self, spec: dict[str, Any], where: str, scope: _Scope, report: Any, context: Any
-    ) -> None:
-        self.one_of(spec, "where", "infer", report, required=True)
-        gate_scope = scope.child(pseudo=("item", "index"))
-        if "where" in spec:
-            self.gate(spec, "where", gate_scope, where, report)
-        if "infer" in spec:
-            self.infer_field({"infer": spec["infer"]}, gate_scope, where, report)
-        if "model" in spec:
-            self.infer_field({"model": spec["model"]}, scope, where, report)
-        self.positive_int(spec, "concurrency", report)
-        self.over_field(spec, "over", scope, where, report, ("item", "index"))
-
-    def control_map(self, spec: dict[str, Any], where: str, scope: _Scope, report: Any, context: Any) -> None:
-        self.positive_int(spec, "concurrency", report)
-        self.over_field(spec, "over", scope, where, report, ("item", "index", "accumulator"))
-
-    def control_reduce(
-        self, spec: dict[str, Any], where: str, scope: _Scope, report: Any, context: Any
-    ) -> None:
-        self.over_field(spec, "over", scope, where, report, ("item", "index", "accumulator"))
-        self.over_field(spec, "initial", scope, where, report, ("item", "index", "accumulator"))
-
-    def control_agent(
-        self, spec: dict[str, Any], where: str, scope: _Scope, report: Any, context: Any
-    ) -> None:
-        self.string_field(spec, "prompt", scope, where, report, required=True)
-        self.string_field(spec, "system_prompt", scope, where, report, required=False)
-        schema = spec.get("output_schema")
-        if "output_schema" not in spec:
-            report("output_schema", "required: a JSON Schema of type object")
-        elif not isinstance(schema, Mapping):
-            report("output_schema", f"must be a JSON Schema object (a mapping), got {_kind(schema)}")
-        elif schema.get("type") not in (None, "object"):
-            report("output_schema", f'`type` must be "object", got {schema.get("type")!r}')
-        elif schema.get("type") is None and not isinstance(schema.get("properties"), Mapping):
-            report("output_schema", "must have `type: object` or declare `properties`")
-        elif "properties" in schema and not isinstance(schema["properties"], Mapping):
-            report("output_schema", "`properties` must be a mapping")
-        if "tools" in spec:
-            tools = spec["tools"]
-            if not isinstance(tools, list):
-                report("tools", f"must be a list of tool names or `*` globs, got {_kind(tools)}")
-            elif not tools:
-                report(
-                    "tools", "is empty: omit it for the whole catalog, or name at least one tool or pattern"
-                )
-            else:
-                for pattern in tools:
-                    if not isinstance(pattern, str) or not pattern:
-                        report("tools", f"every entry must be a tool name or glob, got {_kind(pattern)}")
-                    elif not TOOL_PATTERN_RE.match(pattern):
-                        report(
-                            "tools",
-                            f"{pattern!r} is not a tool name or `*` glob (letters, digits, _ - * only)",
-                        )
-        self.positive_int(spec, "max_iterations", report)
-        if "model" in spec:
-            self.infer_field({"model": spec["model"]}, scope, where, report)
-
-    def control_ask(self, spec: dict[str, Any], where: str, scope: _Scope, report: Any, context: Any) -> None:
-        self.string_field(spec, "prompt", scope, where, report, required=True)
-        schema_ok = False
-        if "output_schema" not in spec:
-            report(
-                "output_schema",
-                "required: a flat object schema of string/number/integer/boolean/enum properties",
-            )
-        else:
-            problems = ask_schema_problems(spec["output_schema"])
-            for problem in problems:
-                report("output_schema", problem)
-            schema_ok = not problems
-        mode = spec.get("when_unanswered", "fail")
-        if mode not in ("fail", "default"):
-            report("when_unanswered", f"must be fail or default, got {mode!r}")
-            return
-        has_default = "default" in spec
-        if mode == "default" and not has_default:
-            report("when_unanswered", "is `default` but no `default` answer is given")
-        if mode == "fail" and has_default:
-            report(
-                "default",
-                "can never be used with when_unanswered: fail (set when_unanswered: default, or drop it)",
-            )
-        if has_default:
-            default = spec["default"]
-            if _has_template(default):
-                self.check_templates(default, scope, where, "input.default")
-            elif schema_ok:
-                for problem in flat_answer_problems(spec["output_schema"], default):
-                    report("default", f"does not match output_schema: {problem}")
 
     # -- templates
 
-    def check_templates(self, value: Any, scope: _Scope, where: str | None, field: str) -> None:
+    def check_templates(self, value: Any, scope: Scope, where: str | None, field: str) -> None:
         """Syntax, unknown roots and forward references of every template in `value`."""
         from graphchat.plans.template import TemplateError, parse
 
@@ -784,7 +544,7 @@ class _Loader:
                 self.step_problem(where, full, what)
 
         known = scope.all
-        for text, loc in _template_strings(value, ""):
+        for text, loc in template_strings(value, ""):
             try:
                 template = parse(text)
             except TemplateError as err:
@@ -799,7 +559,7 @@ class _Loader:
                 if root not in known and (root in self.top_ids or root in self.body_owner):
                     report(loc, self.explain_root(root, scope, where))
 
-    def explain_root(self, root: str, scope: _Scope, where: str | None = None) -> str:
+    def explain_root(self, root: str, scope: Scope, where: str | None = None) -> str:
         ref = "{{" + root + "}}"
         if root in ("item", "index"):
             return f"{ref} is only available inside a map/reduce body or a filter gate"
@@ -814,88 +574,6 @@ class _Loader:
             return f"{root!r} is a step of body {self.body_owner[root]} and is not visible here"
         known = ", ".join(sorted(scope.all, key=lambda r: (r != "input", r)))
         return f"unknown root {root!r} in {ref} (known here: {known})"
-
-
-# --- ask schemas -------------------------------------------------------------------------------
-
-
-def ask_schema_problems(schema: Any) -> list[str]:
-    """Problems of an `ask` output_schema: a flat object of primitive or enum properties."""
-    if not isinstance(schema, Mapping):
-        return [f"must be a flat object schema (a mapping), got {_kind(schema)}"]
-    problems: list[str] = []
-    if schema.get("type", "object") != "object":
-        problems.append(f'`type` must be "object", got {schema.get("type")!r}')
-    props = schema.get("properties")
-    if not isinstance(props, Mapping) or not props:
-        problems.append("needs `properties`: at least one string/number/integer/boolean/enum field")
-        return problems
-    for name, prop in props.items():
-        if not isinstance(prop, Mapping):
-            problems.append(f"property {name!r} must be a schema (a mapping), got {_kind(prop)}")
-            continue
-        kind = prop.get("type")
-        if "enum" in prop:
-            enum = prop["enum"]
-            if not isinstance(enum, list) or not enum:
-                problems.append(f"property {name!r}: `enum` must be a non-empty list")
-            elif not all(isinstance(v, (str, int, float, bool)) for v in enum):
-                problems.append(f"property {name!r}: enum values must be strings, numbers or booleans")
-            if kind is not None and kind not in ASK_TYPES:
-                problems.append(f"property {name!r}: type {kind!r} is not allowed with an enum")
-            continue
-        if kind in ("object", "array"):
-            problems.append(
-                f"property {name!r} is {'a nested object' if kind == 'object' else 'an array'}: "
-                "an ask takes only string/number/integer/boolean/enum fields"
-            )
-        elif kind not in ASK_TYPES:
-            problems.append(
-                f"property {name!r} needs `type` string/number/integer/boolean or an `enum`, got {kind!r}"
-            )
-    required = schema.get("required")
-    if required is not None:
-        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            problems.append("`required` must be a list of property names")
-        else:
-            for name in required:
-                if name not in props:
-                    problems.append(f"`required` names {name!r}, which is not a property")
-    return problems
-
-
-def flat_answer_problems(schema: Mapping[str, Any], answer: Any) -> list[str]:
-    """Check an answer against a (valid) flat ask schema without importing jsonschema."""
-    if not isinstance(answer, Mapping):
-        return [f"an answer is an object, got {_kind(answer)}"]
-    props: Mapping[str, Any] = schema.get("properties") or {}
-    problems: list[str] = []
-    for name in schema.get("required") or []:
-        if name not in answer:
-            problems.append(f"{name!r} is required")
-    for name, value in answer.items():
-        prop = props.get(name)
-        if prop is None:
-            if schema.get("additionalProperties") is False:
-                problems.append(f"{name!r} is not a property of the schema")
-            continue
-        if "enum" in prop:
-            if not any(_json_equal(value, option) for option in prop["enum"]):
-                problems.append(f"{name!r}: {value!r} is not one of {prop['enum']}")
-            continue
-        kind = prop.get("type")
-        ok = {
-            "string": isinstance(value, str),
-            "boolean": isinstance(value, bool),
-            "integer": isinstance(value, int)
-            and not isinstance(value, bool)
-            or isinstance(value, float)
-            and value.is_integer(),
-            "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-        }.get(kind, True)
-        if not ok:
-            problems.append(f"{name!r}: expected {kind}, got {_kind(value)}")
-    return problems
 
 
 # --- serialising (plan show) -------------------------------------------------------------------
@@ -945,60 +623,3 @@ def step_to_dict(step: Step) -> dict[str, Any]:
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def _template_strings(value: Any, where: str) -> list[tuple[str, str]]:
-    """(string holding `{{`, dotted location) for every string in a JSON tree, in order."""
-    found: list[tuple[str, str]] = []
-    if isinstance(value, str):
-        if "{{" in value:
-            found.append((value, where))
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            found.extend(_template_strings(item, f"{where}.{key}" if where else str(key)))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found.extend(_template_strings(item, f"{where}.{i}" if where else str(i)))
-    return found
-
-
-def _roots_of(value: Any) -> set[str]:
-    from graphchat.plans.template import TemplateError, parse
-
-    roots: set[str] = set()
-    for text, _ in _template_strings(value, ""):
-        try:
-            roots |= parse(text).roots
-        except TemplateError:
-            pass
-    return roots
-
-
-def _has_template(value: Any) -> bool:
-    return bool(_template_strings(value, ""))
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    return (
-        bool(a == b)
-        and type(a) is type(b)
-        or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
-    )
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return f"a number ({value})"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__

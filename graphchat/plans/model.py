@@ -11,14 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CONTROL_STEPS = frozenset({"exit", "decide", "filter", "map", "reduce", "agent", "ask"})
 RESERVED_ROOTS = frozenset({"input", "item", "index", "accumulator", "length"})
-BODY_FIELDS = {"decide": ("then", "else"), "map": ("do",), "reduce": ("do",)}
 
 
 @dataclass
 class Step:
-    """One step: a catalog tool call or a control step.
+    """One step: a catalog tool call or a control step (`graphchat.plans.steps.CONTROL`).
 
     `input` holds the step's input tree with snake_case keys (templates unrendered). For control
     steps with bodies (`decide` then/else, `map`/`reduce` do) the parsed bodies are in `bodies`
@@ -31,10 +29,6 @@ class Step:
     reasoning: str | None = None
     bodies: dict[str, Body] = field(default_factory=dict)
     line: int | None = None
-
-    @property
-    def is_control(self) -> bool:
-        return self.tool_name in CONTROL_STEPS
 
     @property
     def label(self) -> str:

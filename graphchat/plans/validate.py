@@ -14,7 +14,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphchat.plans.model import CONTROL_STEPS, Plan, Step
+from graphchat.plans.model import Plan, Step
+from graphchat.plans.steps import CONTROL
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -110,7 +111,7 @@ def validate_against_catalog(
     excused = set(missing) if soft_required_servers else set()
     for label, step in step_labels(plan):
         tool = step.tool_name
-        if tool in CONTROL_STEPS:
+        if tool in CONTROL:
             if tool == "agent" and isinstance(step.input.get("tools"), list):
                 for pattern in step.input["tools"]:
                     problem = _pattern_problem(str(pattern), catalog, info, excused)

@@ -1,22 +1,63 @@
-"""Control steps: the `tool_name`s the executor handles itself, one module each.
+"""Control steps: the `tool_name`s a plan runs itself, one module each, and the one table the
+loader and the executor dispatch through.
 
-Every handler is `async (runner, step, scope, frame) -> result` and returns exactly the result
-shape of docs/plans.md.
+A step's module holds everything about it (see `ControlStep`): the fields of its `input`, the
+bodies among them, where it may stand, its load-time checks (`load`, written with the toolkit
+of `graphchat.plans.grammar`) and its run (`run`, with what `graphchat.plans.runtime` shares
+with the executor). Nothing else in the package names a control step.
+
+Adding a control step is a new module here and one entry in `CONTROL`.
+
+Every `run` returns exactly the result shape docs/plans.md gives for its step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from graphchat.plans.steps import agent, ask, decide, exit, filter, map, reduce
 
-HANDLERS: dict[str, Callable[..., Any]] = {
-    "exit": exit.run,
-    "decide": decide.run,
-    "filter": filter.run,
-    "map": map.run,
-    "reduce": reduce.run,
-    "agent": agent.run,
-    "ask": ask.run,
+if TYPE_CHECKING:
+    from graphchat.plans.grammar import Site
+    from graphchat.plans.model import Step
+    from graphchat.plans.runtime import Frame, StepRunner
+
+
+class ControlStep(Protocol):
+    """What a control step's module provides."""
+
+    @property
+    def FIELDS(self) -> tuple[str, ...]:  # noqa: N802 - a module constant
+        """The fields of its `input` (snake_case; camelCase spellings are accepted)."""
+        ...
+
+    @property
+    def BODIES(self) -> tuple[str, ...]:  # noqa: N802
+        """Which of FIELDS are bodies (`then`/`else`, `do`). A step with bodies cannot stand
+        inside another step's body (a sub-plan can)."""
+        ...
+
+    @property
+    def ONLY_IN(self) -> str | None:  # noqa: N802
+        """Inside a body, the step may stand only in the bodies of this control step (None:
+        any body that allows nesting)."""
+        ...
+
+    def load(self, site: Site) -> None:
+        """Check the step's normalised `input` and load its bodies, reporting every problem."""
+        ...
+
+    async def run(self, runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+        """Run the step; its result has the shape the plan language documents for it."""
+        ...
+
+
+CONTROL: dict[str, ControlStep] = {
+    "exit": exit,
+    "decide": decide,
+    "filter": filter,
+    "map": map,
+    "reduce": reduce,
+    "agent": agent,
+    "ask": ask,
 }

@@ -3,11 +3,19 @@ withdraws the tools and forces `output_schema`; `{output, iterations, tools_call
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
-from graphchat.plans.executor import Frame, Runner, StepFailed
+from graphchat.plans.grammar import Site, yaml_kind
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, prepare_servers, render_text
+
+FIELDS = ("prompt", "output_schema", "tools", "max_iterations", "model", "system_prompt")
+BODIES: tuple[str, ...] = ()
+ONLY_IN: str | None = None
+TOOL_PATTERN_RE = re.compile(r"^[A-Za-z0-9_*.-]+$")
 
 AGENT_SYSTEM = (
     "You are carrying out one task inside an automated workflow. Use the tools you are given "
@@ -16,7 +24,43 @@ AGENT_SYSTEM = (
 )
 
 
-def check_patterns(runner: Runner, step: Step, patterns: list[str]) -> None:
+def load(site: Site) -> None:
+    """`prompt`, an object `output_schema`, optional `tools` (names or `*` globs),
+    `max_iterations`, `model`, `system_prompt`."""
+    spec, report = site.spec, site.report
+    site.string("prompt", required=True)
+    site.string("system_prompt", required=False)
+    schema = spec.get("output_schema")
+    if "output_schema" not in spec:
+        report("output_schema", "required: a JSON Schema of type object")
+    elif not isinstance(schema, Mapping):
+        report("output_schema", f"must be a JSON Schema object (a mapping), got {yaml_kind(schema)}")
+    elif schema.get("type") not in (None, "object"):
+        report("output_schema", f'`type` must be "object", got {schema.get("type")!r}')
+    elif schema.get("type") is None and not isinstance(schema.get("properties"), Mapping):
+        report("output_schema", "must have `type: object` or declare `properties`")
+    elif "properties" in schema and not isinstance(schema["properties"], Mapping):
+        report("output_schema", "`properties` must be a mapping")
+    if "tools" in spec:
+        tools = spec["tools"]
+        if not isinstance(tools, list):
+            report("tools", f"must be a list of tool names or `*` globs, got {yaml_kind(tools)}")
+        elif not tools:
+            report("tools", "is empty: omit it for the whole catalog, or name at least one tool or pattern")
+        else:
+            for pattern in tools:
+                if not isinstance(pattern, str) or not pattern:
+                    report("tools", f"every entry must be a tool name or glob, got {yaml_kind(pattern)}")
+                elif not TOOL_PATTERN_RE.match(pattern):
+                    report(
+                        "tools",
+                        f"{pattern!r} is not a tool name or `*` glob (letters, digits, _ - * only)",
+                    )
+    site.positive_int("max_iterations")
+    site.model()
+
+
+def check_patterns(runner: StepRunner, step: Step, patterns: list[str]) -> None:
     """A pattern that matches no tool is an error naming it (a typo must not shrink the set)."""
     names = [spec.name for spec in runner.catalog.list() if spec.source != "control"]
     for pattern in patterns:
@@ -26,10 +70,8 @@ def check_patterns(runner: Runner, step: Step, patterns: list[str]) -> None:
             )
 
 
-async def prepare_agent_servers(runner: Runner, patterns: list[str] | None) -> None:
+async def prepare_agent_servers(runner: StepRunner, patterns: list[str] | None) -> None:
     """Servers whose tools the agent may see must have a known tool list before it starts."""
-    from graphchat.plans.executor import prepare_servers
-
     servers = runner.catalog.groups()
     if patterns is None:
         wanted = set(servers)
@@ -38,24 +80,24 @@ async def prepare_agent_servers(runner: Runner, patterns: list[str] | None) -> N
     await prepare_servers(runner.catalog, wanted)
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     import orjson
 
     from graphchat.agent.loop import run_loop
 
     data = step.input
-    prompt = runner.render_text(step, data.get("prompt"), scope)
+    prompt = render_text(step, data.get("prompt"), scope)
     schema = data.get("output_schema") or {"type": "object"}
     system = AGENT_SYSTEM.format(schema=orjson.dumps(schema).decode())
     if data.get("system_prompt"):
-        system += "\n\n" + runner.render_text(step, data["system_prompt"], scope)
+        system += "\n\n" + render_text(step, data["system_prompt"], scope)
     patterns = data.get("tools")
     await prepare_agent_servers(runner, patterns)
     if patterns is not None:
         check_patterns(runner, step, list(patterns))
     model = data.get("model")
     if isinstance(model, str):
-        model = runner.render_text(step, model, scope) or None
+        model = render_text(step, model, scope) or None
     max_iterations = int(data.get("max_iterations") or 8)
     llm = runner.llm("chat", model)
     messages: list[dict[str, Any]] = [

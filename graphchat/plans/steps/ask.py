@@ -3,18 +3,151 @@ every answer is validated against the schema; `when_unanswered` decides the rest
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from graphchat.asks import Question, UnavailableAsker
-from graphchat.plans.executor import Frame, Runner, StepFailed
+from graphchat.plans.grammar import Site, has_template, yaml_kind
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, render, render_text
+
+FIELDS = ("prompt", "output_schema", "when_unanswered", "default")
+BODIES: tuple[str, ...] = ()
+ONLY_IN: str | None = None
+ASK_TYPES = ("string", "number", "integer", "boolean")
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+def load(site: Site) -> None:
+    """`prompt`; a flat `output_schema` (the ask-schema rules below); `when_unanswered`
+    fail | default, and a `default` answer that fits the schema."""
+    spec, report = site.spec, site.report
+    site.string("prompt", required=True)
+    schema_ok = False
+    if "output_schema" not in spec:
+        report(
+            "output_schema",
+            "required: a flat object schema of string/number/integer/boolean/enum properties",
+        )
+    else:
+        problems = ask_schema_problems(spec["output_schema"])
+        for problem in problems:
+            report("output_schema", problem)
+        schema_ok = not problems
+    mode = spec.get("when_unanswered", "fail")
+    if mode not in ("fail", "default"):
+        report("when_unanswered", f"must be fail or default, got {mode!r}")
+        return
+    has_default = "default" in spec
+    if mode == "default" and not has_default:
+        report("when_unanswered", "is `default` but no `default` answer is given")
+    if mode == "fail" and has_default:
+        report(
+            "default",
+            "can never be used with when_unanswered: fail (set when_unanswered: default, or drop it)",
+        )
+    if has_default:
+        default = spec["default"]
+        if has_template(default):
+            site.templates(default, "default")
+        elif schema_ok:
+            for problem in flat_answer_problems(spec["output_schema"], default):
+                report("default", f"does not match output_schema: {problem}")
+
+
+def ask_schema_problems(schema: Any) -> list[str]:
+    """Problems of an `ask` output_schema: a flat object of primitive or enum properties."""
+    if not isinstance(schema, Mapping):
+        return [f"must be a flat object schema (a mapping), got {yaml_kind(schema)}"]
+    problems: list[str] = []
+    if schema.get("type", "object") != "object":
+        problems.append(f'`type` must be "object", got {schema.get("type")!r}')
+    props = schema.get("properties")
+    if not isinstance(props, Mapping) or not props:
+        problems.append("needs `properties`: at least one string/number/integer/boolean/enum field")
+        return problems
+    for name, prop in props.items():
+        if not isinstance(prop, Mapping):
+            problems.append(f"property {name!r} must be a schema (a mapping), got {yaml_kind(prop)}")
+            continue
+        kind = prop.get("type")
+        if "enum" in prop:
+            enum = prop["enum"]
+            if not isinstance(enum, list) or not enum:
+                problems.append(f"property {name!r}: `enum` must be a non-empty list")
+            elif not all(isinstance(v, (str, int, float, bool)) for v in enum):
+                problems.append(f"property {name!r}: enum values must be strings, numbers or booleans")
+            if kind is not None and kind not in ASK_TYPES:
+                problems.append(f"property {name!r}: type {kind!r} is not allowed with an enum")
+            continue
+        if kind in ("object", "array"):
+            problems.append(
+                f"property {name!r} is {'a nested object' if kind == 'object' else 'an array'}: "
+                "an ask takes only string/number/integer/boolean/enum fields"
+            )
+        elif kind not in ASK_TYPES:
+            problems.append(
+                f"property {name!r} needs `type` string/number/integer/boolean or an `enum`, got {kind!r}"
+            )
+    required = schema.get("required")
+    if required is not None:
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            problems.append("`required` must be a list of property names")
+        else:
+            for name in required:
+                if name not in props:
+                    problems.append(f"`required` names {name!r}, which is not a property")
+    return problems
+
+
+def flat_answer_problems(schema: Mapping[str, Any], answer: Any) -> list[str]:
+    """Check an answer against a (valid) flat ask schema without importing jsonschema."""
+    if not isinstance(answer, Mapping):
+        return [f"an answer is an object, got {yaml_kind(answer)}"]
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    problems: list[str] = []
+    for name in schema.get("required") or []:
+        if name not in answer:
+            problems.append(f"{name!r} is required")
+    for name, value in answer.items():
+        prop = props.get(name)
+        if prop is None:
+            if schema.get("additionalProperties") is False:
+                problems.append(f"{name!r} is not a property of the schema")
+            continue
+        if "enum" in prop:
+            if not any(_json_equal(value, option) for option in prop["enum"]):
+                problems.append(f"{name!r}: {value!r} is not one of {prop['enum']}")
+            continue
+        kind = prop.get("type")
+        ok = {
+            "string": isinstance(value, str),
+            "boolean": isinstance(value, bool),
+            "integer": isinstance(value, int)
+            and not isinstance(value, bool)
+            or isinstance(value, float)
+            and value.is_integer(),
+            "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+        }.get(kind, True)
+        if not ok:
+            problems.append(f"{name!r}: expected {kind}, got {yaml_kind(value)}")
+    return problems
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return (
+        bool(a == b)
+        and type(a) is type(b)
+        or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
+    )
+
+
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     from graphchat.jsonschema_util import errors
 
     data = step.input
-    prompt = runner.render_text(step, data.get("prompt"), scope)
+    prompt = render_text(step, data.get("prompt"), scope)
     schema = data.get("output_schema") or {"type": "object", "properties": {}}
     ctx = frame.ctx or runner.ctx
     asker = ctx.asker or UnavailableAsker()
@@ -35,7 +168,7 @@ async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -
         return {"answer": answer.value, "answered": True}
     reason = answer.reason or "unavailable"
     if data.get("when_unanswered", "fail") == "default":
-        default = runner.render(step, data.get("default"), scope)
+        default = render(step, data.get("default"), scope)
         problems = errors(schema, default)
         if problems:
             raise StepFailed(

@@ -4,11 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import Frame, Runner
+from graphchat.plans.grammar import Site
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepRunner
+
+FIELDS = ("if", "infer", "model", "then", "else")
+BODIES: tuple[str, ...] = ("then", "else")
+ONLY_IN: str | None = None
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+def load(site: Site) -> None:
+    """`if` (a logical gate) or `infer`; a `then` body and an optional `else` body, which
+    see the plan's scope."""
+    site.one_of("if", "infer", required=True)
+    if "if" in site.spec:
+        site.gate("if")
+    site.infer()
+    site.model()
+    site.body("then", site.scope)
+    site.body("else", site.scope, required=False)
+
+
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     data = step.input
     verdict, reason = await runner.gate(step, data.get("if"), data.get("infer"), data.get("model"), scope)
     branch = "then" if verdict else "else"

@@ -4,14 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import Frame, Runner, StepFailed, describe, template_message
+from graphchat.plans.grammar import Site
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, describe, render_over, template_message
 from graphchat.plans.steps.pool import run_pool
 
+FIELDS = ("over", "where", "infer", "model", "concurrency")
+BODIES: tuple[str, ...] = ()
+ONLY_IN: str | None = None
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+
+def load(site: Site) -> None:
+    """`over`; `where` (a logical gate over `{{item}}`/`{{index}}`) or `infer`; `concurrency`."""
+    site.one_of("where", "infer", required=True)
+    gate_scope = site.scope.child(pseudo=("item", "index"))
+    if "where" in site.spec:
+        site.gate("where", gate_scope)
+    site.infer(gate_scope)
+    site.model()
+    site.positive_int("concurrency")
+    site.over("over", ("item", "index"))
+
+
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     data = step.input
-    over = runner.render_over(step, scope)
+    over = render_over(step, scope)
     verdicts: list[bool]
     if data.get("infer") is not None:
         verdicts = await _inferred(runner, step, scope, over)
@@ -46,7 +63,7 @@ def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> 
     return verdicts
 
 
-async def _inferred(runner: Runner, step: Step, scope: dict[str, Any], over: list[Any]) -> list[bool]:
+async def _inferred(runner: StepRunner, step: Step, scope: dict[str, Any], over: list[Any]) -> list[bool]:
     data = step.input
     concurrency = data.get("concurrency") or 1
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:

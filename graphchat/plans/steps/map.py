@@ -5,15 +5,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import AskTurn, Frame, Progress, Runner, StepFailed, describe
+from graphchat.plans.grammar import Site
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import (
+    AskTurn,
+    Frame,
+    Progress,
+    StepFailed,
+    StepRunner,
+    describe,
+    render,
+    render_over,
+)
 from graphchat.plans.steps.pool import run_pool
 
+FIELDS = ("over", "do", "concurrency")
+BODIES: tuple[str, ...] = ("do",)
+ONLY_IN: str | None = None
 
-def concurrency_of(runner: Runner, step: Step, scope: dict[str, Any]) -> int:
+
+def load(site: Site) -> None:
+    """`over`; a `do` body run per item with `{{item}}`/`{{index}}`; `concurrency`."""
+    site.positive_int("concurrency")
+    site.over("over", ("item", "index", "accumulator"))
+    site.body("do", site.scope.child(pseudo=("item", "index")))
+
+
+def concurrency_of(runner: StepRunner, step: Step, scope: dict[str, Any]) -> int:
     value = step.input.get("concurrency", 1)
     if isinstance(value, str):
-        value = runner.render(step, value, scope)
+        value = render(step, value, scope)
     if value is None:
         return 1
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -23,8 +44,8 @@ def concurrency_of(runner: Runner, step: Step, scope: dict[str, Any]) -> int:
     return value
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
-    over = runner.render_over(step, scope)
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    over = render_over(step, scope)
     concurrency = concurrency_of(runner, step, scope)
     body = step.bodies["do"]
     total = len(over)

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.executor import Frame, Progress, Runner
+from graphchat.plans.grammar import Site
 from graphchat.plans.model import Step
+from graphchat.plans.runtime import Frame, Progress, StepRunner, render, render_over
+
+FIELDS = ("over", "do", "initial")
+BODIES: tuple[str, ...] = ("do",)
+ONLY_IN: str | None = None
 
 
-async def run(runner: Runner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
-    over = runner.render_over(step, scope)
+def load(site: Site) -> None:
+    """`over`, `initial`; a `do` body run per item with `{{item}}`/`{{index}}`/`{{accumulator}}`."""
+    site.over("over", ("item", "index", "accumulator"))
+    site.over("initial", ("item", "index", "accumulator"))
+    site.body("do", site.scope.child(pseudo=("item", "index", "accumulator")))
+
+
+async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+    over = render_over(step, scope)
     initial = step.input.get("initial")
-    accumulator = runner.render(step, initial, scope) if initial is not None else None
+    accumulator = render(step, initial, scope) if initial is not None else None
     body = step.bodies["do"]
     progress = Progress(runner.events, step.label, len(over))
     ctx = runner.quiet_ctx() if len(over) > 1 else frame.ctx

@@ -1,0 +1,219 @@
+"""What the control steps share with the executor while a plan runs.
+
+The failures and early ends a step raises (`StepFailed`, `ExitFired`), where a step runs
+(`Frame`, `AskTurn`), throttled progress, rendering a step's templates into step errors, and
+`StepRunner`: what a step may ask of the run it belongs to. The executor implements
+`StepRunner`; the step modules (`graphchat.plans.steps`) use it. Both import this module and
+neither imports the other's internals, so there is no import cycle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from graphchat.plans.template import EmptyData, TemplateError, json_kind
+from graphchat.plans.template import render_text as _render_text
+from graphchat.plans.template import render_value as _render_value
+
+if TYPE_CHECKING:
+    from graphchat.catalog.base import CallContext, Catalog
+    from graphchat.events import EventSink
+    from graphchat.plans.model import Body, Plan, Step
+
+# (role, model override or None, events) -> an LLM object (graphchat.llm.LLM or a test double)
+LLMFactory = Callable[[str, "str | None", "EventSink | None"], Any]
+
+
+# --- failures and early ends ---------------------------------------------------------------
+
+
+class StepFailed(Exception):
+    """A step failed. `str()` is `step <id> (<tool>): <message>`; `empty_data` marks EmptyData."""
+
+    def __init__(self, step: str, tool: str, message: str, *, empty_data: bool = False) -> None:
+        super().__init__(message)
+        self.step = step
+        self.tool = tool
+        self.message = message
+        self.empty_data = empty_data
+
+    def __str__(self) -> str:
+        return f"step {self.step} ({self.tool}): {self.message}"
+
+
+class ExitFired(Exception):
+    """An `exit` step fired: the rest of the plan and the finish are skipped."""
+
+    def __init__(
+        self, status: str, message: str, step: str, reason: str | None = None, output: Any = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.step = step
+        self.reason = reason
+        self.output = output
+        self.has_output = output is not None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": self.status, "message": self.message, "step": self.step}
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.has_output:
+            data["output"] = self.output
+        return data
+
+
+# --- rendering a step's templates ----------------------------------------------------------
+
+
+def template_message(err: TemplateError) -> str:
+    """A template error's text without the step prefix (the caller names the step)."""
+    if err.path is not None:
+        return "{{" + err.path + "}}: " + err.detail
+    return err.detail
+
+
+describe = json_kind  # what a JSON value is, for step error messages
+
+
+def _failed(step: Step, err: TemplateError) -> StepFailed:
+    return StepFailed(
+        step.label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
+    )
+
+
+def render(step: Step, value: Any, scope: Mapping[str, Any]) -> Any:
+    """`value`'s templates rendered in `scope`; a template error fails `step`."""
+    try:
+        return _render_value(value, scope, step=step.label)
+    except TemplateError as err:
+        raise _failed(step, err) from None
+
+
+def render_text(step: Step, value: Any, scope: Mapping[str, Any]) -> str:
+    """`value` rendered as text in `scope`; a template error fails `step`."""
+    try:
+        return _render_text(value, scope, step=step.label)
+    except TemplateError as err:
+        raise _failed(step, err) from None
+
+
+def render_over(step: Step, scope: Mapping[str, Any]) -> list[Any]:
+    """The step's `over`, rendered; anything but an array fails the step."""
+    over = render(step, step.input.get("over"), scope)
+    if not isinstance(over, list):
+        raise StepFailed(step.label, step.tool_name, f"`over` must render to an array, got {describe(over)}")
+    return over
+
+
+# --- where a step runs ---------------------------------------------------------------------
+
+
+class AskTurn:
+    """Questions in item order inside a concurrent map: item i asks only after every item
+    before it has asked or finished."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.done: set[int] = set()
+        self.low = 0
+        self.cond = asyncio.Condition()
+
+    async def wait(self, index: int) -> None:
+        async with self.cond:
+            await self.cond.wait_for(lambda: self.low >= index)
+
+    async def release(self, index: int) -> None:
+        async with self.cond:
+            self.done.add(index)
+            while self.low in self.done:
+                self.low += 1
+            self.cond.notify_all()
+
+
+@dataclass
+class Frame:
+    """Where a step runs: its path prefix (for exit attribution), the map item and ask order."""
+
+    prefix: str = ""
+    index: int | None = None
+    turn: AskTurn | None = None
+    ctx: CallContext | None = None
+
+
+class Progress:
+    """Throttled `done/total` progress events for a long step (at most ~4 a second + the end)."""
+
+    def __init__(self, events: EventSink, step: str, total: int, interval: float = 0.25) -> None:
+        self.events = events
+        self.step = step
+        self.total = total
+        self.done = 0
+        self.interval = interval
+        self.last = time.monotonic()
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.done == self.total:
+            if self.total > 1:
+                self.events.progress(self.step, self.done, self.total)
+            return
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.events.progress(self.step, self.done, self.total)
+
+
+# --- what a step may ask of its run --------------------------------------------------------
+
+
+class StepRunner(Protocol):
+    """One plan run as a control step sees it (the executor's `Runner` is the one there is)."""
+
+    @property
+    def plan(self) -> Plan: ...
+    @property
+    def catalog(self) -> Catalog: ...
+    @property
+    def ctx(self) -> CallContext:
+        """The run's own context (the caller's, one plan deeper)."""
+        ...
+
+    @property
+    def events(self) -> EventSink: ...
+    @property
+    def settings(self) -> Any: ...
+
+    def llm(self, role: str, model: str | None = None) -> Any:
+        """The model for `role` (or a named model); ConfigError when none can be used here."""
+        ...
+
+    async def gate(
+        self, step: Step, logical: Any, infer: Any, model: Any, scope: Mapping[str, Any]
+    ) -> tuple[bool, str | None]:
+        """A step's gate: (verdict, reason) — a logical gate (reason None) or an inferred one."""
+        ...
+
+    async def run_body(self, owner: Step, body: Body, scope: dict[str, Any], frame: Frame, what: str) -> Any:
+        """Run a then/else/do body of `owner`; its failures are re-attributed to `owner`."""
+        ...
+
+    def quiet_ctx(self) -> CallContext:
+        """The context for calls inside a map/filter body (quiet tool lines on a terminal)."""
+        ...
+
+
+async def prepare_servers(catalog: Catalog, names: set[str]) -> None:
+    """Start the needed servers whose tool list was never cached, so their tools resolve.
+
+    Servers already cached start lazily on their first call. A server that fails to start is
+    reported by the call that needs it (naming the server), not here.
+    """
+    wanted = [n for n in catalog.unprepared() if n in names]
+    if wanted:
+        await catalog.prepare(wanted)
