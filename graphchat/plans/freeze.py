@@ -701,7 +701,7 @@ def _add_map(builder: _Builder, group: list[Call], source: _MapSource, place: Pa
 
 def _ask_schema(call: Call) -> tuple[dict[str, Any], bool] | None:
     """The `ask` output_schema for an ask_user call, and whether its answer is wrapped in one field."""
-    from graphchat.plans.loader import ask_schema_problems
+    from graphchat.plans.steps.ask import ask_schema_problems
 
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     schema = arguments.get("schema")
@@ -715,7 +715,7 @@ def _ask_schema(call: Call) -> tuple[dict[str, Any], bool] | None:
 
 
 def _add_ask(builder: _Builder, call: Call) -> None:
-    from graphchat.plans.loader import flat_answer_problems
+    from graphchat.plans.steps.ask import flat_answer_problems
 
     step_id = _next_id(builder)
     found = _ask_schema(call)
