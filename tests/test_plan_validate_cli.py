@@ -4,6 +4,7 @@ through both `plan validate` and `plan run` (exit 1, step and field named, no to
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -54,7 +55,8 @@ def test_malformed_plan_fails_validate(path: Path, graphchat: GraphchatRunner) -
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     want = expected_problem(path)
-    assert any(line.startswith(want) for line in result.stderr.splitlines()), result.stderr
+    located = re.compile(rf"^{re.escape(str(path))}:\d+: ")  # `<file>:<line>: ` where the line is known
+    assert any(located.sub("", line).startswith(want) for line in result.stderr.splitlines()), result.stderr
 
 
 @pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.stem)
@@ -91,7 +93,11 @@ def test_validate_all_reports_broken_and_duplicate_files(
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     assert f"✗ plan 'map_concurrency_zero' ({plans / 'zz_broken.yaml'}): 1 problem" in lines
-    assert "step E1: input.concurrency: must be at least 1, got 0" in lines
+    assert any(
+        line.startswith(f"{plans / 'zz_broken.yaml'}:")
+        and line.endswith(": step E1: input.concurrency: must be at least 1, got 0")
+        for line in lines
+    ), lines
     assert f"✗ plan 'dst_gate' ({plans / 'zz_dst_gate_copy.yaml'}): 1 problem" in lines
     assert (
         f"identifier: duplicate 'dst_gate' (first defined in {plans / 'dst_gate.yaml'}); this file is skipped"
@@ -274,3 +280,22 @@ def test_show_json_and_text(reference_ws: Path, graphchat: GraphchatRunner) -> N
 
     default_schema = json.loads(graphchat("plan", "show", "release_channel", "--json").stdout)
     assert default_schema["input_schema"]["properties"]["fallback"]["default"] == "beta"
+
+
+def test_plan_problems_carry_file_and_line(workspace: Path, graphchat: GraphchatRunner) -> None:
+    """Issue 11 point 8: as config errors do, a plan problem names `<file>:<line>`."""
+    path = workspace / "plans" / "bad.yaml"
+    path.write_text(
+        "identifier: bad\nname: Bad\ndescription: d\nsteps:\n"
+        "  - id: E0\n    tool_name: builtin__infer\n    input: {instruction: hi}\n"
+        "  - id: E1\n    tool_name: map\n    input:\n      over: '{{E0.items}}'\n      concurrency: 0\n"
+        "      do:\n        tool_name: builtin__infer\n        input: {instruction: '{{itm}}'}\n"
+    )
+    result = graphchat("plan", "validate", "bad")
+    assert result.returncode == 1
+    assert f"{path}:12: step E1: input.concurrency: must be at least 1" in result.stderr
+    assert f"{path}:15: step E1/do: input.instruction: unknown root 'itm'" in result.stderr
+    run = graphchat("plan", "run", "bad")
+    assert run.returncode == 1 and f"{path}:12: step E1: input.concurrency" in run.stderr
+    as_json = json.loads(graphchat("plan", "validate", "bad", "--json").stdout)
+    assert as_json["plans"][0]["problems"][0].startswith("step E1: input.concurrency")  # JSON: as before

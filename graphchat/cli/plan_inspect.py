@@ -177,7 +177,13 @@ def _validate_one(
 
 def run_validate(args: argparse.Namespace) -> int:
     from graphchat.cli.output import print_json
-    from graphchat.plans.discovery import _looks_like_path, discover, load_cached, relative_problems
+    from graphchat.plans.discovery import (
+        _looks_like_path,
+        discover,
+        load_cached,
+        located_problems,
+        relative_problems,
+    )
     from graphchat.plans.model import PlanLoadError
     from graphchat.plans.validate import servers_of
 
@@ -247,6 +253,7 @@ def run_validate(args: argparse.Namespace) -> int:
                     "ok": False,
                     "problems": relative_problems(failure),
                     "notes": [],
+                    "shown": located_problems(failure),  # text output: `<file>:<line>: …`
                 }
             )
             continue
@@ -274,6 +281,8 @@ def run_validate(args: argparse.Namespace) -> int:
         )
     ok = all(r["ok"] for r in reports)
     if args.json:
+        for report in reports:
+            report.pop("shown", None)
         print_json({"ok": ok, "plans": reports})
         return 0 if ok else 1
     if not reports:
@@ -287,7 +296,7 @@ def run_validate(args: argparse.Namespace) -> int:
         else:
             count = len(report["problems"])
             err_out.write(f"✗ plan {label}: {count} problem{'s' if count != 1 else ''}\n")
-            for problem in report["problems"]:
+            for problem in report.pop("shown", None) or report["problems"]:
                 err_out.write(f"{problem}\n")
         for note in report["notes"]:
             err_out.write(f"note: {note}\n")

@@ -68,9 +68,17 @@ def relative_problems(err: PlanLoadError) -> list[str]:
     return [p[len(prefix) :] if p.startswith(prefix) else p for p in err.problems]
 
 
+def located_problems(err: PlanLoadError) -> list[str]:
+    """The problems as `<file>:<line>: step <id>: <field>: <what>` where the line is known."""
+    out = []
+    for problem, line in zip(relative_problems(err), err.lines, strict=False):
+        out.append(f"{err.source}:{line}: {problem}" if line else problem)
+    return out + relative_problems(err)[len(out) :]
+
+
 def load_error_message(what: str, err: PlanLoadError) -> str:
     lines = [f"{what} does not load ({err.source}):"]
-    lines += [f"  {p}" for p in relative_problems(err)]
+    lines += [f"  {p}" for p in located_problems(err)]
     return "\n".join(lines)
 
 

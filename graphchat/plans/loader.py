@@ -94,6 +94,7 @@ class _Loader:
         self.source = source
         self.node = node
         self.problems: list[str] = []
+        self.lines: list[int | None] = []  # the line of each problem, when parsed from text
         self.top_ids: list[str] = []  # every top-level id, in order
         self.body_owner: dict[str, str] = {}  # body step id -> owning top-level step label
         self.seen_ids: dict[str, str] = {}  # id -> label of its first definition
@@ -102,9 +103,73 @@ class _Loader:
 
     def plan_problem(self, field: str, what: str) -> None:
         self.problems.append(f"{self.source}: {field}: {what}")
+        self.lines.append(self._field_line(self.node, field) if self.node is not None else None)
 
     def step_problem(self, label: str, field: str, what: str) -> None:
         self.problems.append(f"{self.source}: step {label}: {field}: {what}")
+        self.lines.append(self._step_line(label, field) if self.node is not None else None)
+
+    # -- where a problem is (only on the unhappy path: lines cost nothing when a plan loads)
+
+    @staticmethod
+    def _child(node: Any, key: Any) -> Any:
+        value = getattr(node, "value", None)
+        if isinstance(value, list):
+            if value and isinstance(value[0], tuple):
+                for key_node, value_node in value:
+                    if key_node.value == key:
+                        return value_node
+            elif isinstance(key, int) and 0 <= key < len(value):
+                return value[key]
+        return None
+
+    def _field_line(self, node: Any, field: str) -> int | None:
+        """The line of `field` (dotted, `input.if.value`) under `node`, or of its deepest part."""
+        line = node.start_mark.line + 1
+        for part in field.replace("[", ".").replace("]", "").split("."):
+            key: Any = int(part) if part.isdigit() else part
+            value = getattr(node, "value", None)
+            if isinstance(value, list) and value and isinstance(value[0], tuple):
+                found = next(((k, v) for k, v in value if k.value == key), None)
+                if found is None:
+                    return line
+                line = found[0].start_mark.line + 1
+                node = found[1]
+            elif isinstance(value, list) and isinstance(key, int) and key < len(value):
+                node = value[key]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+    def _step_line(self, label: str, field: str) -> int | None:
+        """Find the step a label names (`E1`, `E1/do`, `E1/then/E10`) and the field in it."""
+        steps = self._child(self.node, "steps")
+        parts = label.split("/")
+        node = self._step_by_id(steps, parts[0])
+        i = 1
+        while node is not None and i < len(parts):
+            body = self._child(self._child(node, "input"), parts[i])
+            if body is None:
+                break
+            if i + 1 < len(parts) and isinstance(getattr(body, "value", None), list):
+                node = self._step_by_id(body, parts[i + 1])
+                i += 2
+            else:
+                node = body  # a one-call body (`do: {tool_name, input}`)
+                i += 1
+        if node is None:
+            return None
+        return self._field_line(node, field)
+
+    def _step_by_id(self, steps: Any, step_id: str) -> Any:
+        for item in getattr(steps, "value", None) or []:
+            id_node = self._child(item, "id")
+            if id_node is not None and id_node.value == step_id:
+                return item
+        if step_id.startswith("#") and step_id[1:].isdigit():  # a step without an id: by position
+            return self._child(steps, int(step_id[1:]) - 1)
+        return None
 
     def line(self, path: tuple[Any, ...]) -> int | None:
         """1-based line of the YAML node at `path` (raw keys / indexes), when parsed from text."""
@@ -162,7 +227,7 @@ class _Loader:
         if not isinstance(data, Mapping):
             got = "an empty file" if data is None else yaml_kind(data)
             self.plan_problem("plan", f"a plan file must hold a mapping (identifier, name, ...), got {got}")
-            raise PlanLoadError(self.source, self.problems)
+            raise PlanLoadError(self.source, self.problems, self.lines)
         doc, _ = self.normalise(data, PLAN_FIELDS, self.plan_problem, "a plan")
 
         identifier = self.required_string(doc, "identifier")
@@ -205,7 +270,7 @@ class _Loader:
             self.plan_problem("solver", "`solver` and `output` exclude each other: keep one")
 
         if self.problems:
-            raise PlanLoadError(self.source, self.problems)
+            raise PlanLoadError(self.source, self.problems, self.lines)
         assert identifier is not None and name is not None and description is not None
         return Plan(
             identifier=identifier,

@@ -96,7 +96,9 @@ class Plan:
 class PlanLoadError(Exception):
     """A plan that does not load: every problem, each `<file>: step <id>: <field>: <what>`."""
 
-    def __init__(self, source: str, problems: list[str]) -> None:
+    def __init__(self, source: str, problems: list[str], lines: list[int | None] | None = None) -> None:
         self.source = source
         self.problems = problems
+        # the 1-based line of each problem in the file, where it is known (parallel to problems)
+        self.lines: list[int | None] = list(lines) if lines is not None else [None] * len(problems)
         super().__init__("\n".join(problems))
