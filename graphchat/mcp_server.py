@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.asks import Answer, Asker, Question, UnavailableAsker
 
 if TYPE_CHECKING:
-    from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSpec
+    from graphchat.catalog.base import Approver, CallContext, Catalog, ToolResult, ToolSpec
     from graphchat.events import EventSink
     from graphchat.workspace import Settings
 
@@ -172,22 +172,14 @@ class PlanServer:
 
         self.settings = settings
         self.events = events
-        self.catalog: Catalog = build_catalog(settings, events=events)
-        self._approver = self.catalog.approver
-        self.catalog.approver = self._approve
+        self.catalog: Catalog = build_catalog(settings, events=events, approver=client_consent)
         self.runs: dict[str, _Run] = {}
 
     # -- what is published --
 
     def refresh(self) -> None:
-        """A fresh PlanSource, so plans added, edited or removed since the last request show."""
-        from graphchat.catalog.plan_tools import PlanSource
-
-        sources = self.catalog.sources
-        for i, source in enumerate(sources):
-            if isinstance(source, PlanSource):
-                sources[i] = PlanSource(self.settings, self.catalog)
-        self.catalog.invalidate()
+        """Plans added, edited or removed since the last request show (read again)."""
+        self.catalog.reload()
 
     def plan_specs(self) -> list[ToolSpec]:
         return [s for s in self.catalog.list() if s.source == "plan"]
@@ -199,7 +191,7 @@ class PlanServer:
         for spec in self.plan_specs():
             ident = spec.meta.get("plan") or spec.name[len("plan__") :]
             annotations = ToolAnnotations(
-                title=self._plan_title(ident),
+                title=spec.meta.get("title"),
                 read_only_hint=spec.family == "read",
                 destructive_hint=None if spec.family == "read" else spec.family == "destructive",
             )
@@ -212,15 +204,6 @@ class PlanServer:
                 )
             )
         return tools
-
-    def _plan_title(self, ident: str) -> str | None:
-        from graphchat.catalog.plan_tools import PlanSource
-
-        for source in self.catalog.sources:
-            if isinstance(source, PlanSource):
-                plan = source.plans().get(ident)
-                return plan.name if plan is not None and plan.name else None
-        return None
 
     # -- handlers (never raise: an exception would be a -32603 for the client) --
 
@@ -326,17 +309,6 @@ class PlanServer:
         self.runs.pop(run.token, None)
         return to_call_result(item)
 
-    async def _approve(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> str | None:
-        """The client's tools/call of a plan is its own consent (MCP clients approve calls); the
-        deny list still applies. Tools the plan calls are approved as in any other host."""
-        if self._approver is None:
-            return None
-        if not ctx.chain and spec.source == "plan":
-            from dataclasses import replace
-
-            ctx = replace(ctx, assume_yes=True)
-        return await self._approver(spec, arguments, ctx)
-
     def _warn(self, message: str) -> None:
         if self.events is not None:
             self.events.warning(message)
@@ -347,6 +319,20 @@ class PlanServer:
                 run.task.cancel()
         self.runs.clear()
         await self.catalog.aclose()
+
+
+def client_consent(policy: Approver) -> Approver:
+    """The client's tools/call of a plan is its own consent (MCP clients approve calls); the
+    deny list still applies. Tools the plan calls are approved as in any other host."""
+
+    async def approve(spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> str | None:
+        if not ctx.chain and spec.source == "plan":
+            from dataclasses import replace
+
+            ctx = replace(ctx, assume_yes=True)
+        return await policy(spec, arguments, ctx)
+
+    return approve
 
 
 def _input_required(protocol_version: str | None) -> bool:

@@ -3,7 +3,7 @@
 - `specs()` reads only the workspace cache (`catalog/cache/<server>-<confighash>.json`): no
   server starts and the MCP SDK is not imported. A server whose tools were never cached
   contributes no specs until `prepare()` starts it (`tools list` does that for uncached
-  servers; an `ask`/`chat` turn does it at its start, concurrently, see `prepare_catalog`).
+  servers; an `ask`/`chat` turn does it at its start, concurrently, see `Catalog.prepare`).
 - A server starts when one of its tools is called (or on `prepare`/`prestart`); several start
   concurrently. Every start refreshes that server's cache.
 - Each connection lives in its own long-lived task: the SDK's context managers (anyio task
@@ -28,7 +28,6 @@ from graphchat.catalog.mcp_config import ServerConfig, load_servers
 if TYPE_CHECKING:
     import asyncio
 
-    from graphchat.catalog.base import Catalog
     from graphchat.catalog.naming import NameMap
     from graphchat.events import EventSink
     from graphchat.workspace import Settings
@@ -43,6 +42,11 @@ LOG_MAX_BYTES = 1_000_000
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
     "graphchat_mcp_call", default=None
 )
+
+
+def log_path(settings: Settings, server: str) -> Path:
+    """Where a server's stderr goes (`catalog/logs/<server>.log`)."""
+    return settings.catalog_dir / "logs" / f"{server}.log"
 
 
 class ServerUnavailable(Exception):
@@ -589,7 +593,7 @@ class McpSource(ToolSource):
         return self.cache_dir / f"{config.name}-{config.config_hash}.json"
 
     def log_path(self, server: str) -> Path:
-        return self.settings.catalog_dir / "logs" / f"{server}.log"
+        return log_path(self.settings, server)
 
     def cached(self, config: ServerConfig) -> dict[str, Any] | None:
         """The cached tool list document of a server, or None."""
@@ -776,22 +780,3 @@ class McpSource(ToolSource):
         conns = list(self._connections.values())
         if conns:
             await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
-
-
-def mcp_source(catalog: Catalog) -> McpSource | None:
-    """The MCP source of a catalog, if it has one."""
-    return next((s for s in catalog.sources if isinstance(s, McpSource)), None)
-
-
-async def prepare_catalog(
-    catalog: Catalog, *, refresh: bool = False, names: list[str] | None = None
-) -> dict[str, str]:
-    """Fill the tool-list cache of uncached (or all, with `refresh`) servers concurrently, and
-    make the catalog see the new tools. Returns {server: error}. Call it at the start of a turn
-    (together with `McpSource.prestart` if servers should warm up while litellm imports)."""
-    source = mcp_source(catalog)
-    if source is None:
-        return {}
-    errors = await source.prepare(names, refresh=refresh)
-    catalog.invalidate()
-    return errors
