@@ -32,7 +32,7 @@ from graphchat.asks import Answer, Asker, Question, UnavailableAsker
 if TYPE_CHECKING:
     from graphchat.catalog.base import Approver, CallContext, Catalog, ToolResult, ToolSpec
     from graphchat.events import EventSink
-    from graphchat.workspace import Settings
+    from graphchat.host import Host
 
 PREFIX = "plan_"
 ANSWER_FIELD = "answer"  # the one form field of a question that has no schema of its own
@@ -167,12 +167,10 @@ class _Run:
 class PlanServer:
     """The handlers of `mcp serve` over one catalog (MCP servers stay up between calls)."""
 
-    def __init__(self, settings: Settings, events: EventSink | None = None) -> None:
-        from graphchat.catalog.build import build_catalog
-
-        self.settings = settings
-        self.events = events
-        self.catalog: Catalog = build_catalog(settings, events=events, approver=client_consent)
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.events = host.events
+        self.catalog: Catalog = host.catalog
         self.runs: dict[str, _Run] = {}
 
     # -- what is published --
@@ -318,7 +316,7 @@ class PlanServer:
             if run.task is not None:
                 run.task.cancel()
         self.runs.clear()
-        await self.catalog.aclose()
+        await self.host.aclose()
 
 
 def client_consent(policy: Approver) -> Approver:
@@ -399,12 +397,15 @@ def serve(home: str | None = None) -> int:
     import sys
 
     from graphchat.events import sink_for_environment
-    from graphchat.workspace import load_settings
+    from graphchat.host import load_settings, open_host
 
     settings = load_settings(home)  # a broken workspace: a clear error before any JSON-RPC
     # Library loggers must never reach stdout; warnings and worse go to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    events = sink_for_environment(quiet=True)
+    # Each call brings its own asker (the client's elicitation, see `_call`): none at the host.
+    host = open_host(
+        settings, events=sink_for_environment(quiet=True), here=UnavailableAsker, approver=client_consent
+    )
 
     async def main() -> None:
         from mcp.server import Server
@@ -412,7 +413,7 @@ def serve(home: str | None = None) -> int:
 
         from graphchat import __version__
 
-        plans = PlanServer(settings, events)
+        plans = PlanServer(host)
         server = Server(
             "graphchat",
             version=__version__,

@@ -49,13 +49,10 @@ def _message_with_stdin(message: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphchat.workspace import load_settings
+    from graphchat.host import load_settings
 
-    settings = load_settings(getattr(args, "home", None), model_override=args.model)
-    settings.model_for("chat")  # no model configured: exit 2 before anything starts
-    from graphchat.llm import preload_in_background
-
-    preload_in_background()  # a model call is certain: overlap litellm's import with the rest
+    # No model configured: exit 2 before anything starts; litellm imports meanwhile.
+    settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
     message = _message_with_stdin(args.message)
     if not message.strip():
         from graphchat.errors import EXIT_USAGE, GraphchatError
@@ -69,35 +66,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
-    from graphchat.agent.session import Session
-    from graphchat.asks import host_asker
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import print_json, warn
-    from graphchat.events import sink_for_environment
-    from graphchat.threads.redact import settings_secrets
-    from graphchat.threads.store import ThreadStore
+    from graphchat.host import open_host
 
-    events = sink_for_environment()
-    store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
-    thread = store.continued(args.thread)
-    if thread is None and args.thread is not None:
-        warn("there is no thread to continue yet: starting a new one")
-    asker = host_asker(answers_file=args.answers, events=events)
-    catalog = build_catalog(settings, events=events)
-    session = None
+    host = open_host(settings, answers=args.answers)
     try:
-        session = Session(
-            settings,
-            thread_store=store,
-            thread=thread,
-            catalog=catalog,
-            asker=asker,
-            events=events,
-            model_override=args.model,
-            assume_yes=args.yes,
-        )
+        thread = host.continued(args.thread)
+        if thread is None and args.thread is not None:
+            warn("there is no thread to continue yet: starting a new one")
+        session = host.session(thread, model_override=args.model, assume_yes=args.yes)
         session.stream = not args.no_stream
-        await _warm_up_servers(catalog, events)
+        await host.warm_up()
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None
         try:
@@ -106,7 +85,7 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             if writer is not None:
                 writer.finish()  # on a terminal, the error line must not start after a partial answer
             raise
-        events.usage_summary(result.usage)
+        host.events.usage_summary(result.usage)
         if args.json:
             print_json(
                 {
@@ -125,22 +104,7 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             sys.stdout.flush()
         return 0
     finally:
-        if session is not None:
-            await session.aclose()
-        await catalog.aclose()  # no server process is left behind, whatever happened
-
-
-async def _warm_up_servers(catalog: Any, events: Any) -> None:
-    """Start the workspace's MCP servers while litellm imports in the background.
-
-    A tool round is the likely reason to ask, and a server start (0.3-2 s) overlapping the
-    import is free, while one started at the first tool call adds to the answer's wait. The
-    tool lists of servers not cached yet are awaited (the model must see their tools); the
-    others warm up in the background. A server that fails to start is reported, not fatal.
-    """
-    catalog.prestart()
-    for server, error in (await catalog.prepare()).items():
-        events.warning(f"MCP server {server}: {error}")
+        await host.aclose()  # no server process is left behind, whatever happened
 
 
 class _StdoutWriter:

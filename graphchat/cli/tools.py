@@ -250,23 +250,20 @@ def _settings(args: argparse.Namespace) -> Any:
 def run_call(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.asks import host_asker
-    from graphchat.catalog.base import CallContext
     from graphchat.cli.output import apply_input_flags, print_json, read_document_arg, report_error
-    from graphchat.events import sink_for_environment
+    from graphchat.host import load_settings, open_host
 
     arguments = apply_input_flags(read_document_arg(args.input, what="tool input"), args.pairs)
-    events = sink_for_environment()
-    settings = _settings(args)
-    catalog = _catalog(settings, events=events, record_shapes=True)
-    ctx = CallContext(asker=host_asker(events=events), events=events, assume_yes=args.yes, surface="cli")
+    settings = load_settings(getattr(args, "home", None))
+    host = open_host(settings, record_shapes=True)
+    ctx = host.context(surface="cli", assume_yes=args.yes)
 
     async def main() -> Any:
         try:
-            spec = await _afind(catalog, settings, args.name)
-            return await catalog.call(spec.name, arguments if arguments is not None else {}, ctx)
+            spec = await _afind(host.catalog, settings, args.name)
+            return await host.catalog.call(spec.name, arguments if arguments is not None else {}, ctx)
         finally:
-            await catalog.aclose()
+            await host.aclose()
 
     result = asyncio.run(main())
     if args.json:
