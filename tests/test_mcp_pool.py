@@ -98,7 +98,7 @@ async def test_server_stderr_goes_to_its_log_and_a_failed_start_quotes_it(
     assert "missing API key for upstream" in errors["broken"]
     assert "missing API key" in (workspace / "catalog" / "logs" / "broken.log").read_text()
     assert "missing API key" not in capfd.readouterr().err  # never on the user's terminal
-    status = McpSource(load_settings(workspace)).status("broken")
+    status = McpSource(load_settings(workspace)).files.status("broken")
     assert "missing API key" in status["last_error"]
 
 
@@ -163,7 +163,7 @@ async def test_tool_lists_come_from_the_cache_without_starting_anything(workspac
     write_servers(workspace, servers)
     settings = load_settings(workspace)
     cold = McpSource(settings)
-    assert cold.specs() == [] and cold.uncached() == ["t", "low"]
+    assert cold.specs() == [] and cold.unprepared() == ["t", "low"]
     errors = await cold.prepare()
     await cold.aclose()
     assert errors == {}  # started concurrently: one after the other, neither would have met the other
@@ -172,7 +172,7 @@ async def test_tool_lists_come_from_the_cache_without_starting_anything(workspac
     warm = McpSource(settings)  # a new command: reads the cache only
     specs = {s.name: s for s in warm.specs()}
     assert len(pids(marker)) == 2  # nothing started
-    assert warm.uncached() == []
+    assert warm.unprepared() == []
     assert "t__crash" not in specs and "t__confirm_delete" not in specs
     assert sorted(n for n in specs if n.startswith("low__")) == [
         "low__tool_000",
@@ -188,7 +188,7 @@ async def test_tool_lists_come_from_the_cache_without_starting_anything(workspac
 
     servers["t"]["args"] = [*servers["t"]["args"], "--extra"]  # a changed config is a new cache key
     write_servers(workspace, servers)
-    assert McpSource(load_settings(workspace)).uncached() == ["t"]
+    assert McpSource(load_settings(workspace)).unprepared() == ["t"]
 
 
 async def test_ask_user_stays_in_the_model_tool_list_with_300_tools(workspace: Path) -> None:

@@ -29,8 +29,8 @@ def server_rows(settings: Settings, *, check: bool = False) -> list[dict[str, An
         live = asyncio.run(start_all())
     rows = []
     for config in source.servers:
-        cached = source.cached(config)
-        status = source.status(config.name)
+        cached = source.files.cached(config)
+        status = source.files.status(config.name)
         tools = cached["tools"] if cached else None
         shown = [t for t in tools if config.wants_tool(str(t.get("name")))] if tools is not None else None
         if live is not None:
@@ -64,9 +64,9 @@ def server_rows(settings: Settings, *, check: bool = False) -> list[dict[str, An
 def fresh_log(settings: Settings, server: str, since: float) -> str | None:
     """The workspace-relative path of the server's log when a start wrote to it since `since`
     (a failure before any process started, e.g. an unset ${VAR}, writes none)."""
-    from graphchat.catalog.mcp_pool import log_path
+    from graphchat.catalog.mcp_cache import ServerFiles
 
-    log = log_path(settings, server)
+    log = ServerFiles(settings.catalog_dir).log_path(server)
     try:
         fresh = log.is_file() and log.stat().st_mtime >= since - 1
     except OSError:
