@@ -30,7 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", metavar="M", help="model for this question (a litellm model string)")
     parser.add_argument("--no-stream", action="store_true", help="print the answer once it is complete")
-    parser.add_argument("--answers", metavar="F", help="answers to questions, from a YAML/JSON file")
+    parser.add_argument(
+        "--answers",
+        metavar="F",
+        help="answer questions from a YAML/JSON map; others are asked on the terminal",
+    )
     parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     parser.set_defaults(func=run)
 

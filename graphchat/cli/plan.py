@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--json", action="store_true", help="print the {answer, output, plan, …} envelope")
     run.add_argument(
-        "--answers", metavar="FILE", help="answers to ask steps (YAML/JSON: step id or prompt → answer)"
+        "--answers",
+        metavar="FILE",
+        help="answers to questions (YAML/JSON: step id or prompt → answer); others are asked on the terminal",
     )
     run.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     run.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
