@@ -23,7 +23,6 @@ sys.path.insert(0, str(REPO))
 
 from graphchat.catalog.base import CallContext  # noqa: E402
 from graphchat.catalog.build import build_catalog  # noqa: E402
-from graphchat.catalog.mcp_pool import prepare_catalog  # noqa: E402
 from graphchat.workspace import load_settings  # noqa: E402
 from tests.conftest import clean_env  # noqa: E402
 from tests.scripted_server import ScriptedModelServer  # noqa: E402
@@ -60,7 +59,7 @@ async def parallel_round(ws: Path) -> list[float]:
     ctx = CallContext(assume_yes=True)
     times = []
     try:
-        await prepare_catalog(catalog)  # started once; the round is what is measured
+        await catalog.prepare()  # started once; the round is what is measured
         for _ in range(RUNS):
             started = time.perf_counter()
             results = await asyncio.gather(

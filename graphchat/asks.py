@@ -90,7 +90,8 @@ class UnavailableAsker(Asker):
 class ScriptedAsker(Asker):
     """Answers from a map of step-id or question-prompt -> answer (`--answers FILE`).
 
-    Unlisted questions go to `fallback` (unavailable by default).
+    Questions the file does not answer go to `fallback`: whoever can answer here (the
+    terminal, the chat), unavailable when nobody can.
     """
 
     def __init__(
@@ -293,17 +294,12 @@ def terminal_available() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def host_asker(
-    *, answers_file: str | None = None, events: EventSink | None = None, interactive: bool | None = None
-) -> Asker:
-    """The asker of a command-line host: --answers first, then the terminal when stdin and
-    stderr are terminals, else unavailable. GRAPHCHAT_EVENTS=jsonl turns every question off."""
+def host_asker(events: EventSink | None = None, *, interactive: bool | None = None) -> Asker:
+    """The asker of a command-line host: the terminal when stdin and stderr are terminals,
+    else unavailable. GRAPHCHAT_EVENTS=jsonl turns every question off. (An --answers file is
+    asked before it: see `graphchat.host.answering`.)"""
     if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":
-        base: Asker = UnavailableAsker(events)
-    elif interactive if interactive is not None else terminal_available():
-        base = TerminalAsker(events)
-    else:
-        base = UnavailableAsker(events)
-    if answers_file:
-        return ScriptedAsker(load_answers(answers_file), fallback=UnavailableAsker(), events=events)
-    return base
+        return UnavailableAsker(events)
+    if interactive if interactive is not None else terminal_available():
+        return TerminalAsker(events)
+    return UnavailableAsker(events)

@@ -13,7 +13,6 @@ from graphchat.asks import Answer, Asker, Question, UnavailableAsker
 from graphchat.catalog.approvals import add_allow_entry, family_from_annotations, make_approver
 from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_pool import prepare_catalog
 from graphchat.workspace import load_settings
 from tests.servers.support import stdio, write_servers
 
@@ -188,7 +187,7 @@ async def test_a_destructive_mcp_tool_is_refused_headless_and_runs_with_yes(work
     write_servers(workspace, {"t": stdio()})
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
         assert catalog.get("t__delete_file").family == "destructive"
         refused = await catalog.call(
             "t__delete_file", {"path": str(victim)}, CallContext(asker=UnavailableAsker())

@@ -270,3 +270,41 @@ def test_answers_file_answers_ask_user(
     assert done.stdout == "eu-west it is"
     [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}
+
+
+def test_answers_file_first_then_the_terminal_asks_what_the_file_does_not_answer(
+    workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    import pexpect
+
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("'Which region?': eu-west\n")
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "ask_user", "arguments": {"question": "Which region?"}},
+                {"name": "ask_user", "arguments": {"question": "How many replicas?"}},
+            ]
+        },
+        {"text": "eu-west, 3 replicas"},
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "ask", "deploy", "--answers", str(answers)],
+        env=clean_env({**env_for(model_server), "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=40,
+    )
+    try:
+        child.expect_exact("? How many replicas?")
+        child.expect_exact("> ")
+        child.sendline("3")
+        child.expect_exact("eu-west, 3 replicas")
+        child.expect(pexpect.EOF)
+        shown = child.before or ""
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, shown
+    results = [json.loads(m["content"]) for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert results == [{"answer": "eu-west", "answered": True}, {"answer": "3", "answered": True}]

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_pool import prepare_catalog
 from graphchat.workspace import load_settings
 from tests.conftest import GraphchatRunner, clean_env
 from tests.servers.support import SERVERS, alive, stdio, write_servers
@@ -31,7 +30,7 @@ def hanging(workspace: Path) -> Path:
 async def test_closing_while_a_server_hangs_at_start_leaves_no_process(workspace: Path) -> None:
     fifo = hanging(workspace)
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
-    starting = asyncio.ensure_future(prepare_catalog(catalog))
+    starting = asyncio.ensure_future(catalog.prepare())
     pid = int(await asyncio.to_thread(fifo.read_text))  # the server process runs
     starting.cancel()  # Ctrl-C
     with pytest.raises(asyncio.CancelledError):

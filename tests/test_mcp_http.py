@@ -12,7 +12,7 @@ import pytest
 
 from graphchat.catalog.base import CallContext
 from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_pool import mcp_source, prepare_catalog
+from graphchat.catalog.mcp_pool import McpSource
 from graphchat.workspace import load_settings
 from tests.servers.support import RecordingListener, start_http_server, write_servers
 
@@ -38,7 +38,7 @@ async def test_http_server_gets_expanded_headers_and_runs_calls_concurrently(
     )
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
     try:
-        assert await prepare_catalog(catalog) == {}
+        assert await catalog.prepare() == {}
         header = await catalog.call("web__auth_header", {}, YES)
         started = time.perf_counter()
         results = await asyncio.gather(*(catalog.call("web__slow", {"seconds": 0.5}, YES) for _ in range(4)))
@@ -57,7 +57,7 @@ async def test_http_server_dying_mid_call_is_an_error_naming_the_server(
     write_servers(workspace, {"web": {"type": "http", "url": url}})
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
         in_flight = asyncio.ensure_future(catalog.call("web__slow", {"seconds": 10}, YES))
         await asyncio.sleep(0.3)  # the call is on the server
         proc.kill()
@@ -85,10 +85,9 @@ async def test_unset_token_in_headers_names_server_field_and_variable_and_sends_
         },
     )
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
-    source = mcp_source(catalog)
-    assert source is not None
+    source = next(s for s in catalog.sources if isinstance(s, McpSource))
     try:
-        errors = await prepare_catalog(catalog)
+        errors = await catalog.prepare()
         result = await source.connection("search").call("query", {}, YES)
     finally:
         await catalog.aclose()
@@ -119,7 +118,7 @@ async def test_the_recording_listener_does_see_a_request_when_the_token_is_set(
     )
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
     try:
-        errors = await prepare_catalog(catalog)
+        errors = await catalog.prepare()
     finally:
         await catalog.aclose()
         listener.close()

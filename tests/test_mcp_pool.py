@@ -13,7 +13,7 @@ import pytest
 from graphchat.asks import Answer, Asker, Question
 from graphchat.catalog.base import CallContext, Catalog
 from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_pool import McpSource, mcp_source, prepare_catalog
+from graphchat.catalog.mcp_pool import McpSource
 from graphchat.workspace import load_settings
 from tests.servers.support import LOWLEVEL_SERVER, alive, pids, stdio, write_servers
 
@@ -29,7 +29,7 @@ async def test_eight_slow_calls_on_one_server_take_about_one_calls_time(workspac
     marker = workspace / "starts"
     catalog = catalog_for(workspace, {"t": stdio(marker=marker)})
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
         started = time.perf_counter()
         results = await asyncio.gather(
             *(catalog.call("t__slow", {"seconds": 0.5, "label": str(i)}, YES) for i in range(8))
@@ -47,7 +47,7 @@ async def test_a_crash_mid_call_names_the_server_and_the_next_call_restarts_it(w
     marker = workspace / "starts"
     catalog = catalog_for(workspace, {"t": stdio(marker=marker)})
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
         first = await catalog.call("t__whoami", {}, YES)
         slow, crash = await asyncio.gather(
             catalog.call("t__slow", {"seconds": 5}, YES), catalog.call("t__crash", {"after": 0.2}, YES)
@@ -70,10 +70,9 @@ async def test_a_crash_mid_call_names_the_server_and_the_next_call_restarts_it(w
 
 async def test_a_server_that_never_starts_is_an_error_result_retried_once(workspace: Path) -> None:
     catalog = catalog_for(workspace, {"ghost": {"command": str(workspace / "no-such-server")}})
-    source = mcp_source(catalog)
-    assert source is not None
+    source = next(s for s in catalog.sources if isinstance(s, McpSource))
     try:
-        errors = await prepare_catalog(catalog)
+        errors = await catalog.prepare()
         assert "command not found" in errors["ghost"]
         conn = source.connection("ghost")
         result = await conn.call("anything", {}, YES)  # the restart the next call gets
@@ -93,20 +92,20 @@ async def test_server_stderr_goes_to_its_log_and_a_failed_start_quotes_it(
     script = "import sys; sys.stderr.write('fatal: missing API key for upstream\\n'); sys.exit(1)"
     catalog = catalog_for(workspace, {"broken": {"command": sys.executable, "args": ["-c", script]}})
     try:
-        errors = await prepare_catalog(catalog)
+        errors = await catalog.prepare()
     finally:
         await catalog.aclose()
     assert "missing API key for upstream" in errors["broken"]
     assert "missing API key" in (workspace / "catalog" / "logs" / "broken.log").read_text()
     assert "missing API key" not in capfd.readouterr().err  # never on the user's terminal
-    status = McpSource(load_settings(workspace)).status("broken")
+    status = McpSource(load_settings(workspace)).files.status("broken")
     assert "missing API key" in status["last_error"]
 
 
 async def test_per_call_timeout_is_an_error_and_the_session_stays_usable(workspace: Path) -> None:
     catalog = catalog_for(workspace, {"t": stdio(timeout_s=0.5)})
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
         before = await catalog.call("t__whoami", {}, YES)
         slow = await catalog.call("t__slow", {"seconds": 5}, YES)
         after = await catalog.call("t__whoami", {}, YES)
@@ -121,7 +120,7 @@ async def test_per_call_timeout_is_an_error_and_the_session_stays_usable(workspa
 async def test_results_map_to_json_values_with_typed_entries(workspace: Path) -> None:
     catalog = catalog_for(workspace, {"t": stdio(), "low": stdio(LOWLEVEL_SERVER, env={"TOOL_COUNT": "2"})})
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
         call = {name: await catalog.call(name, {}, YES) for name in (
             "t__stamp", "t__whoami", "t__picture", "t__fail",
             "low__resources", "low__two_blocks", "low__error_structured", "low__bad_output",
@@ -164,7 +163,7 @@ async def test_tool_lists_come_from_the_cache_without_starting_anything(workspac
     write_servers(workspace, servers)
     settings = load_settings(workspace)
     cold = McpSource(settings)
-    assert cold.specs() == [] and cold.uncached() == ["t", "low"]
+    assert cold.specs() == [] and cold.unprepared() == ["t", "low"]
     errors = await cold.prepare()
     await cold.aclose()
     assert errors == {}  # started concurrently: one after the other, neither would have met the other
@@ -173,7 +172,7 @@ async def test_tool_lists_come_from_the_cache_without_starting_anything(workspac
     warm = McpSource(settings)  # a new command: reads the cache only
     specs = {s.name: s for s in warm.specs()}
     assert len(pids(marker)) == 2  # nothing started
-    assert warm.uncached() == []
+    assert warm.unprepared() == []
     assert "t__crash" not in specs and "t__confirm_delete" not in specs
     assert sorted(n for n in specs if n.startswith("low__")) == [
         "low__tool_000",
@@ -189,13 +188,13 @@ async def test_tool_lists_come_from_the_cache_without_starting_anything(workspac
 
     servers["t"]["args"] = [*servers["t"]["args"], "--extra"]  # a changed config is a new cache key
     write_servers(workspace, servers)
-    assert McpSource(load_settings(workspace)).uncached() == ["t"]
+    assert McpSource(load_settings(workspace)).unprepared() == ["t"]
 
 
 async def test_ask_user_stays_in_the_model_tool_list_with_300_tools(workspace: Path) -> None:
     catalog = catalog_for(workspace, {"big": stdio(LOWLEVEL_SERVER, env={"TOOL_COUNT": "300"})})
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
     finally:
         await catalog.aclose()
     tools = [t["function"]["name"] for t in catalog.model_tools()]
@@ -219,7 +218,7 @@ async def test_elicitation_from_a_server_goes_to_the_callers_asker(workspace: Pa
     catalog = catalog_for(workspace, {"t": stdio()})
     asker = RecordingAsker({"ok": True})
     try:
-        await prepare_catalog(catalog)
+        await catalog.prepare()
         resolved = await catalog.call("t__confirm_delete", {"name": "a.txt"}, CallContext(asker=asker))
         pushed = await catalog.call("t__confirm_push", {"name": "main"}, CallContext(asker=asker))
         nobody = await catalog.call("t__confirm_delete", {"name": "b.txt"}, CallContext())
@@ -235,7 +234,7 @@ async def test_elicitation_from_a_server_goes_to_the_callers_asker(workspace: Pa
 async def test_aclose_leaves_no_server_process_even_with_calls_in_flight(workspace: Path) -> None:
     marker = workspace / "starts"
     catalog = catalog_for(workspace, {"a": stdio(marker=marker), "b": stdio(marker=marker)})
-    await prepare_catalog(catalog)
+    await catalog.prepare()
     assert len(pids(marker)) == 2 and all(alive(p) for p in pids(marker))
     pending = asyncio.ensure_future(catalog.call("a__slow", {"seconds": 30}, YES))
     await asyncio.sleep(0.2)  # let the call reach the server

@@ -12,7 +12,6 @@ import pytest
 
 from graphchat.catalog.base import CallContext
 from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_pool import prepare_catalog
 from graphchat.workspace import load_settings
 from tests.conftest import REPO, GraphchatRunner
 from tests.servers.support import write_servers
@@ -32,7 +31,7 @@ async def test_mcp_server_time_from_pypi(workspace: Path) -> None:
     )
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
     try:
-        assert await prepare_catalog(catalog) == {}
+        assert await catalog.prepare() == {}
         spec = catalog.get("time__convert_time")
         assert spec is not None and spec.family == "read"
         result = await catalog.call(
@@ -93,7 +92,7 @@ async def test_server_everything_from_npm(workspace: Path) -> None:
     )
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
     try:
-        errors = await prepare_catalog(catalog)
+        errors = await catalog.prepare()
         assert errors == {}, errors
         names = {s.name for s in catalog.list()}
         assert "everything__echo" in names

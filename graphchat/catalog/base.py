@@ -127,6 +127,11 @@ class ToolSource:
         known; returns {group: error} for those that failed."""
         return {}
 
+    def reload(self) -> None:
+        """Forget what was read from the workspace (e.g. plans edited since), so the next
+        `specs` reads it again. Running servers are not touched."""
+        return None
+
     @property
     def collisions(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """Catalog names that several real tools wanted (each one stays reachable)."""
@@ -203,6 +208,12 @@ class Catalog:
         for result in results:
             errors.update(result)
         return errors
+
+    def reload(self) -> None:
+        """Read the workspace again (plans added, edited or removed since) on the next lookup."""
+        for source in self.sources:
+            source.reload()
+        self.invalidate()
 
     @property
     def collisions(self) -> builtins.list[tuple[str, builtins.list[tuple[str, str]]]]:

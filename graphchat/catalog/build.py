@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from graphchat.catalog.base import Catalog
 
 if TYPE_CHECKING:
+    from graphchat.catalog.base import Approver
     from graphchat.events import EventSink
     from graphchat.workspace import Settings
 
@@ -18,12 +20,17 @@ def build_catalog(
     include_mcp: bool = True,
     include_plans: bool = True,
     record_shapes: bool = True,
+    approver: Callable[[Approver], Approver] | None = None,
 ) -> Catalog:
-    """The one catalog of a command. Cheap: no server starts and no model import here."""
+    """The one catalog of a command. Cheap: no server starts and no model import here.
+
+    `approver` wraps the workspace's approval policy when a host has its own notion of
+    consent (`mcp serve`: the client's call of a plan is its consent)."""
     from graphchat.catalog.approvals import make_approver
     from graphchat.catalog.native import NativeSource
 
-    catalog = Catalog(approver=make_approver(settings))
+    policy = make_approver(settings)
+    catalog = Catalog(approver=approver(policy) if approver is not None else policy)
     catalog.add_source(NativeSource(settings))
     if include_mcp:
         from graphchat.catalog.mcp_pool import McpSource

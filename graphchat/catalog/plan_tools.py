@@ -56,7 +56,7 @@ class PlanSource(ToolSource):
         self.catalog = catalog
         self._given = plans
         self._llm_factory = llm_factory
-        self._servers = servers
+        self._servers = self._given_servers = servers
         self._plans: dict[str, Plan] | None = None
 
     # -- what exists --
@@ -72,9 +72,10 @@ class PlanSource(ToolSource):
         return self._plans
 
     def reload(self) -> None:
-        """Read plans/ again at the next use (a plan was just written, e.g. by `/freeze`)."""
+        """Plans (and configured servers) are read again on the next lookup."""
         if self._given is None:
             self._plans = None
+        self._servers = self._given_servers
 
     def servers(self) -> set[str]:
         if self._servers is None:
@@ -99,7 +100,11 @@ class PlanSource(ToolSource):
                     input_schema=plan.input_schema or dict(EMPTY_SCHEMA),
                     source="plan",
                     family=families.of(plan.identifier),
-                    meta={"plan": plan.identifier, "path": str(plan.path) if plan.path else None},
+                    meta={
+                        "plan": plan.identifier,
+                        "path": str(plan.path) if plan.path else None,
+                        "title": plan.name or None,
+                    },
                 )
             )
         return specs

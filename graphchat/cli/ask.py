@@ -31,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", metavar="M", help="model for this question (a litellm model string)")
     parser.add_argument("--no-stream", action="store_true", help="print the answer once it is complete")
-    parser.add_argument("--answers", metavar="F", help="answers to questions, from a YAML/JSON file")
+    parser.add_argument(
+        "--answers",
+        metavar="F",
+        help="answer questions from a YAML/JSON map; others are asked on the terminal",
+    )
     parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     parser.set_defaults(func=run)
 
@@ -50,13 +54,10 @@ def _message_with_stdin(message: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphchat.workspace import load_settings
+    from graphchat.host import load_settings
 
-    settings = load_settings(getattr(args, "home", None), model_override=args.model)
-    settings.model_for("chat")  # no model configured: exit 2 before anything starts
-    from graphchat.llm import preload_in_background
-
-    preload_in_background()  # a model call is certain: overlap litellm's import with the rest
+    # No model configured: exit 2 before anything starts; litellm imports meanwhile.
+    settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
     message = _message_with_stdin(args.message)
     if not message.strip():
         from graphchat.errors import EXIT_USAGE, GraphchatError
@@ -70,35 +71,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
-    from graphchat.agent.session import Session
-    from graphchat.asks import host_asker
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import print_json, warn
-    from graphchat.events import sink_for_environment
-    from graphchat.threads.redact import settings_secrets
-    from graphchat.threads.store import ThreadStore
+    from graphchat.host import open_host
 
-    events = sink_for_environment()
-    store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
-    thread = store.continued(args.thread)
-    if thread is None and args.thread is not None:
-        warn("there is no thread to continue yet: starting a new one")
-    asker = host_asker(answers_file=args.answers, events=events)
-    catalog = build_catalog(settings, events=events)
-    session = None
+    host = open_host(settings, answers=args.answers)
     try:
-        session = Session(
-            settings,
-            thread_store=store,
-            thread=thread,
-            catalog=catalog,
-            asker=asker,
-            events=events,
-            model_override=args.model,
-            assume_yes=args.yes,
-        )
+        thread = host.continued(args.thread)
+        if thread is None and args.thread is not None:
+            warn("there is no thread to continue yet: starting a new one")
+        session = host.session(thread, model_override=args.model, assume_yes=args.yes)
         session.stream = not args.no_stream
-        await _warm_up_servers(catalog, events)
+        await host.warm_up()
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None
         try:
@@ -127,27 +110,10 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             if sys.stdout.isatty() and not result.content.endswith("\n"):
                 sys.stdout.write("\n")
             sys.stdout.flush()
-        events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
+        host.events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
         return 0
     finally:
-        if session is not None:
-            await session.aclose()
-        await catalog.aclose()  # no server process is left behind, whatever happened
-
-
-async def _warm_up_servers(catalog: Any, events: Any) -> None:
-    """Start the workspace's MCP servers while litellm imports in the background.
-
-    A tool round is the likely reason to ask, and a server start (0.3-2 s) overlapping the
-    import is free, while one started at the first tool call adds to the answer's wait. The
-    tool lists of servers not cached yet are awaited (the model must see their tools); the
-    others warm up in the background. A server that fails to start is reported, not fatal.
-    """
-    for message in catalog.warnings:
-        events.warning(message)
-    catalog.prestart()
-    for server, error in (await catalog.prepare()).items():
-        events.warning(f"MCP server {server}: {error}")
+        await host.aclose()  # no server process is left behind, whatever happened
 
 
 class _StdoutWriter:

@@ -50,43 +50,23 @@ def run(args: argparse.Namespace) -> int:
 async def _chat(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.agent.session import Session
-    from graphchat.asks import ScriptedAsker, load_answers
-    from graphchat.catalog.build import build_catalog
     from graphchat.chat.app import ChatApp, close_quietly, print_resume_hint
     from graphchat.chat.asker import ChatAsker
     from graphchat.chat.sink import ChatSink
     from graphchat.chat.ui import ChatUI
-    from graphchat.threads.redact import settings_secrets
-    from graphchat.threads.store import ThreadStore
-    from graphchat.workspace import load_settings
+    from graphchat.host import load_settings, open_host
 
-    settings = load_settings(getattr(args, "home", None), model_override=args.model)
-    settings.model_for("chat")  # no model configured: exit 2 before the screen is taken
-    from graphchat.llm.runtime import preload_in_background
-
-    preload_in_background()  # a model call is all but certain: import litellm while the person types
-    answers = load_answers(args.answers) if args.answers else None
-    store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
-    thread = store.continued(args.thread)
-
+    # No model configured: exit 2 before the screen is taken; litellm imports while the person types.
+    settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
     ui = ChatUI(history_path=settings.workspace / HISTORY_FILE)
     sink = ChatSink(ui)
-    asker = ChatAsker(ui, events=sink)
-    if answers is not None:
-        asker = ScriptedAsker(answers, fallback=asker, events=sink)  # unlisted: asked inline
-    catalog = build_catalog(settings, events=sink)
-    session = Session(
-        settings,
-        thread_store=store,
-        thread=thread,
-        catalog=catalog,
-        asker=asker,
-        events=sink,
-        model_override=args.model,
-        assume_yes=args.yes,
+    # Questions the --answers file does not answer are asked inline.
+    host = open_host(
+        settings, events=sink, here=lambda events: ChatAsker(ui, events=events), answers=args.answers
     )
-    app = ChatApp(ui, session, catalog, settings)
+    thread = host.continued(args.thread)
+    session = host.session(thread, model_override=args.model, assume_yes=args.yes)
+    app = ChatApp(ui, session, host.catalog, settings)
     if thread is not None:
         ui.print(f"continuing thread {thread.id}", style="dim", markup=False)
     elif args.thread is not None:
@@ -97,6 +77,6 @@ async def _chat(args: argparse.Namespace) -> int:
     except asyncio.CancelledError:
         pass
     finally:
-        await close_quietly(session, catalog)
+        await close_quietly(host)
         print_resume_hint(session)
     return 0

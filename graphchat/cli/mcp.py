@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,70 +27,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_serve)
 
 
-def server_rows(source: Any, live: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """One row per configured server. `live` = {server: error} of a --check (None: not checked)."""
-    rows = []
-    for config in source.servers:
-        cached = source.cached(config)
-        status = source.status(config.name)
-        tools = cached["tools"] if cached else None
-        shown = [t for t in tools if config.wants_tool(str(t.get("name")))] if tools is not None else None
-        if live is not None:
-            state = "failed" if config.name in live else "running"
-        elif cached is not None:
-            state = "cached"
-        elif status.get("last_error_at") and status.get("last_error_at", "") >= (
-            status.get("last_started_at") or ""
-        ):
-            state = "failed"  # its last start failed: say so, not "not started yet"
-        else:
-            state = "not started yet"
-        row: dict[str, Any] = {
-            "name": config.name,
-            "transport": config.transport,
-            "target": config.where,
-            "state": state,
-            "tools": len(shown) if shown is not None else None,
-            "tools_total": len(tools) if tools is not None else None,
-            "tools_fetched_at": cached.get("fetched_at") if cached else None,
-            "last_started_at": status.get("last_started_at"),
-            "last_error": status.get("last_error"),
-            "last_error_at": status.get("last_error_at"),
-        }
-        if live is not None and config.name in live:
-            row["last_error"] = live[config.name]
-        rows.append(row)
-    return rows
-
-
 def run_list(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp_status import server_rows
     from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))
-    source = McpSource(settings)
+    skipped: list[str] = []
+    rows = server_rows(settings, check=args.check, warnings=skipped)
     from graphchat.cli.output import warn
 
-    for message in source.warnings():
+    for message in skipped:
         warn(message)
-    live = None
-    if args.check and source.servers:
-
-        async def check() -> dict[str, str]:
-            try:
-                return await source.prepare(refresh=True)
-            finally:
-                await source.aclose()
-
-        live = asyncio.run(check())
-    rows = server_rows(source, live)
+    failed = 1 if args.check and any(r["state"] == "failed" for r in rows) else 0
     if args.json:
         from graphchat.cli.output import print_json
 
         print_json(rows)
-        return 1 if live else 0
+        return failed
     if not rows:
         print(f"no MCP servers configured ({settings.catalog_dir / 'servers.yaml'})", file=sys.stderr)
         return 0
@@ -106,7 +58,7 @@ def run_list(args: argparse.Namespace) -> int:
             line += f"\n{'':<{width}}  last error ({r['last_error_at'] or 'now'}): {r['last_error']}"
         lines.append(line)
     sys.stdout.write("\n".join(lines) + "\n")
-    return 1 if live else 0
+    return failed
 
 
 def run_serve(args: argparse.Namespace) -> int:

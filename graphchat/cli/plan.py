@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--json", action="store_true", help="print the {answer, output, plan, …} envelope")
     run.add_argument(
-        "--answers", metavar="FILE", help="answers to ask steps (YAML/JSON: step id or prompt → answer)"
+        "--answers",
+        metavar="FILE",
+        help="answers to questions (YAML/JSON: step id or prompt → answer); others are asked on the terminal",
     )
     run.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     run.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
@@ -87,16 +89,12 @@ def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
 def run_command(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.asks import host_asker
-    from graphchat.catalog.base import CallContext
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import apply_input_flags, note, print_json, read_document_arg
     from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
-    from graphchat.events import sink_for_environment
+    from graphchat.host import load_settings, needs_model, open_host
     from graphchat.plans.executor import llm_factory_for, run_plan
-    from graphchat.workspace import load_settings
 
-    settings = load_settings(args.home, model_override=args.model)
+    settings = load_settings(args.home, model=args.model)
     try:
         document = read_document_arg(args.document)
     except GraphchatError as exc:
@@ -111,13 +109,10 @@ def run_command(args: argparse.Namespace) -> int:
             hint=f"add them to {settings.catalog_dir / 'servers.yaml'}",
         )
     if plan.finish == "solver":
-        settings.model_for("solver")  # no model configured: exit 2 now, before any step runs
-        from graphchat.llm import preload_in_background
-
-        preload_in_background()
-    events = sink_for_environment()
-    asker = host_asker(answers_file=args.answers, events=events)
-    ctx = CallContext(asker=asker, events=events, assume_yes=args.yes, surface="plan")
+        needs_model(settings, "solver")  # no model configured: exit 2 now, before any step runs
+    host = open_host(settings, answers=args.answers)
+    events = host.events
+    ctx = host.context(surface="plan", assume_yes=args.yes)
     streamed: list[str] = []
 
     def on_text(text: str) -> None:
@@ -126,13 +121,12 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     async def go() -> Any:
-        catalog = build_catalog(settings, events=events)
         try:
-            check_tools_resolve(plan, catalog, settings)
+            check_tools_resolve(plan, host.catalog, settings)
             return await run_plan(
                 plan,
                 inputs,
-                catalog=catalog,
+                catalog=host.catalog,
                 ctx=ctx,
                 llm_factory=llm_factory_for(settings),
                 events=events,
@@ -140,7 +134,7 @@ def run_command(args: argparse.Namespace) -> int:
                 settings=settings,
             )
         finally:
-            await catalog.aclose()
+            await host.aclose()
 
     outcome = asyncio.run(go())
     if streamed and not streamed[-1].endswith("\n"):

@@ -37,11 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_call)
 
 
-def _catalog(args: argparse.Namespace, events: Any = None, record_shapes: bool = False) -> Any:
+def _catalog(settings: Any, events: Any = None, record_shapes: bool = False) -> Any:
     from graphchat.catalog.build import build_catalog
-    from graphchat.workspace import load_settings
 
-    settings = load_settings(getattr(args, "home", None))
     return build_catalog(settings, events=events, record_shapes=record_shapes)
 
 
@@ -51,36 +49,27 @@ def _warn(message: str) -> None:
     warn(message)
 
 
-async def _fill_cache(catalog: Any, *, refresh: bool) -> None:
+async def _fill_cache(catalog: Any, settings: Any, *, refresh: bool) -> None:
     """Start the MCP servers whose tools are unknown (all with --refresh), concurrently."""
-    from graphchat.catalog.mcp_pool import mcp_source, prepare_catalog
+    from graphchat.catalog.mcp_status import fresh_log
 
-    source = mcp_source(catalog)
-    if source is None:
-        return
-    names = [s.name for s in source.servers] if refresh else source.uncached()
+    names = catalog.groups() if refresh else catalog.unprepared()
     if not names:
         return
     from graphchat.cli.output import note
 
     note(f"starting {len(names)} MCP server(s) to read their tools: {', '.join(names)}")
     started = time.time()
-    errors = await prepare_catalog(catalog, refresh=refresh, names=names)
+    errors = await catalog.prepare(names, refresh=refresh)
     for server, error in errors.items():
-        log = source.log_path(server)
         # Point at the log only when this start wrote to it (not for an unset ${VAR}).
-        fresh = log.is_file() and log.stat().st_mtime >= started - 1
-        _warn(f"MCP server '{server}': {error}" + (f" (log: catalog/logs/{server}.log)" if fresh else ""))
+        log = fresh_log(settings, server, started)
+        _warn(f"MCP server '{server}': {error}" + (f" (log: {log})" if log else ""))
 
 
 def _collisions(catalog: Any) -> dict[str, list[str]]:
     """catalog name -> the real `server/tool` pairs that wanted it."""
-    from graphchat.catalog.mcp_pool import mcp_source
-
-    source = mcp_source(catalog)
-    if source is None:
-        return {}
-    return {name: [f"{s}/{t}" for s, t in pairs] for name, pairs in source.collisions}
+    return {name: [f"{s}/{t}" for s, t in pairs] for name, pairs in catalog.collisions}
 
 
 def _first_line(text: str, limit: int = 90) -> str:
@@ -106,18 +95,16 @@ def _tool_row(spec: Any, collisions: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    catalog = _catalog(args)
+    settings = _settings(args)
+    catalog = _catalog(settings)
 
     async def main() -> None:
         try:
-            await _fill_cache(catalog, refresh=args.refresh)
+            await _fill_cache(catalog, settings, refresh=args.refresh)
         finally:
             await catalog.aclose()
 
-    from graphchat.catalog.mcp_pool import mcp_source
-
-    source = mcp_source(catalog)
-    if source is not None and (args.refresh or source.uncached()):
+    if (args.refresh and catalog.groups()) or catalog.unprepared():
         import asyncio
 
         asyncio.run(main())  # only then: a warm cache starts nothing and needs no event loop
@@ -145,17 +132,15 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _afind(catalog: Any, name: str) -> Any:
+async def _afind(catalog: Any, settings: Any, name: str) -> Any:
     """The spec of `name`, starting uncached MCP servers if that is the only way to know it."""
-    from graphchat.catalog.mcp_pool import mcp_source
     from graphchat.errors import GraphchatError
 
     spec = catalog.get(name)
     if spec is not None:
         return spec
-    source = mcp_source(catalog)
-    if source is not None and source.uncached():
-        await _fill_cache(catalog, refresh=False)
+    if catalog.unprepared():
+        await _fill_cache(catalog, settings, refresh=False)
         spec = catalog.get(name)
         if spec is not None:
             return spec
@@ -166,7 +151,7 @@ async def _afind(catalog: Any, name: str) -> Any:
     raise GraphchatError(f"unknown tool: {name}", 1, hint=hint)
 
 
-def _find(catalog: Any, name: str) -> Any:
+def _find(catalog: Any, settings: Any, name: str) -> Any:
     """`_afind` for commands that call nothing afterwards (servers it starts are stopped)."""
     import asyncio
 
@@ -176,7 +161,7 @@ def _find(catalog: Any, name: str) -> Any:
 
     async def main() -> Any:
         try:
-            return await _afind(catalog, name)
+            return await _afind(catalog, settings, name)
         finally:
             await catalog.aclose()
 
@@ -220,9 +205,10 @@ def describe_tool(catalog: Any, spec: Any, settings_dir: Any) -> dict[str, Any]:
 def run_show(args: argparse.Namespace) -> int:
     import json
 
-    catalog = _catalog(args)
-    spec = _find(catalog, args.name)
-    settings_dir = _settings(args).catalog_dir
+    settings = _settings(args)
+    catalog = _catalog(settings)
+    spec = _find(catalog, settings, args.name)
+    settings_dir = settings.catalog_dir
     doc = describe_tool(catalog, spec, settings_dir)
     if args.json:
         from graphchat.cli.output import print_json
@@ -264,22 +250,20 @@ def _settings(args: argparse.Namespace) -> Any:
 def run_call(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.asks import host_asker
-    from graphchat.catalog.base import CallContext
     from graphchat.cli.output import apply_input_flags, print_json, read_document_arg, report_error
-    from graphchat.events import sink_for_environment
+    from graphchat.host import load_settings, open_host
 
     arguments = apply_input_flags(read_document_arg(args.input, what="tool input"), args.pairs)
-    events = sink_for_environment()
-    catalog = _catalog(args, events=events, record_shapes=True)
-    ctx = CallContext(asker=host_asker(events=events), events=events, assume_yes=args.yes, surface="cli")
+    settings = load_settings(getattr(args, "home", None))
+    host = open_host(settings, record_shapes=True)
+    ctx = host.context(surface="cli", assume_yes=args.yes)
 
     async def main() -> Any:
         try:
-            spec = await _afind(catalog, args.name)
-            return await catalog.call(spec.name, arguments if arguments is not None else {}, ctx)
+            spec = await _afind(host.catalog, settings, args.name)
+            return await host.catalog.call(spec.name, arguments if arguments is not None else {}, ctx)
         finally:
-            await catalog.aclose()
+            await host.aclose()
 
     result = asyncio.run(main())
     if args.json:

@@ -145,7 +145,7 @@ def _tool_list(command: str, args: tuple[str, ...], env: dict[str, str]) -> list
 
             asyncio.run(fetch())
             config = source.servers[0]
-            cached = source.cached(config)
+            cached = source.files.cached(config)
             assert cached is not None
             _TOOL_LISTS[key] = cached["tools"]
     return _TOOL_LISTS[key]
@@ -163,6 +163,6 @@ def seed_cache(workspace: Path) -> None:
     for config in source.servers:
         tools = _tool_list(config.command or "", tuple(config.args), dict(config.env))
         doc = {"server": config.name, "config_hash": config.config_hash, "fetched_at": "", "tools": tools}
-        path = source.cache_path(config)
+        path = source.files.cache_path(config)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(orjson.dumps(doc))

@@ -1,0 +1,101 @@
+"""The workspace's files about MCP servers: the tool-list cache, the status files and the logs.
+
+- `catalog/cache/<server>-<confighash>.json`: the tool list a server gave at its last start
+  under that configuration (a changed configuration is a new file; older ones are dropped).
+- `catalog/cache/<server>.status.json`: its last start and last error, for `mcp list`.
+- `catalog/logs/<server>.log`: its stderr (`client.log`: the MCP SDK's own log lines).
+
+Reading never raises: a missing or broken file is "not known yet".
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphchat.catalog.mcp_config import ServerConfig
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def read_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None (missing, unreadable, not JSON, not an object)."""
+    import orjson
+
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    import orjson
+
+    from graphchat.fsutil import write_atomic
+
+    write_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+
+class ServerFiles:
+    """The cache, status and log files of the servers of one workspace (`catalog_dir`)."""
+
+    def __init__(self, catalog_dir: Path) -> None:
+        self.catalog_dir = catalog_dir
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.catalog_dir / "cache"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.catalog_dir / "logs"
+
+    def log_path(self, server: str) -> Path:
+        return self.log_dir / f"{server}.log"
+
+    # the tool lists ----------------------------------------------------------------------------
+
+    def cache_path(self, config: ServerConfig) -> Path:
+        return self.cache_dir / f"{config.name}-{config.config_hash}.json"
+
+    def cached(self, config: ServerConfig) -> dict[str, Any] | None:
+        """The cached tool list document of a server, or None."""
+        doc = read_object(self.cache_path(config))
+        return doc if doc is not None and isinstance(doc.get("tools"), list) else None
+
+    def store_tools(self, config: ServerConfig, tools: list[dict[str, Any]]) -> None:
+        """A server started: write its tool list (dropping those of its older configurations).
+        Raises OSError when the cache cannot be written."""
+        import re
+
+        doc = {"server": config.name, "config_hash": config.config_hash, "fetched_at": _now(), "tools": tools}
+        _write_json(self.cache_path(config), doc)
+        stale = re.compile(re.escape(config.name) + r"-[0-9a-f]{12}\.json")
+        for path in self.cache_dir.glob(f"{config.name}-*.json"):
+            if stale.fullmatch(path.name) and path != self.cache_path(config):
+                path.unlink(missing_ok=True)
+
+    # the status files --------------------------------------------------------------------------
+
+    def status_path(self, server: str) -> Path:
+        return self.cache_dir / f"{server}.status.json"
+
+    def status(self, server: str) -> dict[str, Any]:
+        return read_object(self.status_path(server)) or {}
+
+    def record_status(self, server: str, *, error: str | None) -> None:
+        """Remember the last start (error None) or the last error of a server (best effort)."""
+        doc = self.status(server)
+        if error is None:
+            doc["last_started_at"] = _now()
+        else:
+            doc.update(last_error=error, last_error_at=_now())
+        try:
+            _write_json(self.status_path(server), doc)
+        except OSError:
+            pass

@@ -1,0 +1,469 @@
+"""One MCP server's connection: its lifecycle, its calls and the elicitation bridge.
+
+- Each connection lives in its own long-lived task: the SDK's context managers (anyio task
+  groups) must be entered and exited in the same task. Calls from any task are multiplexed
+  on the one session, so 8 slow calls to one server take as long as one.
+- A crashed, hung or never-started server turns into an error ToolResult naming the server
+  and the cause; the next call restarts it (a server that fails to start twice in a row is
+  not tried again in this run). Server stderr goes to its log file.
+- A connection knows nothing of the source that owns it: it reports what it learns through
+  two callbacks, `on_tools` (a start read the tool list) and `on_error` (a start failed or
+  the connection broke).
+- A server's elicitation request is asked with the asker of the call it belongs to.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graphchat.catalog.base import CallContext, ToolResult
+from graphchat.catalog.mcp_results import map_result, tool_record
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from graphchat.asks import Asker
+    from graphchat.catalog.mcp_config import ServerConfig
+
+START_TIMEOUT_S = 30.0  # connect + list tools; the SDK alone may wait 15 s on a silent server
+MAX_START_FAILURES = 2  # a failed start is retried once by the next call, then given up
+CLOSE_TIMEOUT_S = 8.0  # the SDK's own shutdown escalation is bounded (≈ 2 s + 2 s + 2 s)
+CALL_GRACE_S = 5.0  # backstop over the SDK's per-call read timeout
+LOG_MAX_BYTES = 1_000_000
+
+# The CallContext of the tool call being made: elicitation callbacks use its asker.
+_current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+    "graphchat_mcp_call", default=None
+)
+
+
+class ServerUnavailable(Exception):
+    """The server could not be started or reached; the message names the cause."""
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception, unwrapping the SDK's exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [describe(e) for e in exc.exceptions]
+        return "; ".join(dict.fromkeys(leaves)) or type(exc).__name__
+    from graphchat.errors import GraphchatError
+
+    if isinstance(exc, GraphchatError):  # e.g. an unset ${VAR}: its message is the whole story
+        return exc.message
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    code = getattr(exc, "code", None)
+    message = getattr(exc, "message", None)
+    if isinstance(code, int) and isinstance(message, str):
+        if code == -32000:
+            return "connection closed (the server exited or crashed)"
+        return f"{message} (MCP error {code})"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _log_tail(path: Path, offset: int, lines: int = 2) -> str:
+    """The last lines the server wrote to its log since `offset` (for error messages)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()[-4000:]
+    except OSError:
+        return ""
+    rows = [r.strip() for r in data.decode("utf-8", "replace").splitlines() if r.strip()]
+    return " | ".join(rows[-lines:])
+
+
+_sdk_logs_routed = False
+
+
+def _quiet_sdk_logs(log_dir: Path) -> None:
+    """The SDK logs transport trouble (e.g. "Session termination failed") through `logging`;
+    without a handler Python prints warnings on stderr, in the middle of the answer. Send them
+    to catalog/logs/client.log instead."""
+    global _sdk_logs_routed
+    if _sdk_logs_routed:
+        return
+    import logging
+
+    _sdk_logs_routed = True
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(log_dir / "client.log", encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    for name in ("mcp", "httpx2", "httpx"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(handler)
+            logger.propagate = False
+
+
+# --- one server -------------------------------------------------------------------------------
+
+
+class Connection:
+    """One configured server: its connection task, session, state and in-flight calls."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        log_path: Path,
+        on_tools: Callable[[list[dict[str, Any]]], None],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.log_path = log_path
+        self.on_tools = on_tools  # a start (or a relist) read the server's tool list
+        self.on_error = on_error  # a start failed or the connection broke (the message says why)
+        self.state = "stopped"  # stopped | starting | running | failed | closed
+        self.client: Any = None
+        self.last_error: str | None = None
+        self.start_failures = 0
+        self.starts = 0
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[Any] | None = None
+        self._stop: asyncio.Event | None = None
+        self._start_deadline: asyncio.Timeout | None = None
+        self._old_tasks: set[asyncio.Task[None]] = set()
+        self._inflight: dict[int, CallContext] = {}
+        self._call_ids = 0
+        self._closed = False
+
+    # lifecycle -------------------------------------------------------------------------------
+
+    def _alive(self) -> bool:
+        return self._task is not None and not self._task.done() and self.state in ("starting", "running")
+
+    def start(self) -> asyncio.Future[Any]:
+        """The future of a running session, starting the server if needed (non-blocking)."""
+        import asyncio
+
+        if self._alive() and self._ready is not None:
+            return self._ready
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Any] = loop.create_future()
+        if self._closed:
+            ready.set_exception(ServerUnavailable("the catalog is closed"))
+            return ready
+        if self.start_failures >= MAX_START_FAILURES:
+            ready.set_exception(
+                ServerUnavailable(
+                    f"failed to start {self.start_failures} times ({self.last_error}); not retried"
+                )
+            )
+            return ready
+        if self._task is not None and not self._task.done():
+            self._old_tasks.add(self._task)  # still shutting down; aclose waits for it
+            self._task.add_done_callback(self._old_tasks.discard)
+        self._ready = ready
+        self._stop = asyncio.Event()
+        self.state = "starting"
+        self.starts += 1
+        self._task = loop.create_task(self._run(ready, self._stop), name=f"mcp-server-{self.name}")
+        return ready
+
+    async def ensure(self) -> Any:
+        """The live client, starting the server if needed; ServerUnavailable when it cannot."""
+        import asyncio
+
+        ready = self.start()
+        # Shielded: a cancelled caller must not cancel the start other callers are waiting on.
+        return await asyncio.shield(ready)
+
+    async def _run(self, ready: asyncio.Future[Any], stop: asyncio.Event) -> None:
+        import asyncio
+        from contextlib import AsyncExitStack
+
+        log_path = self.log_path
+        offset = 0
+        try:
+            expanded = self.config.expanded()  # an unset ${VAR}: fail before any process/request
+            async with AsyncExitStack() as stack:
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                if log_path.exists() and log_path.stat().st_size > LOG_MAX_BYTES:
+                    log_path.unlink()
+                errlog = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: SIM115
+                errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n")
+                errlog.flush()
+                offset = errlog.tell()
+                try:
+                    async with asyncio.timeout(START_TIMEOUT_S) as deadline:
+                        # aclose() ends a start by moving this deadline to now: the same single
+                        # cancellation as a start timeout, which the SDK's shielded cleanup
+                        # survives (it then kills the process). A second, native task.cancel()
+                        # during that cleanup can leave the child and its pipe reader behind.
+                        self._start_deadline = deadline
+                        if stop.is_set():
+                            deadline.reschedule(asyncio.get_running_loop().time())
+                        client = await self._connect(stack, expanded, errlog)
+                        tools = await self._list_tools(client)
+                finally:
+                    self._start_deadline = None
+                self.client = client
+                self.state = "running"
+                self.start_failures = 0
+                self.on_tools(tools)
+                ready.set_result(client)
+                await stop.wait()
+        except asyncio.CancelledError:
+            self._finish(ready, "shut down while starting")
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the SDK raises groups of anything
+            if not isinstance(exc, Exception | BaseExceptionGroup):
+                self._finish(ready, describe(exc))
+                raise
+            if stop.is_set():
+                message = "shut down while starting"
+            elif isinstance(exc, TimeoutError):
+                message = f"no answer to the MCP handshake within {START_TIMEOUT_S:g} s"
+            else:
+                message = describe(exc).removeprefix(f"MCP server '{self.name}': ")
+            tail = _log_tail(log_path, offset) if offset else ""
+            if tail and "command not found" not in message:
+                message = f"{message}; server log: {tail}"
+            self._finish(ready, message)
+        else:
+            self._finish(ready, None)
+
+    def _finish(self, ready: asyncio.Future[Any], error: str | None) -> None:
+        if ready is not self._ready:
+            # An older generation winding down after a restart: the live one is not its business.
+            if not ready.done():
+                ready.set_exception(ServerUnavailable(f"failed to start: {error or 'replaced'}"))
+            if not ready.cancelled():
+                ready.exception()
+            return
+        self.client = None
+        if not ready.done():
+            self.start_failures += 1
+            self.last_error = error or "stopped before it was ready"
+            self.state = "failed"
+            ready.set_exception(ServerUnavailable(f"failed to start: {self.last_error}"))
+            self.on_error(self.last_error)
+        elif error is not None and self.state == "running":
+            self.last_error = error
+            self.state = "failed"
+            self.on_error(error)
+        elif self.state in ("running", "starting"):
+            self.state = "stopped"
+        # Nobody else awaits a failed start future when it was a prestart: mark it retrieved.
+        if ready.done() and not ready.cancelled():
+            ready.exception()
+
+    async def _connect(self, stack: Any, expanded: Any, errlog: Any) -> Any:
+        from mcp import Client
+
+        _quiet_sdk_logs(self.log_path.parent)
+
+        if self.config.transport == "http":
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    headers=expanded.headers,
+                    timeout=httpx2.Timeout(30.0, read=max(300.0, self.config.timeout_s + CALL_GRACE_S)),
+                )
+            )
+            transport = streamable_http_client(expanded.url, http_client=http)
+        else:
+            from mcp import StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            params = StdioServerParameters(
+                command=expanded.command or "", args=expanded.args, env=expanded.env or None, cwd=expanded.cwd
+            )
+            transport = stdio_client(params, errlog=errlog)
+        # legacy = the initialize handshake (2025-11-25): every server speaks it, v1-style
+        # `ctx.elicit` pushes work on it (they fail on 2026-07-28), and a silent server
+        # fails in seconds instead of the fixed 10 s discover probe.
+        client = Client(transport, mode="legacy", elicitation_callback=self._on_elicit)
+        return await stack.enter_async_context(client)
+
+    @staticmethod
+    async def _list_tools(client: Any) -> list[dict[str, Any]]:
+        tools: list[dict[str, Any]] = []
+        cursor = None
+        for _page in range(100):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(tool_record(t) for t in page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def relist(self) -> None:
+        """Ask a running server for its tool list again (its list may be stale); a server that
+        fails to answer is broken (the next call restarts it). Nothing when it is not running."""
+        if self.client is None:
+            return
+        try:
+            self.on_tools(await self._list_tools(self.client))
+        except Exception as exc:
+            self._broken(describe(exc))
+
+    def _broken(self, cause: str, runner: asyncio.Task[None] | None = None) -> None:
+        """The session is unusable: let its task wind down; the next call starts a fresh one.
+
+        `runner` is the connection task the failing call used: a late failure of an older
+        generation must not stop the server that already replaced it."""
+        if runner is not None and runner is not self._task:
+            return
+        if self.state == "running":
+            self.state = "failed"
+            self.last_error = cause
+            self.on_error(cause)
+        self.client = None
+        if self._stop is not None:
+            self._stop.set()
+
+    def _request_stop(self) -> None:
+        import asyncio
+
+        if self._stop is not None:
+            self._stop.set()
+        deadline = self._start_deadline
+        if deadline is not None:
+            try:
+                deadline.reschedule(asyncio.get_running_loop().time())
+            except RuntimeError:  # the start has just finished: the stop event does the rest
+                pass
+
+    async def aclose(self) -> None:
+        import asyncio
+
+        self._closed = True
+        self._request_stop()
+        tasks = [t for t in (self._task, *self._old_tasks) if t is not None and not t.done()]
+        if tasks:
+            done, pending = await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S)
+            for task in pending:  # past the SDK's own kill escalation: cancel the task
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=2.0)
+        self.state = "closed"
+
+    # calls ------------------------------------------------------------------------------------
+
+    def _error(self, message: str) -> ToolResult:
+        return ToolResult.error(f"MCP server '{self.name}': {message}", server=self.name)
+
+    async def call(self, tool: str, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        import asyncio
+
+        try:
+            client = await self.ensure()
+        except ServerUnavailable as exc:
+            return self._error(str(exc))
+        runner = self._task
+        timeout = self.config.timeout_s
+        self._call_ids += 1
+        call_id = self._call_ids
+        self._inflight[call_id] = ctx
+        token = _current_call.set(ctx)
+        call_task = asyncio.ensure_future(client.call_tool(tool, arguments, read_timeout_seconds=timeout))
+        _current_call.reset(token)
+        waiters: set[asyncio.Future[Any]] = {call_task}
+        if runner is not None:
+            waiters.add(runner)
+        try:
+            # Race the call against the connection task: a server that dies must not leave
+            # the call waiting for an answer that will never come.
+            done, _ = await asyncio.wait(
+                waiters, timeout=timeout + CALL_GRACE_S, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            call_task.cancel()  # the SDK tells the server to cancel the tool
+            raise
+        finally:
+            self._inflight.pop(call_id, None)
+        if call_task not in done:
+            call_task.cancel()
+            if runner is not None and runner in done:
+                cause = self.last_error or "the connection ended"
+                self._broken(cause, runner)
+                return self._error(f"the connection was lost during the call ({cause})")
+            return self._error(f"{tool} did not answer within {timeout:g} s")
+        return self._outcome(tool, call_task, timeout, runner)
+
+    def _outcome(
+        self, tool: str, call_task: asyncio.Future[Any], timeout: float, runner: asyncio.Task[None] | None
+    ) -> ToolResult:
+        import asyncio
+
+        from mcp import MCPError
+
+        try:
+            result = call_task.result()
+        except asyncio.CancelledError:
+            # Not our cancellation (we were not cancelled): the transport tore the call down.
+            self._broken("the connection was cancelled under the call", runner)
+            return self._error("the connection was lost during the call (the server went away?)")
+        except MCPError as exc:
+            if exc.code == -32001:
+                return self._error(f"{tool} did not answer within {timeout:g} s")
+            if exc.code == -32000:
+                cause = "connection closed during the call (the server exited or crashed)"
+                self._broken(cause, runner)
+                return self._error(cause)
+            return self._error(f"{tool} failed: {exc.message} (MCP error {exc.code})")
+        except RuntimeError as exc:
+            if "structured content" in str(exc).lower() or "output schema" in str(exc).lower():
+                return self._error(
+                    f"{tool} returned output that breaks its own declared output schema: {exc}"
+                )
+            return self._error(f"{tool} failed: {describe(exc)}")
+        except Exception as exc:  # transport errors (httpx2, anyio, OSError, validation)
+            cause = describe(exc)
+            if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("httpx2", "anyio"):
+                self._broken(cause, runner)
+            return self._error(f"{tool} failed: {cause}")
+        mapped = map_result(result)
+        if mapped.is_error and isinstance(mapped.value, dict):
+            mapped.value.setdefault("server", self.name)
+        return mapped
+
+    # the elicitation bridge ------------------------------------------------------------------
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """A server asks the person something: route it to the asker of the call it belongs to."""
+        ctx = _current_call.get()
+        if ctx is None and self._inflight:
+            # Legacy push elicitation runs in the connection's task, outside the call's
+            # context: use the latest in-flight call on this server (one host asker anyway).
+            ctx = self._inflight[max(self._inflight)]
+        return await elicit(self.name, ctx.asker if ctx is not None else None, params)
+
+
+async def elicit(server: str, asker: Asker | None, params: Any) -> Any:
+    """An MCP elicitation request as a question to `asker`; its answer as the ElicitResult.
+    Nobody to answer → cancel; declined → decline; url mode is not supported → decline."""
+    from mcp.types import ElicitResult
+
+    if getattr(params, "mode", "form") == "url":
+        return ElicitResult(action="decline")
+    if asker is None or not asker.can_answer:
+        return ElicitResult(action="cancel")
+    from graphchat.asks import Question
+
+    schema = getattr(params, "requested_schema", None) or None
+    question = Question(
+        prompt=f"[{server}] {params.message}",
+        schema=schema if schema and schema.get("properties") else None,
+        context={"server": server},
+    )
+    answer = await asker.ask(question)
+    if not answer.answered:
+        return ElicitResult(action="decline" if answer.reason == "declined" else "cancel")
+    content = answer.value if isinstance(answer.value, dict) else {}
+    return ElicitResult(action="accept", content=content)

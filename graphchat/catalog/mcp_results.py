@@ -1,0 +1,112 @@
+"""MCP results and tool lists as graphchat sees them (pure mapping, no I/O).
+
+- `map_result`: a `CallToolResult` → ToolResult: structured content, else JSON text, else
+  `{text}`; images, audio and resources as typed entries; structured content kept on errors.
+- `tool_record`: what the tool-list cache keeps of one MCP tool (JSON, snake_case).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphchat.catalog.base import ToolResult
+
+
+def _content_entry(block: Any) -> dict[str, Any] | None:
+    """A non-text content block as a typed JSON entry (images and resources are not dropped)."""
+    kind = getattr(block, "type", None)
+    if kind in ("image", "audio"):
+        return {"type": kind, "mime_type": block.mime_type, "data": block.data}
+    if kind == "resource_link":
+        entry = {"type": "resource_link", "uri": str(block.uri), "name": block.name}
+        if getattr(block, "mime_type", None):
+            entry["mime_type"] = block.mime_type
+        if getattr(block, "description", None):
+            entry["description"] = block.description
+        return entry
+    if kind == "resource":
+        res = block.resource
+        entry = {"type": "resource", "uri": str(res.uri)}
+        if getattr(res, "mime_type", None):
+            entry["mime_type"] = res.mime_type
+        if getattr(res, "text", None) is not None:
+            entry["text"] = res.text
+        if getattr(res, "blob", None) is not None:
+            entry["blob"] = res.blob
+        return entry
+    if kind is None:
+        return None
+    try:
+        return block.model_dump(mode="json", exclude_none=True)
+    except Exception:
+        return {"type": str(kind)}
+
+
+def _parse_json(text: str) -> tuple[bool, Any]:
+    import orjson
+
+    stripped = text.strip()
+    if not stripped:
+        return False, None
+    try:
+        return True, orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return False, None
+
+
+def map_result(result: Any) -> ToolResult:
+    """`CallToolResult` → ToolResult: structured_content, else JSON text, else `{text}`;
+    other content as typed entries; structured content kept on error results."""
+    texts: list[str] = []
+    entries: list[dict[str, Any]] = []
+    for block in result.content or []:
+        if getattr(block, "type", None) == "text":
+            texts.append(block.text)
+        else:
+            entry = _content_entry(block)
+            if entry is not None:
+                entries.append(entry)
+    structured = result.structured_content
+    if result.is_error:
+        extra: dict[str, Any] = {}
+        if structured is not None:
+            extra["structured_content"] = structured
+        if entries:
+            extra["content"] = entries
+        return ToolResult.error("\n".join(texts).strip() or "the tool reported an error", **extra)
+    if structured is not None:
+        return ToolResult(structured)
+    value: Any
+    if len(texts) == 1:
+        ok, parsed = _parse_json(texts[0])
+        value = parsed if ok else {"text": texts[0]}
+    elif texts:
+        parsed_all = [_parse_json(t) for t in texts]
+        if all(ok for ok, _ in parsed_all):
+            value = [v for _, v in parsed_all]
+        else:
+            value = {"text": "\n".join(texts)}
+    else:
+        value = None
+    if entries:
+        if value is None:
+            value = {"content": entries}
+        elif isinstance(value, dict) and "content" not in value:
+            value = {**value, "content": entries}
+        else:
+            value = {"result": value, "content": entries}
+    return ToolResult({} if value is None else value)
+
+
+def tool_record(tool: Any) -> dict[str, Any]:
+    """What the cache keeps of one MCP tool (JSON, snake_case)."""
+    record: dict[str, Any] = {"name": tool.name, "input_schema": tool.input_schema or {}}
+    if tool.description:
+        record["description"] = tool.description
+    if getattr(tool, "title", None):
+        record["title"] = tool.title
+    if tool.output_schema:
+        record["output_schema"] = tool.output_schema
+    if tool.annotations is not None:
+        record["annotations"] = tool.annotations.model_dump(mode="json", exclude_none=True)
+    return record

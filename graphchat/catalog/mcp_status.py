@@ -1,0 +1,79 @@
+"""What `mcp list` and `tools list` report about the configured MCP servers: one row per
+server (state, tool counts, last start and error, from the tool-list cache and the status
+files), and which server log a failed start just wrote. The CLI only formats these."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graphchat.workspace import Settings
+
+
+def server_rows(
+    settings: Settings, *, check: bool = False, warnings: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per configured server. `check`: start every server now (and stop it again);
+    a row's state is then `running` or `failed` with the error of this start. `warnings` gets
+    the server entries that were skipped (a bad entry of servers.yaml)."""
+    from graphchat.catalog.mcp_pool import McpSource
+
+    source = McpSource(settings)
+    if warnings is not None:
+        warnings.extend(source.warnings())
+    live: dict[str, str] | None = None
+    if check and source.servers:
+        import asyncio
+
+        async def start_all() -> dict[str, str]:
+            try:
+                return await source.prepare(refresh=True)
+            finally:
+                await source.aclose()
+
+        live = asyncio.run(start_all())
+    rows = []
+    for config in source.servers:
+        cached = source.files.cached(config)
+        status = source.files.status(config.name)
+        tools = cached["tools"] if cached else None
+        shown = [t for t in tools if config.wants_tool(str(t.get("name")))] if tools is not None else None
+        if live is not None:
+            state = "failed" if config.name in live else "running"
+        elif cached is not None:
+            state = "cached"
+        elif status.get("last_error_at") and status.get("last_error_at", "") >= (
+            status.get("last_started_at") or ""
+        ):
+            state = "failed"  # its last start failed: say so, not "not started yet"
+        else:
+            state = "not started yet"
+        row: dict[str, Any] = {
+            "name": config.name,
+            "transport": config.transport,
+            "target": config.where,
+            "state": state,
+            "tools": len(shown) if shown is not None else None,
+            "tools_total": len(tools) if tools is not None else None,
+            "tools_fetched_at": cached.get("fetched_at") if cached else None,
+            "last_started_at": status.get("last_started_at"),
+            "last_error": status.get("last_error"),
+            "last_error_at": status.get("last_error_at"),
+        }
+        if live is not None and config.name in live:
+            row["last_error"] = live[config.name]
+        rows.append(row)
+    return rows
+
+
+def fresh_log(settings: Settings, server: str, since: float) -> str | None:
+    """The workspace-relative path of the server's log when a start wrote to it since `since`
+    (a failure before any process started, e.g. an unset ${VAR}, writes none)."""
+    from graphchat.catalog.mcp_cache import ServerFiles
+
+    log = ServerFiles(settings.catalog_dir).log_path(server)
+    try:
+        fresh = log.is_file() and log.stat().st_mtime >= since - 1
+    except OSError:
+        return None
+    return f"catalog/logs/{server}.log" if fresh else None

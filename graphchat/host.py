@@ -1,0 +1,148 @@
+"""The host assembly: what `ask`, `chat`, `plan run`, `tools call` and `mcp serve` run on.
+
+Every command builds the same stack in the same order — settings → events → asker → thread
+store → catalog → session — and only says what differs: where events go (stderr lines, JSONL,
+the chat screen), who can answer questions here (the terminal, the chat, an MCP client, nobody)
+and how calls are approved.
+
+Questions follow one rule: answers from the `--answers` file first, then whoever can answer
+here; only when nobody can is a question unavailable (never a hang).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from graphchat.agent.session import Session
+    from graphchat.asks import Asker
+    from graphchat.catalog.base import Approver, CallContext, Catalog
+    from graphchat.events import EventSink
+    from graphchat.threads.store import Thread, ThreadStore
+    from graphchat.workspace import Settings
+
+
+def load_settings(home: str | None, *, model: str | None = None, needs: str | None = None) -> Settings:
+    """The workspace's settings (`--model` overrides the configured models). `needs` names the
+    model role the command will certainly call (chat, solver): no model configured for it exits
+    2 now, before anything starts, and the model library starts importing in the background."""
+    from graphchat.workspace import load_settings as load
+
+    settings = load(home, model_override=model)
+    if needs is not None:
+        needs_model(settings, needs)
+    return settings
+
+
+def needs_model(settings: Settings, role: str) -> None:
+    """A model call for `role` is certain: exit 2 now when none is configured, and overlap
+    the model library's import with the rest of the start."""
+    settings.model_for(role)
+    from graphchat.llm.runtime import preload_in_background
+
+    preload_in_background()
+
+
+def answering(answers_file: str | None, here: Asker, events: EventSink | None) -> Asker:
+    """The one rule for `--answers`: the file first, then `here` (the terminal, the chat)."""
+    if not answers_file:
+        return here
+    from graphchat.asks import ScriptedAsker, load_answers
+
+    return ScriptedAsker(load_answers(answers_file), fallback=here, events=events)
+
+
+@dataclass
+class Host:
+    """One command's stack. `aclose` stops what it started (servers, shape recordings)."""
+
+    settings: Settings
+    events: EventSink
+    asker: Asker
+    catalog: Catalog
+    _store: ThreadStore | None = field(default=None, repr=False)
+    _sessions: list[Session] = field(default_factory=list, repr=False)
+
+    @property
+    def threads(self) -> ThreadStore:
+        if self._store is None:
+            from graphchat.threads.redact import settings_secrets
+            from graphchat.threads.store import ThreadStore
+
+            self._store = ThreadStore(self.settings.threads_dir, secrets=settings_secrets(self.settings))
+        return self._store
+
+    def continued(self, flag: str | None) -> Thread | None:
+        """The thread `--thread [ID]` means (None: a new one)."""
+        return self.threads.continued(flag)
+
+    def session(
+        self, thread: Thread | None, *, model_override: str | None = None, assume_yes: bool = False
+    ) -> Session:
+        """A conversation over `thread` (ask: one turn; chat: many) on this host's stack."""
+        from graphchat.agent.session import Session
+
+        session = Session(
+            self.settings,
+            thread_store=self.threads,
+            thread=thread,
+            catalog=self.catalog,
+            asker=self.asker,
+            events=self.events,
+            model_override=model_override,
+            assume_yes=assume_yes,
+        )
+        self._sessions.append(session)
+        return session
+
+    def context(self, *, surface: str, assume_yes: bool = False) -> CallContext:
+        """The CallContext of a call made straight from the command (plan run, tools call)."""
+        from graphchat.catalog.base import CallContext
+
+        return CallContext(asker=self.asker, events=self.events, assume_yes=assume_yes, surface=surface)
+
+    async def warm_up(self) -> None:
+        """Start the workspace's MCP servers while the model library imports: tool lists not
+        known yet are awaited (the model must see their tools), the others warm up in the
+        background. A server that fails to start is reported, not fatal."""
+        self.catalog.prestart()
+        for server, error in (await self.catalog.prepare()).items():
+            self.events.warning(f"MCP server {server}: {error}")
+
+    async def aclose(self) -> None:
+        """Close the sessions, then the catalog: no server process is left behind."""
+        try:
+            for session in self._sessions:
+                await session.aclose()
+        finally:
+            await self.catalog.aclose()
+
+
+def open_host(
+    settings: Settings,
+    *,
+    events: EventSink | None = None,
+    here: Callable[[EventSink], Asker] | None = None,
+    answers: str | None = None,
+    approver: Callable[[Approver], Approver] | None = None,
+    record_shapes: bool = True,
+) -> Host:
+    """Assemble a command's stack. `events`: where activity goes (default: stderr lines, or
+    JSONL with GRAPHCHAT_EVENTS=jsonl); `here`: who can answer questions (default: the
+    terminal when there is one); `answers`: an --answers file, asked first; `approver` wraps
+    the workspace's approval policy (see `build_catalog`). Cheap: nothing starts here."""
+    from graphchat.catalog.build import build_catalog
+    from graphchat.events import sink_for_environment
+
+    sink = events if events is not None else sink_for_environment()
+    if here is None:
+        from graphchat.asks import host_asker
+
+        here = host_asker  # the terminal when there is one
+    asker = answering(answers, here(sink), sink)
+    catalog = build_catalog(settings, events=sink, approver=approver, record_shapes=record_shapes)
+    for message in catalog.warnings:  # skipped servers, name clashes: every command says so
+        sink.warning(message)
+    return Host(settings, sink, asker, catalog)

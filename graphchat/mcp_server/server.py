@@ -1,0 +1,239 @@
+"""`graphchat mcp serve`: the handlers over one catalog, and the stdio entry point.
+
+A call of `plan_<identifier>` goes through the catalog's `plan__<identifier>` tool —
+`Catalog.call`, the one call path (validation, approvals, events). Its questions go to the
+client: pushed mid-call on a 2025-11-25 session, as InputRequiredResult round trips on a
+2026-07-28 one (`runs`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from graphchat.asks import Asker, UnavailableAsker
+from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
+from graphchat.mcp_server.convert import PREFIX, error_result, public_name, publicize, to_call_result
+from graphchat.mcp_server.runs import Run
+
+if TYPE_CHECKING:
+    from graphchat.catalog.base import Approver, CallContext, Catalog, ToolSpec
+    from graphchat.host import Host
+
+INPUT_REQUIRED_VERSION = "2026-07-28"
+
+
+class PlanServer:
+    """The handlers of `mcp serve` over one catalog (MCP servers stay up between calls)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.events = host.events
+        self.catalog: Catalog = host.catalog
+        self.runs: dict[str, Run] = {}
+
+    # -- what is published --
+
+    def refresh(self) -> None:
+        """Plans added, edited or removed since the last request show (read again)."""
+        self.catalog.reload()
+
+    def plan_specs(self) -> list[ToolSpec]:
+        return [s for s in self.catalog.list() if s.source == "plan"]
+
+    def tools(self) -> list[Any]:
+        from mcp.types import Tool, ToolAnnotations
+
+        tools = []
+        for spec in self.plan_specs():
+            ident = spec.meta.get("plan") or spec.name[len("plan__") :]
+            annotations = ToolAnnotations(
+                title=spec.meta.get("title"),
+                read_only_hint=spec.family == "read",
+                destructive_hint=None if spec.family == "read" else spec.family == "destructive",
+            )
+            tools.append(
+                Tool(
+                    name=public_name(ident),
+                    description=spec.description or ident,
+                    input_schema=spec.input_schema or {"type": "object", "properties": {}},
+                    annotations=annotations,
+                )
+            )
+        return tools
+
+    # -- handlers (never raise: an exception would be a -32603 for the client) --
+
+    async def list_tools(self, ctx: Any, params: Any) -> Any:
+        from mcp.types import ListToolsResult
+
+        try:
+            self.refresh()
+            return ListToolsResult(tools=self.tools())
+        except Exception as exc:
+            self._warn(f"mcp serve: listing plans failed: {type(exc).__name__}: {exc}")
+            return ListToolsResult(tools=[])
+
+    async def call_tool(self, ctx: Any, params: Any) -> Any:
+        try:
+            if params.request_state:
+                return await self._resume(params)
+            return await self._call(ctx, params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug of ours is still a result, not a protocol error
+            return error_result(f"{params.name}: {type(exc).__name__}: {exc}")
+
+    async def _call(self, ctx: Any, params: Any) -> Any:
+        from graphchat.catalog.base import CallContext
+
+        name = params.name
+        if not name.startswith(PREFIX):
+            return error_result(f"unknown tool: {name}")
+        self.refresh()
+        await self.catalog.prepare()  # servers with no cached tool list (only once)
+        catalog_name = "plan__" + name[len(PREFIX) :]
+        spec = self.catalog.get(catalog_name)
+        if spec is None or spec.source != "plan":
+            return error_result(f"unknown tool: {name}")
+        arguments = params.arguments if params.arguments is not None else {}
+        session = ctx.session
+        declared = form_elicitation_declared(session.client_capabilities)
+        if declared and _input_required(ctx.protocol_version):
+            return await self._start_run(spec, arguments)
+        if declared and session.can_send_request:
+            request_id = ctx.request_id
+
+            async def push(message: str, schema: dict[str, Any]) -> Any:
+                return await session.elicit_form(message, schema, related_request_id=request_id)
+
+            asker: Asker = ElicitationAsker(push, self.events)
+        else:
+            asker = UnavailableAsker(self.events)
+        call_ctx = CallContext(asker=asker, events=self.events, surface="mcp")
+        result = await self.catalog.call(catalog_name, arguments, call_ctx)
+        return to_call_result(publicize(result, spec, arguments))
+
+    async def _start_run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
+        from graphchat.catalog.base import CallContext
+
+        catalog_name = spec.name
+
+        run = Run(secrets.token_urlsafe(16))
+        asker = ElicitationAsker(run.elicit, self.events)
+        call_ctx = CallContext(asker=asker, events=self.events, surface="mcp")
+
+        async def go() -> None:
+            try:
+                result = await self.catalog.call(catalog_name, arguments, call_ctx)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                from graphchat.catalog.base import ToolResult
+
+                result = ToolResult.error(f"{catalog_name}: {type(exc).__name__}: {exc}")
+            await run.outbox.put(("done", publicize(result, spec, arguments)))
+            if not run.handler_waiting:  # nobody came back for it (the client gave up)
+                self.runs.pop(run.token, None)
+
+        self.runs[run.token] = run
+        run.task = asyncio.create_task(go())
+        return await self._next(run)
+
+    async def _resume(self, params: Any) -> Any:
+        run = self.runs.get(params.request_state)
+        if run is None:
+            return error_result(f"{params.name}: this run is unknown or expired (request_state)")
+        run.deliver(params.input_responses)
+        return await self._next(run)
+
+    async def _next(self, run: Run) -> Any:
+        """Wait for the run's next question (→ InputRequiredResult) or its end (→ the result)."""
+        from mcp.types import InputRequiredResult
+
+        run.handler_waiting = True
+        try:
+            kind, item = await run.outbox.get()
+        except asyncio.CancelledError:  # the client cancelled the call: stop the plan too
+            self.runs.pop(run.token, None)
+            if run.task is not None:
+                run.task.cancel()
+            raise
+        finally:
+            run.handler_waiting = False
+        if kind == "question":
+            return InputRequiredResult(input_requests={run.key or "q": item}, request_state=run.token)
+        self.runs.pop(run.token, None)
+        return to_call_result(item)
+
+    def _warn(self, message: str) -> None:
+        if self.events is not None:
+            self.events.warning(message)
+
+    async def aclose(self) -> None:
+        for run in list(self.runs.values()):
+            if run.task is not None:
+                run.task.cancel()
+        self.runs.clear()
+        await self.host.aclose()
+
+
+def client_consent(policy: Approver) -> Approver:
+    """The client's tools/call of a plan is its own consent (MCP clients approve calls); the
+    deny list still applies. Tools the plan calls are approved as in any other host."""
+
+    async def approve(spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> str | None:
+        if not ctx.chain and spec.source == "plan":
+            from dataclasses import replace
+
+            ctx = replace(ctx, assume_yes=True)
+        return await policy(spec, arguments, ctx)
+
+    return approve
+
+
+def _input_required(protocol_version: str | None) -> bool:
+    from mcp_types.version import is_version_at_least
+
+    return protocol_version is not None and is_version_at_least(protocol_version, INPUT_REQUIRED_VERSION)
+
+
+def serve(home: str | None = None) -> int:
+    """Run the stdio server until the client closes stdin."""
+    import logging
+    import sys
+
+    from graphchat.events import sink_for_environment
+    from graphchat.host import load_settings, open_host
+
+    settings = load_settings(home)  # a broken workspace: a clear error before any JSON-RPC
+    # Library loggers must never reach stdout; warnings and worse go to stderr.
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    # Each call brings its own asker (the client's elicitation, see `_call`): none at the host.
+    host = open_host(
+        settings, events=sink_for_environment(quiet=True), here=UnavailableAsker, approver=client_consent
+    )
+
+    async def main() -> None:
+        from mcp.server import Server
+        from mcp.server.stdio import stdio_server
+
+        from graphchat import __version__
+
+        plans = PlanServer(host)
+        server = Server(
+            "graphchat",
+            version=__version__,
+            instructions="The plans of a graphchat workspace: each plan_<name> tool runs one plan.",
+            on_list_tools=plans.list_tools,
+            on_call_tool=plans.call_tool,
+        )
+        try:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+        finally:
+            await plans.aclose()
+
+    asyncio.run(main())
+    return 0
