@@ -38,9 +38,16 @@ MAP_PLAN = {
 }
 
 
-class BenchTools:
+def _tool_source() -> type:
+    from graphchat.catalog.base import ToolSource
+
+    return ToolSource
+
+
+class BenchTools(_tool_source()):  # type: ignore[misc]
     """One native tool, as cheap as a tool can be, so the figure is the executor's overhead
-    (plus, with `schema`, the catalog's argument validation of every call)."""
+    (plus, with `schema`, the catalog's argument validation of every call). A `ToolSource`,
+    so the catalog's lifecycle calls (`unprepared`, `prepare`, …) find their no-op defaults."""
 
     def __init__(self, schema: bool) -> None:
         self.schema = schema
