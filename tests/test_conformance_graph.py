@@ -415,3 +415,52 @@ def test_kept_integer_equals_float_in_gates(gate: dict[str, Any]) -> None:
     assert evaluate(gate, {"input": {"n": 1}})[0] is True
     if gate["op"] == "eq":
         assert evaluate({**gate, "op": "ne"}, {"input": {"n": 1}})[0] is False
+
+
+# --- pipeline/doc.rs: templates as the loader reads them ------------------------------------
+
+_SPRINT = """identifier: sprint_analysis
+name: Sprint Analysis
+description: Analyze the current sprint for a team
+input_schema:
+  type: object
+  required: [team]
+  properties:
+    team: { type: string }
+steps:
+  - id: E0
+    tool_name: t__list
+    input: { query: "{{input.team}}" }
+  - id: E1
+    tool_name: t__echo
+    input: { teamId: "{{E0.values.0.id}}" }
+"""
+
+
+def test_section_scoped_bare_keys_are_not_root_references() -> None:
+    """graph: pipeline/doc.rs::section_scoped_bare_keys_are_not_root_references (first half)"""
+    from tests.plan_support import plan_from_yaml
+
+    plan_from_yaml(
+        _SPRINT.replace(
+            '{ teamId: "{{E0.values.0.id}}" }',
+            '{ teamId: "{{#E0.values}}{{id}} {{#name}}{{name}}{{/name}}{{/E0.values}}" }',
+        )
+    )
+
+
+@pytest.mark.xfail(
+    strict=True, reason="needs loader.py: a dotted path's root inside a section must be a known root"
+)
+def test_section_scoped_misspelt_root_is_a_load_error() -> None:
+    """graph: pipeline/doc.rs::section_scoped_bare_keys_are_not_root_references (second half):
+    `{{#E0.values}}{{E9.summary}}{{/E0.values}}` names E9, which is no root — a load error."""
+    from graphchat.plans.model import PlanLoadError
+    from tests.plan_support import plan_from_yaml
+
+    with pytest.raises(PlanLoadError, match="E9"):
+        plan_from_yaml(
+            _SPRINT.replace(
+                '{ teamId: "{{E0.values.0.id}}" }', '{ teamId: "{{#E0.values}}{{E9.summary}}{{/E0.values}}" }'
+            )
+        )
