@@ -248,7 +248,7 @@ def test_valid_gates_have_no_problems(gate: object) -> None:
         ({"value": 1, "op": "gte", "to": True}, "compares numbers"),
         ({"value": 5, "op": "contains", "to": 5}, "`contains` needs a string or an array"),
         ({"value": "abc", "op": "contains", "to": 1}, "needs a string `to`"),
-        ({"value": "{{a b}}", "op": "empty"}, "value: {{a b}}"),
+        ({"value": "{{a..b}}", "op": "empty"}, "value: {{a..b}}"),
         ({"value": 1, "op": "eq", "to": ["{{#x}}"]}, "to: 0: {{#x}}"),
         ({"infer": ""}, "non-empty question"),
         ({"infer": 3}, "non-empty question"),

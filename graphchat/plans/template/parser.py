@@ -2,16 +2,17 @@
 
 Grammar (logic-less, strict, no escape for literal braces):
 
-- `{{path}}` a value; whitespace inside the braces is ignored.
+- `{{path}}` a value; whitespace around the path inside the braces is ignored.
 - `{{#path}}…{{/path}}` a section, `{{^path}}…{{/path}}` an inverted section.
 - `{{@index}}`, `{{@first}}`, `{{@last}}` (also as section names) only inside a section.
-- path: dot-separated segments; an all-digit segment indexes an array (or reads that key on
-  an object); `length` only as the last segment. Outside sections a path must start with a
-  root name (not a digit, not `length`); inside a section `{{length}}`/`{{0}}` read the
-  current item.
+- path: dot-separated segments holding any character but `.` (`{{E0.first name}}`,
+  `{{E0.a(b)}}`, as the reference product); an all-ASCII-digit segment indexes an array
+  (never an object's key); `length` only as the last segment, and it is always the length
+  pseudo-key (never an object's key). Outside sections a path must start with a root name
+  (not a digit, not `length`); inside a section `{{length}}`/`{{0}}` read the current item.
 
 Everything else — partials, comments, blocks, parents, delimiter changes, unescaped tags,
-helpers, expressions, spaces inside a path, empty segments — is a `TemplateSyntaxError`.
+empty segments, `@` inside a path — is a `TemplateSyntaxError`.
 
 Parsed templates are cached: the executor renders the same strings thousands of times.
 """
@@ -30,9 +31,18 @@ AT_FIRST = 2
 AT_LAST = 3
 _LOOP_VARS = {"@index": AT_INDEX, "@first": AT_FIRST, "@last": AT_LAST}
 
-# Characters that betray helpers or expressions (`a|upper`, `len(x)`, `a + b`, `x[0]`, …).
-# Keys with `-`, `:`, `$`, `/` and non-ASCII letters stay legal: tool results use them.
-_FORBIDDEN = frozenset(" \t\r\n\f\v{}()[]|\"'=<>!&,;+*?`\\")
+
+class _NoKey:
+    """Stands in the key slot of an index segment: no JSON object has it as a key, so a numeric
+    segment never reads an object (`dict.get` misses) at no cost on the hot path."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<index segment>"
+
+
+NO_KEY = _NoKey()
 
 _SIGIL_NAMES = {
     ">": "partials",
@@ -47,12 +57,14 @@ _SIGIL_NAMES = {
 
 @dataclass(frozen=True, slots=True)
 class Path:
-    """A parsed path. `segs` are the raw segments; `idx[i]` is the int of an all-digit one."""
+    """A parsed path. `segs` are the raw segments; `idx[i]` is the int of an all-digit one;
+    `keys[i]` is the segment as an object key (`NO_KEY` for an index segment)."""
 
     text: str
     kind: int
     segs: tuple[str, ...] = ()
     idx: tuple[int | None, ...] = ()
+    keys: tuple[object, ...] = ()
     nwalk: int = 0  # segments to walk (all but a trailing `length`)
     length: bool = False  # last segment is `length`
 
@@ -104,12 +116,6 @@ def parse_path(raw: str, *, in_section: bool, source: str = "", tag: str | None 
         if not in_section:
             raise _error(tag, f"{raw} is only available inside a section over an array", source)
         return Path(text=raw, kind=kind)
-    bad = next((c for c in raw if c in _FORBIDDEN), None)
-    if bad is not None:
-        what = "spaces" if bad.isspace() else repr(bad)
-        raise _error(
-            tag, f"{what} cannot appear in a path: helpers and expressions are not supported", source
-        )
     segs = tuple(raw.split("."))
     if "" in segs:
         raise _error(tag, f"empty segment in path {raw!r} (a stray '.')", source)
@@ -118,17 +124,23 @@ def parse_path(raw: str, *, in_section: bool, source: str = "", tag: str | None 
             raise _error(tag, f"loop variable {seg} cannot be part of a dotted path", source)
     if "length" in segs[:-1]:
         raise _error(tag, "`length` can only be the last segment of a path", source)
-    if not in_section and (segs[0] == "length" or segs[0].isdigit()):
+    if not in_section and (segs[0] == "length" or _is_index(segs[0])):
         raise _error(tag, "a path must start with a root name (input, a step id, …)", source)
     length = segs[-1] == "length"
+    idx = tuple(int(s) if _is_index(s) else None for s in segs)
     return Path(
         text=raw,
         kind=DATA,
         segs=segs,
-        idx=tuple(int(s) if s.isdigit() and s.isascii() else None for s in segs),
+        idx=idx,
+        keys=tuple(NO_KEY if i is not None else s for s, i in zip(segs, idx, strict=True)),
         nwalk=len(segs) - 1 if length else len(segs),
         length=length,
     )
+
+
+def _is_index(seg: str) -> bool:
+    return seg.isascii() and seg.isdigit()
 
 
 @functools.lru_cache(maxsize=8192)
@@ -194,5 +206,5 @@ def _note_root(path: Path, in_section: bool, roots: set[str], section_roots: set
         return
     if not in_section:
         roots.add(path.segs[0])
-    elif len(path.segs) > 1 and not path.segs[0].isdigit() and path.segs[0] != "length":
+    elif len(path.segs) > 1 and not _is_index(path.segs[0]) and path.segs[0] != "length":
         section_roots.add(path.segs[0])

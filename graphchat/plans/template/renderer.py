@@ -16,8 +16,12 @@ Resolution rules (compatible with the reference product):
   iterates (with @index/@first/@last), an object becomes the context, a scalar renders once.
 - Typed splice: a string that is exactly one value tag returns the raw JSON value. The value
   is *not copied*: it shares structure with the scope, so treat it as read-only.
-- Mixed text: strings bare, true/false, numbers as JSON, null as nothing, objects and arrays
-  as compact JSON.
+- Mixed text (inputs, prompts, questions, messages alike): strings bare, true/false, numbers
+  as JSON, null as nothing, objects and arrays as pretty-printed JSON (two-space indent, keys
+  sorted) — the reference product's `serde_json::to_string_pretty` over sorted maps.
+- `.length` is the length of an array or a string; of anything else (null, an object — even
+  one with a `length` key) it is `BadPath`. A numeric segment indexes an array; on an object
+  it is `BadPath`, never a key lookup.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ except ImportError:  # pragma: no cover
     _orjson = None  # type: ignore[assignment]
 
 _MISS = object()  # sentinel: the walk went nowhere
+_PRETTY = _orjson.OPT_INDENT_2 | _orjson.OPT_SORT_KEYS if _orjson is not None else 0
 _MAX_KEYS = 12
 
 
@@ -81,14 +86,19 @@ def to_text(value: Any) -> str:
         return "false"
     if t is int:
         return str(value)
-    if t is float:
-        return json.dumps(value)
     if _orjson is not None:
+        if t is float:
+            return _orjson.dumps(value).decode()  # shortest round-trip form, as serde_json
         try:
-            return _orjson.dumps(value).decode()
+            return _orjson.dumps(value, option=_PRETTY).decode()
         except TypeError:
             pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    if t is float:
+        return json.dumps(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+    except TypeError:  # keys of mixed types cannot be sorted
+        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
 # --- tree walk ---------------------------------------------------------------------------
@@ -224,11 +234,11 @@ def _resolve_root(path: Path, scope: Mapping[str, Any]) -> Any:
 
 def _walk(cur: Any, path: Path, start: int) -> Any:
     """Fast walk: no exceptions, no messages; `_MISS` on any failure."""
-    segs = path.segs
+    keys = path.keys  # an index segment's key is NO_KEY: it never reads an object
     for i in range(start, path.nwalk):
         t = type(cur)
         if t is dict:
-            cur = cur.get(segs[i], _MISS)
+            cur = cur.get(keys[i], _MISS)
             if cur is _MISS:
                 return _MISS
         elif t is list or t is tuple:
@@ -237,7 +247,7 @@ def _walk(cur: Any, path: Path, start: int) -> Any:
                 return _MISS
             cur = cur[j]
         elif isinstance(cur, Mapping):
-            cur = cur.get(segs[i], _MISS)
+            cur = cur.get(keys[i], _MISS)
             if cur is _MISS:
                 return _MISS
         else:
@@ -245,9 +255,7 @@ def _walk(cur: Any, path: Path, start: int) -> Any:
     if path.length:
         if isinstance(cur, (list, tuple, str)):
             return len(cur)
-        if isinstance(cur, Mapping) and "length" in cur:  # an object's own `length` key wins
-            return cur["length"]
-        return _MISS
+        return _MISS  # null and objects (even with a `length` key) have no length
     return cur
 
 
@@ -259,8 +267,13 @@ def _diagnose(cur: Any, path: Path, start: int) -> None:
         at = ".".join(segs[:i])
         seg = segs[i]
         if isinstance(cur, Mapping):
+            if path.idx[i] is not None:
+                raise BadPath(
+                    f"cannot index into an object at {at} ({seg!r} is an index; objects are read by key)",
+                    path=text,
+                )
             if seg not in cur:
-                keys = [str(k) for k in list(cur.keys())[:_MAX_KEYS]]
+                keys = sorted(str(k) for k in cur.keys())[:_MAX_KEYS]
                 more = ", …" if len(cur) > _MAX_KEYS else ""
                 listing = ", ".join(keys) + more if keys else "none — it is an empty object"
                 raise BadPath(f"no key {seg!r} at {at} (available: {listing})", path=text, available=keys)
@@ -280,9 +293,7 @@ def _diagnose(cur: Any, path: Path, start: int) -> None:
             raise BadPath(f"cannot read {seg!r} from {json_kind(cur)} at {at}", path=text)
     if path.length:
         at = ".".join(segs[: path.nwalk])
-        if cur is None:
-            raise EmptyData(f"{at} is null, it has no length", path=text)
-        raise BadPath(f"length applies to arrays and strings; {at} is {json_kind(cur)}", path=text)
+        raise BadPath(f".length applies to arrays and strings; {at} is {json_kind(cur)}", path=text)
     raise BadPath("path does not resolve", path=text)  # pragma: no cover - walk and diagnose agree
 
 
