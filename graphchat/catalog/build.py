@@ -25,6 +25,11 @@ def build_catalog(
 
     catalog = Catalog(approver=make_approver(settings))
     catalog.add_source(NativeSource(settings))
+    from graphchat.catalog.packs import pack_sources
+    from graphchat.catalog.user_tools import UserToolSource
+
+    for source in [*pack_sources(settings), UserToolSource(settings)]:
+        catalog.add_source(source)
     if include_mcp:
         from graphchat.catalog.mcp_pool import McpSource
 
