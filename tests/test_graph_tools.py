@@ -251,6 +251,23 @@ def test_a_broken_tool_file_is_a_warning_naming_it_and_breaks_nothing(tmp_path: 
     assert done.returncode == 0 and value == {"a": [1, 2]}  # typed splice keeps the array
 
 
+def test_the_user_tools_folder_adds_tools_and_the_workspace_wins_a_name(tmp_path: Path, graphchat) -> None:
+    repo = make_repo(tmp_path, examples=False)
+    mine = repo.parent / "config" / "graphchat" / "tools"
+    write(mine / "hello.yaml", "name: hello\ndescription: mine\nkind: reshape\nshape: {who: user}\n")
+    write(mine / "everywhere.yaml", "name: everywhere\ndescription: d\nkind: reshape\nshape: {from: user}\n")
+    write(
+        repo / "tools" / "hello.yml", "name: hello\ndescription: ws\nkind: reshape\nshape: {who: workspace}\n"
+    )
+    done = run(graphchat, repo, "tools", "list")
+    assert "user__everywhere" in done.stdout
+    assert any(
+        "hello.yaml" in line and "duplicate tool name 'hello'" in line for line in done.stderr.splitlines()
+    )
+    done, value = call(graphchat, repo, "user__hello", {})
+    assert value == {"who": "workspace"}
+
+
 EXEC_TOOLS = {
     "echo_json": """
 name: echo_json
@@ -660,7 +677,9 @@ def test_a_plan_over_the_github_pack_keeps_the_token_out_of_its_thread(
     assert [r["path"] for r in fake_github.requests] == ["/api/v3/repos/owner/repo/pulls/9"] * 2
     assert fake_github.issue_comments == []
     done = run(graphchat, repo, "ask", f"say {TOKEN}", env=env)  # a thread file is written
-    assert list((repo / "threads").rglob("*")), "a thread was written"
+    assert done.returncode == 0, done.stderr
+    threads = [p for p in (repo / "threads").rglob("*") if p.is_file()]
+    assert any("say [redacted]" in p.read_text() for p in threads), "the question was kept, redacted"
     assert_token_nowhere(repo)
 
 
@@ -689,3 +708,44 @@ def _thread(tid: str, first: str, *, resolved_by: str | None, replies: list[str]
         "resolvedBy": {"login": resolved_by} if resolved_by else None,
         "comments": {"nodes": nodes},
     }
+
+
+def test_pr_review_reviews_a_pr_end_to_end_against_the_fake_api(
+    repo: Path, graphchat, fake_github: FakeGithub, model_server
+) -> None:
+    """docs/shots/plans/pr_review.yaml: gh_pr_meta → git_changed_files/git_diff over the local
+    repository → user__review_graph_pr (a prompt tool, scripted model) → user__findings_to_review_comments
+    (jq) → gh_pr_inline_comments → the summary comment, whose table links the inline comment."""
+    base, head = git(repo, "rev-parse", "v1"), git(repo, "rev-parse", "HEAD")
+    fake_github.pulls[5] = {
+        "number": 5,
+        "title": "Exit 4",
+        "body": "gates",
+        "state": "open",
+        "merged": False,
+        "base": {"sha": base, "ref": "main"},
+        "head": {"sha": head, "ref": "x"},
+        "user": {"login": "ada"},
+    }
+    finding = {
+        "file": "crates/core.rs",
+        "line": 1,
+        "invariant": "docs-parity",
+        "severity": "warn",
+        "finding": "exit code changed without docs",
+        "suggestion": "update docs/cli.md",
+    }
+    model_server.default = {"json": {"summary": "**1 warn**: docs parity.", "findings": [finding]}}
+    env = {**github_env(fake_github), **model_server.env()}
+    done = run(graphchat, repo, "plan", "run", "pr_review", "--input", "pr=5", "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    review = model_server.requests[0]
+    assert "crates/core.rs" in _user_text(review) and "+fn run() { exit(4) }" in _user_text(review)
+    [inline] = fake_github.review_comments
+    assert inline["path"] == "crates/core.rs" and inline["line"] == 1 and inline["commit_id"] == head
+    assert inline["body"].startswith("**warn** `docs-parity` — exit code changed without docs")
+    [summary] = fake_github.issue_comments
+    assert "**1 warn**: docs parity." in summary["body"]
+    assert f"[`crates/core.rs`]({inline['html_url']})" in summary["body"]
+    assert summary["body"].endswith("<!-- graph:pr_review:summary -->")
+    assert_token_nowhere(repo)
