@@ -749,3 +749,117 @@ def test_pr_review_reviews_a_pr_end_to_end_against_the_fake_api(
     assert f"[`crates/core.rs`]({inline['html_url']})" in summary["body"]
     assert summary["body"].endswith("<!-- graph:pr_review:summary -->")
     assert_token_nowhere(repo)
+
+
+def test_github_thread_sync_and_release_against_the_fake_api(
+    repo: Path, graphchat, fake_github: FakeGithub
+) -> None:
+    fake_github.threads = [_thread("T1", "x", resolved_by=None), _thread("T2", "y", resolved_by=None)]
+    fake_github.review_comments.append({"id": 7, "pull": 3, "body": "old\n\n<!-- legacy -->"})
+    creates = [
+        {"path": "a.rs", "line": 2, "body": "New", "payload": {"label": "L"}, "keep": True},
+        {"path": "a.rs", "body": "no line", "payload": {}},
+    ]
+    threads = [
+        {"thread_id": "T1", "transition": "resolve", "state": "open"},
+        {"thread_id": "T2", "transition": "none", "state": "open"},
+        {"thread_id": "T9", "transition": "decline", "state": "open"},  # unknown: the resolve fails
+    ]
+    args = {
+        "pr": 3,
+        "head_sha": "abc",
+        "marker": "m:finding",
+        "creates": creates,
+        "threads": threads,
+        "sweep_marker": "legacy",
+    }
+    done, out = call(graphchat, repo, "builtin__gh_pr_thread_sync", args, env=github_env(fake_github))
+    assert done.returncode == 0, done.stderr
+    assert [c["body"] for c in fake_github.review_comments] == ['New\n\n<!-- m:finding {"label":"L"} -->']
+    assert out["creates"][0]["keep"] is True and "url" in out["creates"][0] and "url" not in out["creates"][1]
+    assert [(t["applied"], t["transitioned"]) for t in out["threads"]] == [
+        (True, True),
+        (False, False),
+        (False, False),
+    ]
+    assert fake_github.threads[0]["isResolved"] and fake_github.threads[0]["comments"]["nodes"][-1][
+        "body"
+    ].startswith("🤖 ")
+    counts = {k: v for k, v in out.items() if k not in ("creates", "threads")}
+    assert counts == {
+        "created_count": 1,
+        "resolved_now_count": 1,
+        "declined_now_count": 0,
+        "still_open_count": 3,  # graph counts the input state: all three were open
+        "transitions_count": 1,
+        "has_creates": True,
+        "has_transitions": True,
+    }
+
+    fake_github.releases = [
+        _release("v1.0.0", "2026-01-01T00:00:00Z"),
+        _release("v1.1.0-rc1", "2026-02-01T00:00:00Z", prerelease=True),
+        _release("v1.1.0", "2026-03-01T00:00:00Z"),
+        _release("v2.0.0", None, draft=True),
+    ]
+    done, latest = call(graphchat, repo, "builtin__gh_release", {}, env=github_env(fake_github))
+    assert done.returncode == 0, done.stderr
+    assert latest["tag"] == "v1.1.0" and latest["previous_tag"] == "v1.0.0" and latest["author"] == "ada"
+    done, pre = call(
+        graphchat,
+        repo,
+        "builtin__gh_release",
+        {"tag": "v1.1.0", "include_prereleases": True},
+        env=github_env(fake_github),
+    )
+    assert pre["previous_tag"] == "v1.1.0-rc1"
+    done, first = call(graphchat, repo, "builtin__gh_release", {"tag": "v1.0.0"}, env=github_env(fake_github))
+    assert first["previous_tag"] is None and first["is_draft"] is False
+
+
+def _release(
+    tag: str, published: str | None, *, prerelease: bool = False, draft: bool = False
+) -> dict[str, Any]:
+    return {
+        "tag_name": tag,
+        "name": f"Release {tag}",
+        "body": "notes",
+        "html_url": f"https://github.test/r/{tag}",
+        "published_at": published,
+        "author": {"login": "ada"},
+        "prerelease": prerelease,
+        "draft": draft,
+        "target_commitish": "main",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("tools: [git]\n", "tools: expected a mapping"),
+        ("tools:\n  packs: git\n", "tools.packs: expected a list of pack names"),
+        ("tools:\n  pack: [git]\n", "tools.pack: unknown key (expected one of: packs, github_api_url)"),
+        ("tools:\n  github_api_url: api.github.com\n", "tools.github_api_url: expected an http(s) URL"),
+    ],
+)
+def test_the_tools_key_of_graphchat_yaml_is_checked(tmp_path: Path, text: str, problem: str) -> None:
+    from graphchat.errors import ConfigError
+    from graphchat.workspace import load_settings
+
+    write(tmp_path / "graphchat.yaml", text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path)
+    assert problem in caught.value.message and "graphchat.yaml:" in caught.value.message
+
+
+def test_packs_and_the_api_url_reach_the_settings(tmp_path: Path) -> None:
+    from graphchat.catalog.packs import enabled_packs
+    from graphchat.workspace import load_settings
+
+    write(
+        tmp_path / "graphchat.yaml",
+        "tools:\n  packs: [data, github]\n  github_api_url: https://ghe.test/api/v3\n",
+    )
+    settings = load_settings(tmp_path)
+    assert settings.packs == ("github",) and enabled_packs(settings) == ["git", "github"]
+    assert settings.github_api_url == "https://ghe.test/api/v3"
