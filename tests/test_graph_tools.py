@@ -4,6 +4,13 @@ graph's own example plans and user tools (tests/fixtures/graph, MIT, copied from
 tylerdavis/graph) load, validate with both packs on, and — those needing only git, reshape,
 infer and user tools — run against a small git repository made here, with the scripted model
 for model steps. The github pack runs against a local fake of the API (tests/fake_github.py).
+
+Run here: file_survey, weekly_status, change_summary, nightly_diff_report, docs_drift,
+changelog_entry, compose_changelog (git-cliff is a test dependency), pr_review and pr_followup
+(fake API), and graph_review_core's empty-diff path. Validated only: graph_review_9000 and
+graph_review_thread_audit (their user__gh_pr_thread_sync shells out to `gh`), and
+graph_review_core's review path (its steps name graph's `[models.named]` models `scout` and
+`reviewer`, which graphchat's model roles do not have).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -863,3 +871,74 @@ def test_packs_and_the_api_url_reach_the_settings(tmp_path: Path) -> None:
     settings = load_settings(tmp_path)
     assert settings.packs == ("github",) and enabled_packs(settings) == ["git", "github"]
     assert settings.github_api_url == "https://ghe.test/api/v3"
+
+
+# --- graph's release plans: git-cliff (a test dependency, from PyPI) -------------------------------
+
+
+def cliff_repo(root: Path) -> tuple[Path, dict[str, str]]:
+    """A repository with graph's cliff.toml and conventional commits: v0.1.0, then a fix."""
+    repo = make_repo(root, packs="[git]")
+    shutil.copy(FIXTURES / "cliff.toml", repo / "cliff.toml")
+    write(repo / "a.txt", "a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "feat: plans run anywhere")
+    git(repo, "tag", "v0.1.0")
+    write(repo / "b.txt", "b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-q", "-m", "fix: exit 4 on a failed gate (#12)")
+    cliff = shutil.which("git-cliff") or str(Path(sys.executable).parent / "git-cliff")
+    assert Path(cliff).exists(), "git-cliff (a test dependency) is not installed"
+    return repo, {"PATH": f"{Path(cliff).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def test_compose_changelog_writes_the_page_from_git_cliff_and_the_snippets(tmp_path: Path, graphchat) -> None:
+    """.graph/plans/compose_changelog.yaml: user__cliff_context (git-cliff + jq), a filter, a map
+    whose body runs user__snippet_status and builtin__reshape (sections over the snippet state),
+    then user__write_changelog_page — zero inference."""
+    repo, env = cliff_repo(tmp_path)
+    write(repo / "docs" / "snippets" / "changelog" / "v0.1.0" / "summary.mdx", "Plans run anywhere.\n")
+    done = run(graphchat, repo, "plan", "run", "compose_changelog", "--input", "tag=v0.2.0", "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"path": "docs/changelog.mdx", "releases": 3}  # v1, v0.1.0, v0.2.0
+    page = (repo / "docs" / "changelog.mdx").read_text()
+    assert "import SummaryV0_1_0 from '/snippets/changelog/v0.1.0/summary.mdx';" in page
+    assert page.index('<Update label="v0.2.0"') < page.index('<Update label="v0.1.0"')
+    assert "### Fixed\n\n- exit 4 on a failed gate (#12)\n" in page
+    assert "<SummaryV0_1_0 />\n\n### Added\n\n- plans run anywhere\n" in page
+
+
+def test_changelog_entry_writes_a_new_releases_snippet(tmp_path: Path, graphchat, model_server) -> None:
+    """.graph/plans/changelog_entry.yaml end to end: snippet_status, release_subjects (git-cliff),
+    builtin__infer with graph's output_schema (scripted model), write_changelog_snippet."""
+    repo, env = cliff_repo(tmp_path)
+    model_server.default = {
+        "json": {
+            "summary": "#### Gates\nA failed gate exits 4.",
+            "migration_needed": False,
+            "migration_prompt": "",
+        }
+    }
+    done = run(
+        graphchat,
+        repo,
+        "plan",
+        "run",
+        "changelog_entry",
+        "--input",
+        "version=v0.2.0",
+        "--yes",
+        env={**env, **model_server.env()},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "version": "v0.2.0",
+        "regenerated": True,
+        "migration_needed": False,
+        "written": ["summary.mdx"],
+    }
+    assert (
+        repo / "docs" / "snippets" / "changelog" / "v0.2.0" / "summary.mdx"
+    ).read_text() == "#### Gates\nA failed gate exits 4.\n"
+    [asked] = model_server.requests
+    assert "exit 4 on a failed gate (#12)" in _user_text(asked)
