@@ -53,8 +53,6 @@ class FakeGithub:
         base = f"/api/v3/repos/{self.repo}/"
         if path == "/api/graphql":
             return self.graphql(body)
-        if path == "/api/v3/user" and method == "GET":
-            return 200, {"login": self.login}
         if not path.startswith(base):
             return 404, {"message": "Not Found"}
         tail = path[len(base) :]
@@ -115,6 +113,8 @@ class FakeGithub:
     def graphql(self, body: Any) -> tuple[int, Any]:
         query = body.get("query", "")
         variables = body.get("variables") or {}
+        if query.strip() == "query{viewer{login}}":
+            return 200, {"data": {"viewer": {"login": self.login}}}
         if "reviewThreads" in query:
             owner, name = self.repo.split("/")
             if (variables.get("owner"), variables.get("name")) != (owner, name):

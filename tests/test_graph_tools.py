@@ -634,6 +634,11 @@ def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
     assert [c["body"] for c in fake_github.issue_comments] == [
         "Still good\n\n<!-- graph:summary -->"
     ]  # edited in place
+    # without a marker: the token identity's last comment is edited (gh --edit-last), another's is not
+    human = {**fake_github.issue_comments[0], "id": 1, "body": "human", "user": {"login": "ada"}}
+    fake_github.issue_comments.append(human)
+    done, _ = call(graphchat, repo, "builtin__gh_pr_comment", {"pr": 7, "body": "plain"}, env=env)
+    assert [c["body"] for c in fake_github.issue_comments] == ["plain", "human"]
 
     fake_github.reject_lines = {99}
     comments = [

@@ -44,6 +44,7 @@ THREADS_QUERY = """query($owner:String!,$name:String!,$pr:Int!,$endCursor:String
           comments(first:100){nodes{url body author{login}}}}}}}}"""
 REPLY_MUTATION = """mutation($tid:ID!,$body:String!){
   addPullRequestReviewThreadReply(input:{pullRequestReviewThreadId:$tid,body:$body}){comment{id}}}"""
+VIEWER_QUERY = "query{viewer{login}}"
 RESOLVE_MUTATION = """mutation($tid:ID!){resolveReviewThread(input:{threadId:$tid}){thread{id}}}"""
 
 
@@ -151,7 +152,7 @@ class GithubPackSource(ToolSource):
             body = f"{body}\n\n{tag}"
             target = next((c for c in comments if tag in str(c.get("body") or "")), None)
         else:  # graph: `gh pr comment --edit-last --create-if-none`
-            login = (await api.get("/user")).get("login")
+            login = (await api.graphql(VIEWER_QUERY, {})).get("viewer", {}).get("login")  # as gh does
             mine = [c for c in comments if (c.get("user") or {}).get("login") == login]
             target = mine[-1] if mine else None
         if target is not None:

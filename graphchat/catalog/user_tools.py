@@ -286,11 +286,11 @@ class ToolRunner:
         try:
             argv = [tool.command, *(render_text(arg, scope) for arg in tool.args)]
         except TemplateError as err:
-            return ToolResult.error(f"{tool.name}: cannot render args: {err}")
+            return ToolResult.error(f"{PREFIX}{tool.name}: cannot render args: {err}")
         try:
             env = {key: expand_env(value) for key, value in tool.env.items()}
         except ValueError as err:
-            return ToolResult.error(f"{tool.name}: {err}")
+            return ToolResult.error(f"{PREFIX}{tool.name}: {err}")
         base = run_dir(self.settings)
         cwd = base / tool.cwd if tool.cwd else base
         try:
@@ -327,7 +327,7 @@ class ToolRunner:
         try:
             text = render_text(tool.prompt, {"input": arguments})
         except TemplateError as err:
-            return ToolResult.error(f"{tool.name}: cannot render prompt: {err}")
+            return ToolResult.error(f"{PREFIX}{tool.name}: cannot render prompt: {err}")
         try:
             config = self._model(model)
         except GraphchatError as exc:
