@@ -17,6 +17,11 @@ CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner")
 APPROVAL_MODES = ("ask", "auto", "deny")
 SETTINGS_KEYS = ("max_agent_iterations", "max_tool_result_chars")
+# Builtin tool packs enabled with `tools: {packs: [...]}` (graph's names; `github` also brings the
+# git tools, as graph's github pack does). `data` and `llm` are always on and may be listed.
+TOOL_PACKS = ("git", "github")
+ALWAYS_ON_PACKS = ("data", "llm")
+TOOLS_KEYS = ("packs", "github_api_url")
 NO_MODEL_HINT = "set GRAPHCHAT_MODEL (e.g. GRAPHCHAT_MODEL=openai/gpt-4o-mini) or `models: {default: ...}` in graphchat.yaml"
 
 
@@ -88,6 +93,8 @@ class Settings:
     approvals: Approvals = field(default_factory=Approvals)
     model_override: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    packs: tuple[str, ...] = ()  # enabled builtin tool packs (TOOL_PACKS)
+    github_api_url: str | None = None  # tools.github_api_url (GitHub Enterprise)
 
     @property
     def catalog_dir(self) -> Path:
@@ -163,7 +170,7 @@ def _parse_config(data: Any) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise _Problem((), "expected a mapping at the top level")
-    allowed = {"models", "settings", "approvals"}
+    allowed = {"models", "settings", "approvals", "tools"}
     for key in data:
         if key not in allowed:
             raise _Problem((key,), f"unknown key `{key}` (expected one of: {', '.join(sorted(allowed))})")
@@ -207,7 +214,34 @@ def _parse_config(data: Any) -> dict[str, Any]:
         if key not in ("mode", "allow", "deny"):
             raise _Problem(("approvals", key), f"approvals.{key}: unknown key")
     out["approvals"] = Approvals(mode=mode, **lists)
+    out.update(_parse_tools(data.get("tools")))
     return out
+
+
+def _parse_tools(tools: Any) -> dict[str, Any]:
+    """`tools: {packs: [git, github], github_api_url: URL}`; an unknown pack lists the packs."""
+    if tools is None:
+        return {}
+    if not isinstance(tools, dict):
+        raise _Problem(("tools",), "tools: expected a mapping (e.g. `tools: {packs: [git]}`)")
+    for key in tools:
+        if key not in TOOLS_KEYS:
+            raise _Problem(
+                ("tools", key), f"tools.{key}: unknown key (expected one of: {', '.join(TOOLS_KEYS)})"
+            )
+    packs = tools.get("packs") or []
+    if not isinstance(packs, list) or not all(isinstance(p, str) for p in packs):
+        raise _Problem(("tools", "packs"), "tools.packs: expected a list of pack names")
+    for index, pack in enumerate(packs):
+        if pack not in TOOL_PACKS + ALWAYS_ON_PACKS:
+            raise _Problem(
+                ("tools", "packs", index),
+                f"tools.packs: unknown tool pack '{pack}' (available: {', '.join(TOOL_PACKS + ALWAYS_ON_PACKS)})",
+            )
+    url = tools.get("github_api_url")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+        raise _Problem(("tools", "github_api_url"), "tools.github_api_url: expected an http(s) URL")
+    return {"packs": tuple(dict.fromkeys(p for p in packs if p in TOOL_PACKS)), "github_api_url": url}
 
 
 def _env_default_model(models: dict[str, ModelConfig]) -> dict[str, ModelConfig]:
@@ -256,4 +290,6 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
         approvals=parsed.get("approvals", Approvals()),
         model_override=model_override,
         raw=raw,
+        packs=parsed.get("packs", ()),
+        github_api_url=parsed.get("github_api_url"),
     )

@@ -32,6 +32,11 @@ def build_catalog(
     policy = make_approver(settings)
     catalog = Catalog(approver=approver(policy) if approver is not None else policy)
     catalog.add_source(NativeSource(settings))
+    from graphchat.catalog.packs import pack_sources
+    from graphchat.catalog.user_tools import UserToolSource
+
+    for source in [*pack_sources(settings), UserToolSource(settings)]:
+        catalog.add_source(source)
     if include_mcp:
         from graphchat.catalog.mcp_pool import McpSource
 

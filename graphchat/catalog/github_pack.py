@@ -1,0 +1,891 @@
+"""The `github` pack: graph's `builtin__gh_*` tools over GitHub's REST (and GraphQL) API.
+
+Where graph shells out to `gh` + `jq`, this calls the API with httpx; results match graph's
+pack field for field. Configuration:
+
+- token: `GITHUB_TOKEN` (else `GH_TOKEN`), sent as a bearer token. It is never put in a result
+  or an error; thread files redact it (graphchat.threads.redact: `*_TOKEN` variables).
+- API: `tools.github_api_url` in graphchat.yaml, else `$GITHUB_API_URL`, else
+  https://api.github.com (GitHub Enterprise: `https://HOST/api/v3`; GraphQL is derived).
+- repository: `$GITHUB_REPOSITORY` (`owner/name`, as GitHub Actions sets it), else the
+  `origin` remote of the repository tools run in.
+
+`gh_pr_comment`, `gh_pr_inline_comments` and `gh_pr_thread_sync` write (family `write`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.catalog.packs import pack_specs
+
+if TYPE_CHECKING:
+    import httpx
+
+    from graphchat.workspace import Settings
+
+DEFAULT_API = "https://api.github.com"
+TIMEOUT_SECS = 30
+_REMOTE = re.compile(r"[:/](?P<owner>[^/:]+)/(?P<name>[^/]+?)(?:\.git)?/?$")
+_TICKET = re.compile(r"^([A-Z]+)[- ]?([0-9]+)$")
+_FINDING_KEYS = ("label", "severity", "invariant", "file", "line", "finding")
+
+THREADS_QUERY = """query($owner:String!,$name:String!,$pr:Int!,$endCursor:String){
+  repository(owner:$owner,name:$name){
+    pullRequest(number:$pr){
+      reviewThreads(first:100, after:$endCursor){
+        pageInfo{hasNextPage endCursor}
+        nodes{id isResolved isOutdated path line
+          resolvedBy{login}
+          comments(first:100){nodes{url body author{login}}}}}}}}"""
+REPLY_MUTATION = """mutation($tid:ID!,$body:String!){
+  addPullRequestReviewThreadReply(input:{pullRequestReviewThreadId:$tid,body:$body}){comment{id}}}"""
+VIEWER_QUERY = "query{viewer{login}}"
+RESOLVE_MUTATION = """mutation($tid:ID!){resolveReviewThread(input:{threadId:$tid}){thread{id}}}"""
+
+
+class GithubFailed(Exception):
+    """An API call (or the configuration) failed: the tool error's message (never the token)."""
+
+
+def api_base(settings: Settings) -> str:
+    url = getattr(settings, "github_api_url", None) or os.environ.get("GITHUB_API_URL") or DEFAULT_API
+    return url.rstrip("/")
+
+
+def graphql_url(base: str) -> str:
+    return base[: -len("/v3")] + "/graphql" if base.endswith("/api/v3") else base + "/graphql"
+
+
+def token() -> str:
+    value = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN")
+    if not value:
+        raise GithubFailed("GITHUB_TOKEN is not set (the github pack needs a token to call the GitHub API)")
+    return value
+
+
+class GithubPackSource(ToolSource):
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._repo: tuple[str, str] | None = None
+
+    def specs(self) -> list[ToolSpec]:
+        return pack_specs(SPECS, "github")
+
+    async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        import httpx
+
+        from graphchat.catalog.user_tools import apply_defaults
+
+        handler = getattr(self, "_" + spec.name.removeprefix("builtin__"), None)
+        if handler is None:
+            return ToolResult.error(f"unknown github pack tool {spec.name}")
+        try:
+            headers = {
+                "Authorization": f"Bearer {token()}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "graphchat",
+            }
+            async with httpx.AsyncClient(headers=headers, timeout=TIMEOUT_SECS) as client:
+                api = _Api(client, api_base(self.settings))
+                return ToolResult(await handler(api, apply_defaults(spec.input_schema, arguments)))
+        except GithubFailed as exc:
+            return ToolResult.error(str(exc))
+        except httpx.HTTPError as exc:
+            return ToolResult.error(f"GitHub API unreachable ({type(exc).__name__}): {_no_secret(str(exc))}")
+
+    async def repo(self) -> tuple[str, str]:
+        """(owner, name) of the repository: $GITHUB_REPOSITORY, else the `origin` remote."""
+        if self._repo is None:
+            named = os.environ.get("GITHUB_REPOSITORY", "")
+            if named.count("/") == 1 and all(named.split("/")):
+                owner, name = named.split("/")
+            else:
+                from graphchat.catalog.process import run_dir, run_program
+
+                try:
+                    done = await run_program(
+                        ["git", "remote", "get-url", "origin"],
+                        cwd=run_dir(self.settings),
+                        timeout=TIMEOUT_SECS,
+                    )
+                except Exception as exc:
+                    raise GithubFailed(f"cannot tell the repository: {exc}") from None
+                found = _REMOTE.search(done.out_text().strip()) if done.ok else None
+                if found is None:
+                    raise GithubFailed(
+                        "cannot tell the GitHub repository: set GITHUB_REPOSITORY=owner/name "
+                        "or run in a checkout whose origin remote points at it"
+                    )
+                owner, name = found["owner"], found["name"]
+            self._repo = (owner, name)
+        return self._repo
+
+    async def _path(self, tail: str) -> str:
+        owner, name = await self.repo()
+        return f"/repos/{owner}/{name}/{tail}"
+
+    # --- the tools ------------------------------------------------------------------------------
+
+    async def _gh_pr_meta(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        pr = await api.get(await self._path(f"pulls/{int(a['pr'])}"))
+        return {
+            "title": pr.get("title"),
+            "body": pr.get("body") or "",
+            "base_sha": (pr.get("base") or {}).get("sha"),
+            "head_sha": (pr.get("head") or {}).get("sha"),
+            "state": _pr_state(pr),
+            "author": (pr.get("user") or {}).get("login"),
+        }
+
+    async def _gh_pr_comment(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        pr, body, marker = int(a["pr"]), str(a["body"]), str(a.get("marker") or "")
+        comments_path = await self._path(f"issues/{pr}/comments")
+        comments = await api.get_all(comments_path)
+        if marker:
+            tag = f"<!-- {marker} -->"
+            body = f"{body}\n\n{tag}"
+            target = next((c for c in comments if tag in str(c.get("body") or "")), None)
+        else:  # graph: `gh pr comment --edit-last --create-if-none`
+            login = (await api.graphql(VIEWER_QUERY, {})).get("viewer", {}).get("login")  # as gh does
+            mine = [c for c in comments if (c.get("user") or {}).get("login") == login]
+            target = mine[-1] if mine else None
+        if target is not None:
+            done = await api.send(
+                "PATCH", await self._path(f"issues/comments/{target['id']}"), {"body": body}
+            )
+        else:
+            done = await api.send("POST", comments_path, {"body": body})
+        return {"text": str(done.get("html_url") or "")}
+
+    async def _gh_pr_inline_comments(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        pr, tag = int(a["pr"]), f"<!-- {a['marker']} -->"
+        await self._delete_tagged(api, pr, tag)
+        out = []
+        for entry in a.get("comments") or []:
+            url = ""
+            if entry.get("line") is not None:
+                payload = _anchor(entry, str(a["head_sha"]), f"{entry.get('body', '')}\n\n{tag}")
+                url = await self._post_review_comment(api, pr, payload)
+            out.append({**entry, "url": url} if url else dict(entry))
+        return {"comments": out}
+
+    async def _gh_pr_review_threads(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        owner, name = await self.repo()
+        marker = str(a["marker"])
+        threads: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            data = await api.graphql(
+                THREADS_QUERY, {"owner": owner, "name": name, "pr": int(a["pr"]), "endCursor": cursor}
+            )
+            page = (((data.get("repository") or {}).get("pullRequest") or {}).get("reviewThreads")) or {}
+            threads.extend(page.get("nodes") or [])
+            info = page.get("pageInfo") or {}
+            if not info.get("hasNextPage") or not info.get("endCursor"):
+                break
+            cursor = info["endCursor"]
+        tagged = []
+        for thread in threads:
+            nodes = (thread.get("comments") or {}).get("nodes") or []
+            payload = _payload(str(nodes[0].get("body") or ""), marker) if nodes else None
+            if isinstance(payload, dict):
+                tagged.append((thread, nodes, payload))
+        findings = []
+        for thread, nodes, payload in tagged:
+            if any(key not in payload for key in _FINDING_KEYS):
+                continue
+            first = nodes[0]
+            if thread.get("isResolved"):
+                resolver = (thread.get("resolvedBy") or {}).get("login") or ""
+                poster = (first.get("author") or {}).get("login") or "?"
+                state = "resolved" if resolver == poster else "declined"
+            else:
+                state = "open"
+            line = thread.get("line")
+            findings.append(
+                {
+                    **payload,
+                    "thread_id": thread.get("id"),
+                    "state": state,
+                    "path": thread.get("path"),
+                    "line": line if line is not None and line is not False else payload.get("line"),
+                    "is_outdated": thread.get("isOutdated"),
+                    "url": first.get("url"),
+                    "replies": [
+                        {"author": (n.get("author") or {}).get("login") or "unknown", "body": n.get("body")}
+                        for n in nodes[1:]
+                    ],
+                    "reply_count": len(nodes) - 1,
+                }
+            )
+        return {
+            "findings": findings,
+            "count": len(findings),
+            "open_count": sum(1 for f in findings if f["state"] == "open"),
+            "skipped": len(tagged) - len(findings),
+            "has_findings": bool(findings),
+        }
+
+    async def _gh_pr_thread_sync(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        pr, marker = int(a["pr"]), str(a["marker"])
+        sweep = str(a.get("sweep_marker") or "")
+        if sweep:
+            await self._delete_tagged(api, pr, f"<!-- {sweep} -->")
+        out_threads = []
+        for entry in a.get("threads") or []:
+            transition = entry.get("transition")
+            applied = False
+            if transition in ("resolve", "decline"):
+                note = str(entry.get("note") or "")
+                if not note:
+                    note = (
+                        "No longer detected at head — resolving."
+                        if transition == "resolve"
+                        else "Acknowledged — treating as declined; won't be re-raised."
+                    )
+                tid = str(entry.get("thread_id"))
+                try:
+                    await api.graphql(REPLY_MUTATION, {"tid": tid, "body": f"🤖 {note}"})
+                except GithubFailed:
+                    pass
+                try:
+                    await api.graphql(RESOLVE_MUTATION, {"tid": tid})
+                    applied = True
+                except GithubFailed:
+                    applied = False
+            out_threads.append(
+                {**entry, "applied": applied, "transitioned": transition != "none" and applied}
+            )
+        out_creates = []
+        for entry in a.get("creates") or []:
+            url = ""
+            if entry.get("line") is not None:
+                hidden = json.dumps(entry.get("payload") or {}, ensure_ascii=False, separators=(",", ":"))
+                body = f"{entry.get('body', '')}\n\n<!-- {marker} {hidden} -->"
+                url = await self._post_review_comment(api, pr, _anchor(entry, str(a["head_sha"]), body))
+            out_creates.append({**entry, "url": url} if url else dict(entry))
+        return {
+            "creates": out_creates,
+            "threads": out_threads,
+            "created_count": sum(1 for c in out_creates if c.get("url") is not None),
+            "resolved_now_count": sum(
+                1 for t in out_threads if t["transitioned"] and t.get("transition") == "resolve"
+            ),
+            "declined_now_count": sum(
+                1 for t in out_threads if t["transitioned"] and t.get("transition") == "decline"
+            ),
+            "still_open_count": sum(
+                1
+                for t in out_threads
+                if t.get("state") == "open" or (t.get("transition") != "none" and not t["applied"])
+            ),
+            "transitions_count": sum(1 for t in out_threads if t["transitioned"]),
+            "has_creates": bool(out_creates),
+            "has_transitions": any(t["transitioned"] for t in out_threads),
+        }
+
+    async def _gh_pr_ticket(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        pr = await api.get(await self._path(f"pulls/{int(a['pr'])}"))
+        try:
+            pattern = re.compile(str(a.get("pattern") or r"\b[A-Za-z]{2,6}[- ][0-9]+\b"))
+        except re.error as exc:
+            raise GithubFailed(f"gh_pr_ticket: bad pattern: {exc}") from None
+        sources = (
+            ("branch", (pr.get("head") or {}).get("ref")),
+            ("title", pr.get("title")),
+            ("body", pr.get("body")),
+        )
+        for source, text in sources:
+            for line in str(text or "").split("\n"):  # grep -o: the first match of the first matching line
+                found = pattern.search(line)
+                if found and found.group(0):
+                    ticket = _TICKET.sub(r"\1-\2", found.group(0).upper())
+                    return {"found": True, "ticket": ticket, "source": source}
+        return {"found": False, "ticket": None, "source": None}
+
+    async def _gh_release(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        tag = str(a.get("tag") or "")
+        meta = await api.get(await self._path(f"releases/tags/{tag}" if tag else "releases/latest"))
+        listed = await api.get(await self._path("releases"), params={"per_page": 100})
+        published = meta.get("published_at") or ""
+        include_pre = a.get("include_prereleases") is True
+        previous = None
+        if published:
+            earlier = [
+                r
+                for r in listed
+                if not r.get("draft")
+                and (include_pre or not r.get("prerelease"))
+                and r.get("tag_name") != meta.get("tag_name")
+                and r.get("published_at")
+                and r["published_at"] < published
+            ]
+            if earlier:
+                previous = max(earlier, key=lambda r: r["published_at"]).get("tag_name")
+        return {
+            "tag": meta.get("tag_name"),
+            "name": meta.get("name") or "",
+            "body": meta.get("body") or "",
+            "url": meta.get("html_url"),
+            "published_at": meta.get("published_at"),
+            "author": (meta.get("author") or {}).get("login"),
+            "is_prerelease": bool(meta.get("prerelease")),
+            "is_draft": bool(meta.get("draft")),
+            "target": meta.get("target_commitish"),
+            "previous_tag": previous,
+        }
+
+    # --- shared steps ---------------------------------------------------------------------------
+
+    async def _delete_tagged(self, api: _Api, pr: int, tag: str) -> None:
+        """Delete this PR's review comments carrying `tag` (refresh in place); failures ignored."""
+        try:
+            comments = await api.get_all(await self._path(f"pulls/{pr}/comments"))
+        except GithubFailed:
+            return
+        for comment in comments:
+            if tag in str(comment.get("body") or ""):
+                try:
+                    await api.send("DELETE", await self._path(f"pulls/comments/{comment['id']}"))
+                except GithubFailed:
+                    pass
+
+    async def _post_review_comment(self, api: _Api, pr: int, payload: dict[str, Any]) -> str:
+        """One anchored review comment; its url, or "" when the API refused it (e.g. 422)."""
+        try:
+            done = await api.send("POST", await self._path(f"pulls/{pr}/comments"), payload)
+        except GithubFailed:
+            return ""
+        return str(done.get("html_url") or "")
+
+
+class _Api:
+    """A few verbs over the API; any non-2xx answer is GithubFailed naming the call."""
+
+    def __init__(self, client: httpx.AsyncClient, base: str) -> None:
+        self.client = client
+        self.base = base
+
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        response = await self.client.get(self.base + path, params=params)
+        return _json(response, "GET", path)
+
+    async def get_all(self, path: str) -> list[Any]:
+        """Every page of a list (Link: rel=next)."""
+        items: list[Any] = []
+        url: str | None = self.base + path
+        params: dict[str, Any] | None = {"per_page": 100}
+        while url:
+            response = await self.client.get(url, params=params)
+            page = _json(response, "GET", path)
+            items.extend(page if isinstance(page, list) else [])
+            url = response.links.get("next", {}).get("url")
+            params = None
+        return items
+
+    async def send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        response = await self.client.request(method, self.base + path, json=body)
+        return _json(response, method, path)
+
+    async def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        response = await self.client.post(
+            graphql_url(self.base), json={"query": query, "variables": variables}
+        )
+        data = _json(response, "POST", "/graphql")
+        if not isinstance(data, dict):
+            raise GithubFailed("GitHub GraphQL: unexpected answer")
+        if data.get("errors"):
+            messages = "; ".join(str(e.get("message", e)) for e in data["errors"] if isinstance(e, dict))
+            raise GithubFailed(f"GitHub GraphQL: {messages or data['errors']}")
+        return data.get("data") or {}
+
+
+def _json(response: httpx.Response, method: str, path: str) -> Any:
+    if response.status_code >= 400:
+        try:
+            message = response.json().get("message", "")
+        except Exception:
+            message = response.text[:200]
+        raise GithubFailed(
+            f"GitHub API {method} {path}: HTTP {response.status_code} {_no_secret(str(message))}".strip()
+        )
+    if response.status_code == 204 or not response.content:
+        return {}
+    try:
+        return response.json()
+    except ValueError:
+        raise GithubFailed(f"GitHub API {method} {path}: the answer is not JSON") from None
+
+
+def _no_secret(text: str) -> str:
+    secret = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN")
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+def _pr_state(pr: dict[str, Any]) -> str:
+    """gh's state: OPEN, CLOSED or MERGED."""
+    if pr.get("merged") or pr.get("merged_at"):
+        return "MERGED"
+    return str(pr.get("state") or "").upper()
+
+
+def _anchor(entry: dict[str, Any], sha: str, body: str) -> dict[str, Any]:
+    return {
+        "commit_id": sha,
+        "path": entry.get("path"),
+        "line": entry.get("line"),
+        "side": entry.get("side") or "RIGHT",
+        "body": body,
+    }
+
+
+def _payload(body: str, marker: str) -> Any:
+    """The JSON of `<!-- <marker> {json} -->` in a comment body, else None (graph's jq `payload`)."""
+    parts = body.split(f"<!-- {marker} ")
+    if len(parts) < 2:
+        return None
+    try:
+        return json.loads(parts[1].split(" -->")[0])
+    except ValueError:
+        return None
+
+
+SPECS = """\
+- name: gh_pr_comment
+  description: 'Post or update a comment on a GitHub pull request. With a marker, finds and edits the
+    comment carrying that marker (embedded as a hidden HTML tag), so plans that each use their own marker
+    keep separate comments on the same PR. Without one, updates the most recent comment by the same user,
+    so repeated runs keep a single comment. Side-effecting.
+
+    '
+  read_only: false
+  input_schema:
+    type: object
+    required:
+    - pr
+    - body
+    properties:
+      pr:
+        type: integer
+        description: Pull request number
+      body:
+        type: string
+        description: Markdown comment body
+      marker:
+        type: string
+        default: ''
+        description: 'Stable identifier embedded in the body as a hidden tag; the next run with the same
+          marker edits that comment. Use one marker per plan (e.g. "graph:pr_review:summary") when several
+          plans comment on the same PR. Omit to edit the token identity''s most recent comment instead.
+
+          '
+- name: gh_pr_inline_comments
+  description: 'Post inline review comments on a pull-request diff, one per entry. Entries with a line
+    anchor to the diff and come back with their comment url; entries without one (or whose anchor the
+    API rejects) come back unchanged. Comments from earlier runs with the same marker are deleted first,
+    so repeated runs refresh in place. Extra entry keys pass through. Side-effecting.
+
+    '
+  read_only: false
+  input_schema:
+    type: object
+    required:
+    - pr
+    - head_sha
+    - marker
+    - comments
+    properties:
+      pr:
+        type: integer
+        description: Pull request number
+      head_sha:
+        type: string
+        description: Commit the comments anchor to — the PR head sha
+      marker:
+        type: string
+        description: 'Stable identifier embedded in every comment as a hidden tag; the next run with the
+          same marker deletes those comments before posting. Use one marker per plan, e.g. "graph:pr_review".
+
+          '
+      comments:
+        type: array
+        description: 'Comment entries. Keys beyond path/line/side/body are ignored for posting but preserved
+          in the output.
+
+          '
+        items:
+          type: object
+          required:
+          - path
+          - body
+          properties:
+            path:
+              type: string
+              description: File path within the diff
+            line:
+              type: integer
+              description: 'Line in the new file; must be part of the diff. Omit when unknown — the entry
+                passes through unposted.
+
+                '
+            side:
+              type: string
+              enum:
+              - LEFT
+              - RIGHT
+              description: Diff side; defaults to RIGHT
+            body:
+              type: string
+              description: Markdown comment body
+  output_schema:
+    type: object
+    properties:
+      comments:
+        type: array
+        description: 'The input entries in order, each with url added when its comment posted; entries
+          without a line, or rejected by the API, come back without one.
+
+          '
+- name: gh_pr_meta
+  description: 'Metadata for a GitHub pull request — title, body, base/head commit shas, state, and author.
+    Use before diffing or reviewing a PR.
+
+    '
+  read_only: true
+  input_schema:
+    type: object
+    required:
+    - pr
+    properties:
+      pr:
+        type: integer
+        description: Pull request number
+  output_schema:
+    type: object
+    properties:
+      title:
+        type: string
+      body:
+        type: string
+      base_sha:
+        type: string
+      head_sha:
+        type: string
+      state:
+        type: string
+      author:
+        type: string
+- name: gh_pr_review_threads
+  description: 'List the review threads a plan previously posted on a pull request, as structured findings.
+    Each thread whose first comment carries the marker''s hidden JSON payload comes back as that payload
+    merged with thread state (open, resolved, declined — resolved-by-poster vs resolved-by-human), thread
+    id, anchor, url, and any human replies. Threads without a parsable payload are skipped and counted.
+    Read-only.
+
+    '
+  read_only: true
+  input_schema:
+    type: object
+    required:
+    - pr
+    - marker
+    properties:
+      pr:
+        type: integer
+        description: Pull request number
+      marker:
+        type: string
+        description: 'Payload tag prefix to look for — the same marker the findings were posted with via
+          gh_pr_thread_sync (e.g. "graph:pr_review:finding"). Only threads whose first comment embeds
+          `<!-- <marker> {json} -->` are returned.
+
+          '
+  output_schema:
+    type: object
+    properties:
+      findings:
+        type: array
+        description: 'One entry per recognized thread — the embedded payload''s keys (label, severity,
+          invariant, file, line, finding, ...) flattened together with thread_id, state (open|resolved|declined),
+          path, line, is_outdated, url, replies ([{author, body}]), reply_count.
+
+          '
+      count:
+        type: integer
+        description: Recognized threads returned
+      open_count:
+        type: integer
+        description: Findings currently open
+      skipped:
+        type: integer
+        description: 'Marker-tagged threads dropped because their payload lacked the required keys.
+
+          '
+      has_findings:
+        type: boolean
+        description: True when findings is non-empty
+- name: gh_pr_thread_sync
+  description: 'Sync inline review threads on a pull request. Posts each new finding as an inline comment
+    embedding the marker''s hidden JSON payload (so gh_pr_review_threads can read it back), and applies
+    per-thread transitions to existing findings — "resolve" and "decline" reply on the thread and resolve
+    it, "none" leaves it untouched. Never deletes open threads or human replies. Returns the entries with
+    urls/applied flags plus lifecycle counts. Side-effecting.
+
+    '
+  read_only: false
+  input_schema:
+    type: object
+    required:
+    - pr
+    - head_sha
+    - marker
+    - creates
+    - threads
+    properties:
+      pr:
+        type: integer
+        description: Pull request number
+      head_sha:
+        type: string
+        description: Commit new comments anchor to — the PR head sha
+      marker:
+        type: string
+        description: 'Payload tag prefix embedded in every new comment as `<!-- <marker> {json} -->`;
+          pass the same marker to gh_pr_review_threads to read the findings back. Use one marker per plan,
+          e.g. "graph:pr_review:finding".
+
+          '
+      creates:
+        type: array
+        description: 'New findings to post as inline comments. Keys beyond path/line/side/body/payload
+          are ignored for posting but preserved in the output.
+
+          '
+        items:
+          type: object
+          required:
+          - path
+          - body
+          - payload
+          properties:
+            path:
+              type: string
+              description: File path within the diff
+            line:
+              type: integer
+              description: 'Line in the new file; must be part of the diff. Omit when unknown — the entry
+                passes through unposted.
+
+                '
+            side:
+              type: string
+              enum:
+              - LEFT
+              - RIGHT
+              description: Diff side; defaults to RIGHT
+            body:
+              type: string
+              description: Markdown comment body
+            payload:
+              type: object
+              description: 'Structured finding embedded as the hidden payload tag — what gh_pr_review_threads
+                returns on later runs. Keep it small and flat (label, severity, file, line, finding, ...).
+
+                '
+      threads:
+        type: array
+        description: 'Existing findings with their decided transitions (from gh_pr_review_threads plus
+          a transition-audit step). Extra keys pass through to the output.
+
+          '
+        items:
+          type: object
+          required:
+          - thread_id
+          - transition
+          properties:
+            thread_id:
+              type: string
+              description: GraphQL review-thread node id
+            transition:
+              type: string
+              enum:
+              - none
+              - resolve
+              - decline
+              description: 'none leaves the thread untouched; resolve and decline both reply with the
+                note and resolve the thread.
+
+                '
+            note:
+              type: string
+              description: 'One-sentence reply posted before resolving; a default is used when empty.
+
+                '
+      sweep_marker:
+        type: string
+        default: ''
+        description: 'Optional migration aid — a legacy delete-and-repost marker (e.g. the one previously
+          used with gh_pr_inline_comments) whose comments are deleted before syncing. Omit in the steady
+          state.
+
+          '
+  output_schema:
+    type: object
+    properties:
+      creates:
+        type: array
+        description: 'The creates entries in order, each with url added when its comment posted; entries
+          without a line, or rejected by the API, come back without one.
+
+          '
+      threads:
+        type: array
+        description: 'The threads entries in order, each with applied (the transition''s API calls succeeded)
+          and transitioned (a non-none transition was applied) added.
+
+          '
+      created_count:
+        type: integer
+        description: New comments actually posted
+      resolved_now_count:
+        type: integer
+        description: Threads resolved this run
+      declined_now_count:
+        type: integer
+        description: Threads declined (and resolved) this run
+      still_open_count:
+        type: integer
+        description: Threads left open
+        including failed transitions: null
+      transitions_count:
+        type: integer
+        description: Threads whose transition applied
+      has_creates:
+        type: boolean
+        description: True when creates is non-empty
+      has_transitions:
+        type: boolean
+        description: True when any transition applied
+- name: gh_pr_ticket
+  description: 'Extract a ticket identifier (e.g. LN-1234) from a pull request''s head branch name, title,
+    or body — scanned in that order, first match wins, normalized to uppercase-with-dash form. Deterministic
+    regex extraction, no LLM call. Returns {found, ticket, source} with every field always present; a
+    PR without a ticket is {found: false, ticket: null, source: null}, not an error.
+
+    '
+  read_only: true
+  input_schema:
+    type: object
+    required:
+    - pr
+    properties:
+      pr:
+        type: integer
+        description: Pull request number
+      pattern:
+        type: string
+        default: \\b[A-Za-z]{2,6}[- ][0-9]+\\b
+        description: 'POSIX extended regex the ticket ID must match; the default matches common tracker
+          forms like LN-1234 and "LN 1234". A separator (dash or space) is required between letters and
+          digits, so glued words like arm64, utf8, and sha256 do not false-match. Override with a project-specific
+          prefix (e.g. "PROJ-[0-9]+") for tighter matching, or drop the separator if your tracker uses
+          a glued form.
+
+          '
+  output_schema:
+    type: object
+    properties:
+      found:
+        type: boolean
+      ticket:
+        type:
+        - string
+        - 'null'
+        description: Normalized uppercase-with-dash ID
+        null when not found: null
+      source:
+        type:
+        - string
+        - 'null'
+        description: Where the match came from — branch
+        title: null
+        or body; null when not found: null
+- name: gh_release
+  description: 'Metadata for a GitHub release — tag, title, generated notes body, url, publication date
+    — plus previous_tag, the tag of the release published before it. Omit `tag` for the latest release.
+    Use before summarizing a release: previous_tag is the base ref for a git_log or git_diff over the
+    range that shipped. previous_tag is null on the first release, so gate on it before diffing. Needs
+    gh and a checkout whose origin points at the repository.
+
+    '
+  read_only: true
+  input_schema:
+    type: object
+    properties:
+      tag:
+        type: string
+        default: ''
+        description: 'Release tag to read (e.g. "v1.4.0"); "" for the latest release. In a release-triggered
+          workflow this is the tag that fired it.
+
+          '
+      include_prereleases:
+        type: boolean
+        default: false
+        description: 'Whether prereleases count when resolving previous_tag. Default false — a stable
+          release''s previous_tag is the last stable release, so the summary covers everything since users
+          last saw a release. Set true to diff against the immediately preceding prerelease instead. Never
+          affects which release `tag` resolves to.
+
+          '
+  output_schema:
+    type: object
+    properties:
+      tag:
+        type: string
+        description: The release's tag
+      name:
+        type: string
+        description: Release title; "" when untitled
+      body:
+        type: string
+        description: Release notes markdown (GitHub's generated notes when that is how the release was
+          made); "" when empty
+      url:
+        type: string
+        description: HTML url of the release page
+      published_at:
+        type:
+        - string
+        - 'null'
+        description: ISO 8601 publication time; null for a draft
+      author:
+        type:
+        - string
+        - 'null'
+        description: Login of the release author
+      is_prerelease:
+        type: boolean
+      is_draft:
+        type: boolean
+      target:
+        type:
+        - string
+        - 'null'
+        description: Target commitish (branch or sha) the tag was cut from
+      previous_tag:
+        type:
+        - string
+        - 'null'
+        description: 'Tag of the release published before this one — the base ref for a git_log or git_diff
+          over what shipped. null when this is the first release (or a draft); gate on it before diffing.
+
+          '
+"""

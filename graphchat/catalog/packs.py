@@ -1,0 +1,68 @@
+"""Builtin tool packs (graph's `builtin__` namespace): which ones a workspace has on.
+
+`data` (builtin__reshape) is always on (`builtin__infer`, graph's `llm` pack, is a native tool);
+`git` and `github` are enabled with `tools: {packs: [...]}` in graphchat.yaml. As in graph,
+whose `github` pack carries the git tools too, enabling `github` also enables `git`.
+Each pack module describes its tools with graph's own pack documents (name, description,
+schemas, read_only), so plans and planners see the same contract.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from graphchat.catalog.base import ToolSource, ToolSpec
+
+if TYPE_CHECKING:
+    from graphchat.workspace import Settings
+
+PREFIX = "builtin__"
+
+
+def enabled_packs(settings: Settings) -> list[str]:
+    packs = list(getattr(settings, "packs", ()) or ())
+    if "github" in packs and "git" not in packs:
+        packs.insert(packs.index("github"), "git")
+    return packs
+
+
+def pack_sources(settings: Settings) -> list[ToolSource]:
+    """The sources of the always-on pack and of every enabled one, in that order."""
+    from graphchat.catalog.data_pack import DataPackSource
+
+    sources: list[ToolSource] = [DataPackSource()]
+    packs = enabled_packs(settings)
+    if "git" in packs:
+        from graphchat.catalog.git_pack import GitPackSource
+
+        sources.append(GitPackSource(settings))
+    if "github" in packs:
+        from graphchat.catalog.github_pack import GithubPackSource
+
+        sources.append(GithubPackSource(settings))
+    return sources
+
+
+@cache
+def _parsed(text: str) -> list[dict[str, Any]]:
+    import yaml
+
+    return list(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+
+
+def pack_specs(text: str, pack: str) -> list[ToolSpec]:
+    """ToolSpecs of a pack from its documents (a YAML list of {name, description, ...})."""
+    specs = []
+    for doc in _parsed(text):
+        specs.append(
+            ToolSpec(
+                name=PREFIX + doc["name"],
+                description=str(doc.get("description", "")).strip(),
+                input_schema=doc.get("input_schema") or {"type": "object", "properties": {}},
+                source=f"builtin:{pack}",
+                family="read" if doc.get("read_only", True) else "write",
+                output_schema=doc.get("output_schema"),
+            )
+        )
+    return specs
