@@ -18,12 +18,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the most recent thread",
+    )
+    p.add_argument(
         "--thread",
         nargs="?",
         const="",
         default=None,
         metavar="ID",
-        help="continue a thread (the latest one when no ID is given)",
+        help="continue thread ID (a bare --thread continues the most recent one, like -c)",
     )
     p.add_argument("--model", metavar="M", help="model for this session (litellm model string)")
     p.add_argument("--yes", action="store_true", help="approve every sensitive tool call for this session")
@@ -38,6 +45,12 @@ def run(args: argparse.Namespace) -> int:
 
     from graphchat.errors import EXIT_USAGE, GraphchatError
 
+    if args.continue_latest:
+        if args.thread:
+            raise GraphchatError(
+                "-c continues the latest thread; it cannot be used with --thread ID", EXIT_USAGE
+            )
+        args.thread = ""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise GraphchatError(
             "chat needs a terminal", EXIT_USAGE, hint='for scripts use `graphchat ask "…"` (or pipe into it)'
