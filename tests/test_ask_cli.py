@@ -326,3 +326,21 @@ def test_continue_flag_and_a_message_taken_for_a_thread_id(
     assert "there is no thread 'and the docs?'" in wrong.stderr
     assert "graphchat ask -c 'and the docs?'" in wrong.stderr
     assert len(model_server.requests) == 2  # nothing was sent
+
+
+def test_a_settable_system_prompt_reaches_the_model_first(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    """Issue 11 point 13: settings.system_prompt (or _file) for ask and chat; never stored."""
+    (workspace / "voice.md").write_text("Answer like a pirate.")
+    (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: voice.md\n")
+    model_server.push({"text": "arr"})
+    done = graphchat("ask", "hi", env=env_for(model_server))
+    assert (done.returncode, done.stdout) == (0, "arr"), done.stderr
+    first = model_server.requests[-1]["messages"][0]
+    assert first == {"role": "system", "content": "Answer like a pirate."}
+    assert "pirate" not in (workspace / "threads" / only_thread(workspace) / "messages.jsonl").read_text()
+    (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: nowhere.md\n")
+    missing = graphchat("ask", "hi", env=env_for(model_server))
+    assert missing.returncode == 2
+    assert "graphchat.yaml:2: settings.system_prompt_file: cannot read" in missing.stderr
