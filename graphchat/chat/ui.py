@@ -75,6 +75,7 @@ class ChatUI:
         self,
         *,
         history_path: Path | None = None,
+        completer: Any = None,
         console: Any = None,
         pt_input: Any = None,
         pt_output: Any = None,
@@ -92,6 +93,8 @@ class ChatUI:
         self.prompt_session: Any = PromptSession(
             history=history,
             key_bindings=make_key_bindings(),
+            completer=completer,
+            complete_while_typing=False,  # Tab asks; typing a message is never interrupted
             prompt_continuation=lambda width, line_no, wrap: "." * (width - 1) + " ",
             input=pt_input,
             output=pt_output,
