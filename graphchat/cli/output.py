@@ -62,10 +62,13 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
         if path.endswith((".yaml", ".yml")):
             import yaml
 
+            from graphchat.yamlfile import parse_yaml
+
             try:
-                return yaml.safe_load(text)
+                return parse_yaml(text)[1]
             except yaml.YAMLError as exc:
-                raise GraphchatError(f"{what} {arg}: invalid YAML: {exc}", 2) from None
+                why = getattr(exc, "problem", None) or exc
+                raise GraphchatError(f"{what} {arg}: invalid YAML: {why}", 2) from None
         return parse_json_document(text, f"{what} {arg}")
     return parse_json_document(arg, what)
 

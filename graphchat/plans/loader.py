@@ -79,10 +79,10 @@ def load_plan_text(text: str, source: str, *, path: Path | None = None) -> Plan:
     """Parse YAML text (safe loader only) and check it as a plan."""
     import yaml
 
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from graphchat.yamlfile import parse_yaml
+
     try:
-        node = yaml.compose(text, Loader=loader_cls)
-        data = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a safe loader class
+        node, data = parse_yaml(text)  # one parse; alias bombs refused
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}: " if mark else ""
