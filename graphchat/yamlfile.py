@@ -119,14 +119,29 @@ class YamlDoc:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
+def read_utf8(path: Path) -> str:
+    """A text file's content; not UTF-8 is a ValueError `<file>:<line>: not UTF-8 text (…)`."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save the file as UTF-8"
+        ) from None
+
+
 def load_yaml_file(path: Path) -> YamlDoc:
     """safe-load a YAML file; unreadable or invalid is one ConfigError line `<file>:<line>: …`."""
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_utf8(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         node, data = parse_yaml(text)
     except yaml.MarkedYAMLError as exc:

@@ -32,6 +32,29 @@ def print_json(value: Any, *, pretty: bool = True) -> None:
     sys.stdout.flush()
 
 
+def read_piped_text(stream: Any = None, what: str = "piped stdin") -> str:
+    """All of a piped stream as text (newlines normalized, as text mode reads them). Binary
+    data (a NUL byte, or bytes that are not UTF-8) is a usage error naming where it starts."""
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+
+    stream = sys.stdin if stream is None else stream
+    buffer = getattr(stream, "buffer", None)
+    raw = buffer.read() if buffer is not None else stream.read()
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    bad = raw.find(b"\0")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.start if bad < 0 else min(bad, exc.start)
+    if bad >= 0:
+        raise GraphchatError(
+            f"{what} is binary data, not UTF-8 text (byte {bad}); pipe text, e.g. through `strings` or `base64`",
+            EXIT_USAGE,
+        )
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def parse_json_document(text: str, source: str) -> Any:
     """Parse a JSON (or YAML) document given on the command line, naming `source` on error."""
     import orjson
@@ -51,7 +74,7 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
     if arg is None:
         return None
     if arg == "-":
-        return parse_json_document(sys.stdin.read() or "null", f"{what} from stdin")
+        return parse_json_document(read_piped_text(what=f"{what} from stdin") or "null", f"{what} from stdin")
     if arg.startswith("@"):
         path = arg[1:]
         try:
@@ -59,6 +82,8 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
                 text = handle.read()
         except OSError as exc:
             raise GraphchatError(f"{what} {arg}: cannot read: {exc.strerror}", 2) from None
+        except UnicodeDecodeError as exc:
+            raise GraphchatError(f"{what} {arg}: not UTF-8 text (offset {exc.start})", 2) from None
         if path.endswith((".yaml", ".yml")):
             import yaml
 

@@ -72,6 +72,8 @@ def load_plan(path: Path) -> Plan:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PlanLoadError(source, [f"{source}: file: cannot read: {exc.strerror}"]) from None
+    except UnicodeDecodeError as exc:
+        raise PlanLoadError(source, [f"{source}: file: not UTF-8 text (offset {exc.start})"]) from None
     return load_plan_text(text, source, path=path)
 
 
