@@ -7,6 +7,9 @@ from typing import Any
 
 
 def report_error(message: str, hint: str | None = None) -> None:
+    from graphchat.threads.redact import Redactor, environment_secrets
+
+    message = Redactor(environment_secrets(None)).text(message)  # a provider may echo the key
     sys.stderr.write(f"error: {message}\n")
     if hint:
         sys.stderr.write(f"  {hint}\n")
