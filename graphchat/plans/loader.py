@@ -285,6 +285,10 @@ class _Loader:
             not isinstance(required, list) or not all(isinstance(r, str) for r in required)
         ):
             self.plan_problem("input_schema", "`required` must be a list of property names")
+        from graphchat.jsonschema_util import refusal
+
+        if (why := refusal(schema)) is not None:  # issue 10: never fetched, so refused up front
+            self.plan_problem("input_schema", why)
 
     def load_solver(self, raw: Any) -> Solver | None:
         if not isinstance(raw, Mapping):
@@ -718,6 +722,11 @@ class _Loader:
             report("output_schema", "must have `type: object` or declare `properties`")
         elif "properties" in schema and not isinstance(schema["properties"], Mapping):
             report("output_schema", "`properties` must be a mapping")
+        else:
+            from graphchat.jsonschema_util import refusal
+
+            if (why := refusal(schema)) is not None:  # issue 10: never fetched, so refused up front
+                report("output_schema", why)
         if "tools" in spec:
             tools = spec["tools"]
             if not isinstance(tools, list):

@@ -90,8 +90,12 @@ def test_plan_agent_output_schema_with_a_file_ref_is_refused(
     )
     model_server.push({"json": {"x": 1}}, {"json": {"x": 1}})
     done = graphchat("plan", "run", "agentic", env=model_server.env(), timeout=60)
-    assert done.returncode != 0, done.stderr
-    assert ref in one_line_error(done.stderr)
+    assert done.returncode == 1, done.stderr
+    assert "agentic.yaml" in one_line_error(done.stderr)  # the plan does not load, naming …
+    assert ref in done.stderr and "refused" in done.stderr  # … the reference
+    assert model_server.requests == []
+    validated = graphchat("plan", "validate", timeout=60)
+    assert validated.returncode == 1 and ref in validated.stderr + validated.stdout
 
 
 def test_mcp_tool_input_schema_with_a_remote_ref_is_refused_without_fetching(
@@ -174,3 +178,20 @@ def test_a_schema_nested_beyond_the_limit_is_refused_not_a_crash() -> None:
     for _ in range(1000):
         schema = {"type": "object", "properties": {"a": schema}}
     assert "nests deeper than" in (first_error(schema, {}) or "")
+
+
+def test_a_plan_input_schema_with_a_remote_ref_does_not_load(
+    graphchat: GraphchatRunner, workspace: Path
+) -> None:
+    with tripwire() as wire:
+        ref = f"{wire.url}/input.json"
+        (workspace / "plans" / "remote_input.yaml").write_text(
+            "identifier: remote_input\nname: R\ndescription: remote input schema\n"
+            f"input_schema: {{type: object, properties: {{a: {{$ref: '{ref}'}}}}}}\n"
+            "steps:\n  - id: E0\n    tool_name: filter\n    input: {over: [1], where: {value: '{{item}}', op: gt, to: 0}}\n"
+        )
+        listed = graphchat("plan", "list", timeout=60)
+        ran = graphchat("plan", "run", "remote_input", "--input", "a=1", timeout=60)
+        assert wire.hits == []
+    assert listed.returncode == 0 and ref in listed.stderr, listed.stderr
+    assert ran.returncode == 1 and ref in ran.stderr, ran.stderr
