@@ -346,8 +346,11 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
     schema = spec.input_schema
     if not schema:
         return None
-    from graphchat.jsonschema_util import first_error
+    from graphchat.jsonschema_util import first_error, schema_refusal
 
+    refused = schema_refusal(schema)
+    if refused is not None:
+        return f"{spec.name} cannot be called: its input schema {refused}"
     error = first_error(schema, arguments)
     if error is None:
         return None

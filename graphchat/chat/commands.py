@@ -44,9 +44,9 @@ async def _help(app: ChatApp, arg: str) -> bool:
 
 
 async def _tools(app: ChatApp, arg: str) -> bool:
-    from rich.text import Text
-
     from fnmatch import fnmatchcase
+
+    from rich.text import Text
 
     await app.tools_ready()
     specs = sorted((s for s in app.catalog.list() if s.source != "control"), key=lambda s: s.name)

@@ -53,7 +53,9 @@ def _message_with_stdin(message: str) -> str:
     stdin = sys.stdin
     if stdin is None or stdin.closed or stdin.isatty():
         return message
-    data = stdin.read()
+    from graphchat.cli.output import read_piped_text
+
+    data = read_piped_text(stdin)  # binary input: a usage error before anything is written
     if not data.strip():
         return message
     if not message.strip():  # `… | graphchat ask ""`: the piped text is the question
