@@ -60,7 +60,7 @@ def test_an_error_line_echoing_the_key_is_redacted(
     model_server.push({"error": 401, "message": f"Incorrect API key provided: {SECRET}"})
     env = {**model_server.env(), "GRAPHCHAT_API_KEY": SECRET}
     done = graphchat("ask", "hi", env=env)
-    assert done.returncode == 1
+    assert done.returncode == 2  # a rejected key is a configuration mistake (issue 11 point 4)
     assert "401" in done.stderr and "[redacted]" in done.stderr
     assert SECRET not in done.stderr and SECRET not in done.stdout
 
