@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--answers",
         metavar="F",
-        help="answer questions from a YAML/JSON map; others are asked on the terminal",
+        help="answer questions from a YAML/JSON map whose keys are a question's exact text "
+        "(or a plan ask step's id); others are asked on the terminal",
     )
     parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     parser.set_defaults(func=run)

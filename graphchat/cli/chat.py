@@ -35,7 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", metavar="M", help="model for this session (litellm model string)")
     p.add_argument("--yes", action="store_true", help="approve every sensitive tool call for this session")
     p.add_argument(
-        "--answers", metavar="F", help="answer questions from a YAML/JSON map; others are asked inline"
+        "--answers",
+        metavar="F",
+        help="answer questions from a YAML/JSON map whose keys are a question's exact text "
+        "(or a plan ask step's id); others are asked inline",
     )
     p.set_defaults(func=run)
 
