@@ -195,6 +195,7 @@ class TerminalSink(EventSink):
             color = tty and "NO_COLOR" not in os.environ
         self.color = color
         self.quiet = quiet
+        self.error_details = True  # `✗ tool 0.3s <message>`; off when the command prints the error itself
         self._lock = threading.Lock()
         if spinner is None:
             spinner = tty and not quiet and os.environ.get("TERM") != "dumb"
@@ -241,9 +242,8 @@ class TerminalSink(EventSink):
         elif event == "tool_finished" and not self.quiet:
             secs = f"{f['ms'] / 1000:.1f}s"
             if f.get("is_error"):
-                self._line(
-                    self._paint(f"✗ {f['tool']} {secs} {_short(f.get('message') or 'failed', 160)}", "31")
-                )
+                detail = f" {_short(f.get('message') or 'failed', 160)}" if self.error_details else ""
+                self._line(self._paint(f"✗ {f['tool']} {secs}{detail}", "31"))
             else:
                 self._line(self._paint(f"✓ {f['tool']} {secs}", "32"))
         elif event == "step_started" and not self.quiet:

@@ -253,3 +253,11 @@ def test_ctrl_c_during_a_call_leaves_no_server_process(workspace: Path, graphcha
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=15) == 130
     assert not alive(server_pid[0])
+
+
+def test_tools_call_prints_an_error_once(workspace: Path, graphchat: GraphchatRunner) -> None:
+    """Issue 11 point 14: the ✗ activity line and the error line do not repeat the message."""
+    done = graphchat("tools", "call", "builtin__infer", "--input", "x=1")
+    assert done.returncode == 1
+    assert done.stderr.count("'instruction' is a required property") == 1, done.stderr
+    assert done.stderr.splitlines()[0].startswith("✗ builtin__infer")

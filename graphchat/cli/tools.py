@@ -261,7 +261,12 @@ def run_call(args: argparse.Namespace) -> int:
 
     arguments = apply_input_flags(read_document_arg(args.input, what="tool input"), args.pairs)
     settings = load_settings(getattr(args, "home", None))
-    host = open_host(settings, record_shapes=True)
+    from graphchat.events import TerminalSink, sink_for_environment
+
+    events = sink_for_environment()
+    if isinstance(events, TerminalSink):
+        events.error_details = False  # the error line below says it in full
+    host = open_host(settings, events=events, record_shapes=True)
     ctx = host.context(surface="cli", assume_yes=args.yes)
 
     async def main() -> Any:
@@ -276,7 +281,7 @@ def run_call(args: argparse.Namespace) -> int:
         print_json({"value": result.value, "is_error": result.is_error, "ms": round(result.ms, 1)})
         return 1 if result.is_error else 0
     if result.is_error:
-        report_error(result.error_message)
+        report_error(result.error_message)  # the `✗ tool` line left it out: said once, in full
         return 1
     if isinstance(result.value, str):
         sys.stdout.write(result.value + ("" if result.value.endswith("\n") else "\n"))
