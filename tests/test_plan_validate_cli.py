@@ -299,3 +299,21 @@ def test_plan_problems_carry_file_and_line(workspace: Path, graphchat: Graphchat
     assert run.returncode == 1 and f"{path}:12: step E1: input.concurrency" in run.stderr
     as_json = json.loads(graphchat("plan", "validate", "bad", "--json").stdout)
     assert as_json["plans"][0]["problems"][0].startswith("step E1: input.concurrency")  # JSON: as before
+
+
+def test_lists_fit_the_terminal_and_print_no_full_paths(reference_ws: Path) -> None:
+    """Issue 11 point 14: `plan list` and `tools list` on an 80-column terminal."""
+    pexpect = pytest.importorskip("pexpect")
+    for args in (["plan", "list"], ["tools", "list"]):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "graphchat", "--home", str(reference_ws), *args],
+            env=clean_env({"NO_COLOR": "1", "GRAPHCHAT_TEST_TOOLS": "1"}, reference_ws.parent),
+            cwd=str(reference_ws), dimensions=(30, 80), encoding="utf-8", timeout=60,
+        )  # fmt: skip
+        rows = [r for r in child.read().replace("\r\n", "\n").splitlines() if r.strip()]
+        child.close()
+        listed = [r for r in rows if not r.startswith(("warning", "starting", "✗", "note"))]
+        assert listed, rows
+        assert all(len(r) <= 80 for r in listed), listed
+        assert not any(str(reference_ws) in r for r in listed), listed

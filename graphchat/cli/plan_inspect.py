@@ -86,6 +86,15 @@ def _one_line(text: str, limit: int = 80) -> str:
 # --- list --------------------------------------------------------------------------------------
 
 
+def _columns() -> int | None:
+    """The terminal's width when stdout is one (rows are fitted to it), else None (no cut)."""
+    if not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns
+
+
 def run_list(args: argparse.Namespace) -> int:
     from graphchat.cli.output import print_json
     from graphchat.plans.discovery import discover, relative_problems
@@ -106,10 +115,16 @@ def run_list(args: argparse.Namespace) -> int:
         sys.stderr.write(f"no plans in {settings.plans_dir}\n")
         return 0
     width = max((len(p.identifier) for p in plans), default=0)
+    columns = _columns()
     for plan in plans:
-        sys.stdout.write(
-            f"{plan.identifier:<{width}}  {plan.finish:<6}  {plan.name} — {_one_line(plan.description)}  ({plan.path})\n"
+        # the file only when its name is not the identifier (the folder is plans/, always)
+        where = "" if plan.path is None or plan.path.stem == plan.identifier else f"  ({plan.path.name})"
+        line = (
+            f"{plan.identifier:<{width}}  {plan.finish:<6}  {plan.name} — {_one_line(plan.description, 200)}"
         )
+        if columns is not None and len(line) + len(where) > columns:  # a terminal: one row a plan
+            line = line[: max(columns - len(where) - 1, width + 10)] + "…"
+        sys.stdout.write(line + where + "\n")
     # Skipped files are warnings (stderr): stdout stays the list of plans a script can read.
     for entry in failed:
         count = len(entry["problems"])

@@ -134,6 +134,11 @@ def run_list(args: argparse.Namespace) -> int:
         f"{r['name']:<{width}}  {r['source']:<{src_width}}  {r['family']:<11}  {_first_line(r['description'])}"
         for r in rows
     ]
+    if sys.stdout.isatty():  # a terminal: one row a tool, cut to its width
+        import shutil
+
+        columns = shutil.get_terminal_size((100, 24)).columns
+        lines = [line if len(line) <= columns else line[: columns - 1] + "…" for line in lines]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
