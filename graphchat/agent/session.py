@@ -154,7 +154,7 @@ class Session:
                 stream=self.stream,
             )
         except asyncio.CancelledError:
-            self._close_failed(thread, "interrupted (Ctrl-C)", llm, before, extra_usage)
+            self._close_failed(thread, "interrupted (Ctrl-C)", llm, before, extra_usage, interrupted=True)
             raise
         except GraphchatError as exc:
             self._close_failed(thread, exc.message, llm, before, extra_usage)
@@ -173,10 +173,19 @@ class Session:
         self._usage = self._usage + usage
         return usage
 
-    def _close_failed(self, thread: Thread, error: str, llm: LLM, before: Usage, extra: list[Usage]) -> None:
+    def _close_failed(
+        self,
+        thread: Thread,
+        error: str,
+        llm: LLM,
+        before: Usage,
+        extra: list[Usage],
+        *,
+        interrupted: bool = False,
+    ) -> None:
         self._spent(llm, before, extra)
         try:
-            thread.append(dict(ev.turn_failed(error)))
+            thread.append(dict(ev.turn_failed(error, interrupted=interrupted)))
         except OSError:  # the turn's failure matters more than its record
             pass
 
