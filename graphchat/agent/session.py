@@ -8,6 +8,7 @@ runs the loop with every event appended as it happens, and closes with `turn_end
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,7 @@ class Session:
         self._llm: LLM | None = None
         self._usage = Usage()
         self.stream = True  # False: plain (non-streaming) model calls, e.g. `ask --no-stream`
+        self.wait_for_thread = True  # False: a thread busy with another process's turn is an error
         self.model_config()  # fail early (exit 2) when no model is configured
 
     # -- thread ----------------------------------------------------------------------------------
@@ -118,11 +120,29 @@ class Session:
         on_text: Callable[[str], None] | None = None,
         on_tools: Callable[[str], None] | None = None,
     ) -> TurnResult:
+        thread = self.thread
+        # One turn at a time a thread, across processes: held from the user's message (and the
+        # replay it starts) to the turn's closing event.
+        async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
+            return await self._turn(thread, message, on_text, on_tools)
+
+    def _say(self, message: str) -> None:
+        if self.events is not None:
+            self.events.info(message)
+        else:
+            print(message, file=sys.stderr, flush=True)
+
+    async def _turn(
+        self,
+        thread: Thread,
+        message: str,
+        on_text: Callable[[str], None] | None,
+        on_tools: Callable[[str], None] | None,
+    ) -> TurnResult:
         from graphchat.agent.loop import run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
 
-        thread = self.thread
         thread.append(dict(ev.user(message)))
         llm = self.llm()
         before = llm.usage

@@ -33,6 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-stream", action="store_true", help="print the answer once it is complete")
     parser.add_argument("--answers", metavar="F", help="answers to questions, from a YAML/JSON file")
     parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="fail at once if another process is running a turn on the thread",
+    )
     parser.set_defaults(func=run)
 
 
@@ -98,6 +103,7 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             assume_yes=args.yes,
         )
         session.stream = not args.no_stream
+        session.wait_for_thread = not args.no_wait
         await _warm_up_servers(catalog, events)
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None
