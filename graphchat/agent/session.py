@@ -174,7 +174,11 @@ class Session:
                 stream=self.stream,
             )
         except asyncio.CancelledError:
-            self._close_failed(thread, "interrupted (Ctrl-C)", llm, before, extra_usage, interrupted=True)
+            from graphchat.interrupts import reason
+
+            self._close_failed(
+                thread, f"interrupted ({reason()})", llm, before, extra_usage, interrupted=True
+            )
             raise
         except GraphchatError as exc:
             self._close_failed(thread, exc.message, llm, before, extra_usage)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.mcp_config import ServerConfig, load_servers
+from graphchat.catalog.process_groups import server_groups
 
 if TYPE_CHECKING:
     import asyncio
@@ -287,6 +288,7 @@ class Connection:
         try:
             expanded = self.config.expanded()  # an unset ${VAR}: fail before any process/request
             async with AsyncExitStack() as stack:
+                stack.enter_context(server_groups())  # last out: kills what the server left behind
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 if log_path.exists() and log_path.stat().st_size > LOG_MAX_BYTES:
                     log_path.unlink()

@@ -54,9 +54,11 @@ def _global_options_everywhere(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from graphchat import interrupts
     from graphchat.cli.output import report_error
-    from graphchat.errors import EXIT_INTERRUPTED, EXIT_USAGE, GraphchatError
+    from graphchat.errors import EXIT_USAGE, GraphchatError
 
+    interrupts.install()  # SIGTERM and SIGHUP: like Ctrl-C (cancel, record, stop servers)
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
@@ -81,8 +83,12 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("\ninterrupted\n")
-        return EXIT_INTERRUPTED
+        sys.stderr.write(
+            "\ninterrupted\n"
+            if interrupts.reason() == "Ctrl-C"
+            else f"\ninterrupted ({interrupts.reason()})\n"
+        )
+        return interrupts.exit_code()
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a traceback
         try:
