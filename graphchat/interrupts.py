@@ -37,6 +37,11 @@ def install() -> None:
             pass
 
 
+def received() -> bool:
+    """Whether SIGTERM or SIGHUP has come: the process is ending because of it."""
+    return bool(_received)
+
+
 def reason() -> str:
     """What interrupted the process: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
     return signal.Signals(_received[0]).name if _received else "Ctrl-C"

@@ -23,9 +23,9 @@ def _note_spawns() -> None:
     """Wrap the SDK's spawn once, so the connection being made learns its server's pid."""
     import mcp.client.stdio as sdk
 
-    spawn = sdk._create_platform_compatible_process
-    if getattr(spawn, "graphchat_noted", False):
-        return
+    spawn = getattr(sdk, "_create_platform_compatible_process", None)
+    if spawn is None or getattr(spawn, "graphchat_noted", False):
+        return  # (an SDK without that spawn function: its own group kill is all there is)
 
     async def noted(*args: Any, **kwargs: Any) -> Any:
         process = await spawn(*args, **kwargs)

@@ -83,11 +83,11 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write(
-            "\ninterrupted\n"
-            if interrupts.reason() == "Ctrl-C"
-            else f"\ninterrupted ({interrupts.reason()})\n"
-        )
+        said = "" if interrupts.reason() == "Ctrl-C" else f" ({interrupts.reason()})"
+        try:
+            sys.stderr.write(f"\ninterrupted{said}\n")
+        except OSError:  # SIGHUP: the terminal is gone
+            pass
         return interrupts.exit_code()
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a traceback
@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:
+        if interrupts.received():  # ending on SIGTERM/SIGHUP: a failure on the way out (its
+            return interrupts.exit_code()  # terminal gone) does not change why it ended
         if debug:
             import traceback
 

@@ -114,3 +114,41 @@ def test_a_server_exiting_on_eof_does_not_leave_its_children_running(
         for pid in pids.values():
             if alive(pid):
                 subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def test_chat_whose_terminal_closes_mid_turn_records_the_turn_and_exits_129(
+    model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    """Closing the terminal sends SIGHUP; the chat's screen is gone by the time it cleans up."""
+    import pexpect
+
+    model_server.push({"tool_calls": [{"name": "debug__sleep", "arguments": {"seconds": 600, "label": "x"}}]})
+    env = clean_env(
+        {**model_server.env(), "TERM": "xterm-256color", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1",
+         "GRAPHCHAT_TEST_TOOLS": "1"},
+        workspace.parent,
+    )  # fmt: skip
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "chat"],
+        env=env,
+        cwd=str(workspace),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=60,
+    )
+    try:
+        child.expect_exact("you>")
+        child.sendline("sleep a while")
+        child.expect_exact("debug__sleep")  # the tool is running
+        child.ptyproc.fileobj.close()  # the terminal goes away
+        child.wait()
+    finally:
+        if child.isalive():
+            child.kill(signal.SIGKILL)
+            child.wait()
+    assert (child.exitstatus, child.signalstatus) == (129, None)
+    [thread] = [p for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]
+    events = [json.loads(line) for line in (thread / "messages.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in events] == ["user", "assistant", "tool_result", "turn_failed"]
+    assert events[3]["interrupted"] is True and "SIGHUP" in events[3]["error"]
