@@ -187,7 +187,8 @@ def test_ctrl_c_during_a_slow_tool_exits_130_and_keeps_what_completed(
     assert "Traceback" not in stderr
     events = thread_events(workspace, only_thread(workspace))
     assert [e["kind"] for e in events] == ["user", "assistant", "tool_result", "tool_result", "turn_failed"]
-    slow, quick = events[2], events[3]
+    results = {e["tool_call_id"]: e for e in events[2:4]}  # recorded as they finish, by call id
+    slow, quick = (results[c["id"]] for c in events[1]["tool_calls"])
     assert slow["is_error"] and "cancelled" in slow["content"]
     assert not quick["is_error"] and json.loads(quick["content"])["label"] == "quick"
     assert len(model_server.requests) == 1

@@ -170,12 +170,15 @@ def test_ctrl_c_cancels_a_slow_tool_and_the_session_goes_on(
     out = leave(child)
     assert "⏹ turn cancelled" in out
     assert len(model_server.requests) == 2  # the cancelled turn sent nothing more
-    # the cancelled turn stays on disk for the record, but is not sent to the model again
+    # the cancelled turn is recorded as interrupted, and the model is told of it (issue 10 point 9):
+    # the message, the call, and that the call was cancelled
     kinds = [(e["kind"], e.get("content")) for e in thread_events(workspace)]
     assert kinds[0] == ("user", "run the slow tool")
     assert any(kind == "turn_failed" for kind, _ in kinds)
     assert kinds[-1][0] == "turn_end"
-    assert user_messages(model_server.requests[1]) == ["are you there?"]
+    assert user_messages(model_server.requests[1]) == ["run the slow tool", "are you there?"]
+    [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert "cancelled" in tool_message["content"]
 
 
 def test_quit_prints_the_resume_hint(chat: Spawn, model_server: ScriptedModelServer, workspace: Path) -> None:

@@ -1,8 +1,10 @@
 """The tool-calling loop: rounds of model call → all tool calls at once → results in call order.
 
 Used by `ask`, `chat` and the plan `agent` step alike. Tools are reached only through
-`Catalog.call`. Cancellation (Ctrl-C) cancels the model call and the in-flight tools; results
-that completed are still recorded, in call order, so the thread keeps them.
+`Catalog.call`. Each result is recorded in the thread the moment its call finishes (a process
+killed mid-round loses only the calls still running); cancellation (Ctrl-C, SIGTERM) cancels the
+model call and the in-flight tools and records those as cancelled. The replay pairs results with
+their calls by call id (graphchat.threads.replay).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from graphchat.llm.client import LLM
 
 Record = Callable[[dict[str, Any]], None]
-CANCELLED_MESSAGE = "cancelled (Ctrl-C) before it finished"
+CANCELLED_MESSAGE = "cancelled before it finished (the turn was interrupted: Ctrl-C or a signal)"
 
 
 @dataclass
@@ -73,28 +75,34 @@ def _result_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:
 async def run_tool_round(
     catalog: Catalog, calls: list[ToolCall], ctx: CallContext, record: Record | None = None
 ) -> list[ToolResult]:
-    """Run every call at once (one task each); record results in call order as each one's turn comes.
+    """Run every call at once (one task each); record each result as soon as it finishes.
 
-    One failing call never cancels the others. On cancellation the in-flight calls are cancelled
-    and every call not yet recorded is recorded in order: its result if it completed, else a
-    "cancelled" error — positions stay aligned with the calls (replay pairs them by position).
+    One failing call never cancels the others. Returns the results in call order. On
+    cancellation the in-flight calls are cancelled, and each call not yet recorded is recorded:
+    its result if it completed meanwhile, else a "cancelled" error.
     """
     tasks = [asyncio.create_task(_call_one(catalog, call, ctx), name=f"tool:{call.name}") for call in calls]
-    results: list[ToolResult] = []
+    position = {task: k for k, task in enumerate(tasks)}
+    results: dict[int, ToolResult] = {}
     try:
-        for call, task in zip(calls, tasks, strict=True):
-            result = await task
-            results.append(result)
-            if record is not None:
-                record(_result_event(call, result))
-        return results
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=position.__getitem__):
+                k = position[task]
+                results[k] = task.result()
+                if record is not None:
+                    record(_result_event(calls[k], results[k]))
+        return [results[k] for k in range(len(calls))]
     except BaseException:
         for task in tasks:
             if not task.done():
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if record is not None:
-            for call, task in list(zip(calls, tasks, strict=True))[len(results) :]:
+            for k, (call, task) in enumerate(zip(calls, tasks, strict=True)):
+                if k in results:
+                    continue
                 if task.cancelled() or task.exception() is not None:
                     result = ToolResult.error(CANCELLED_MESSAGE)
                 else:

@@ -8,6 +8,7 @@ runs the loop with every event appended as it happens, and closes with `turn_end
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,7 @@ class Session:
         self._llm: LLM | None = None
         self._usage = Usage()
         self.stream = True  # False: plain (non-streaming) model calls, e.g. `ask --no-stream`
+        self.wait_for_thread = True  # False: a thread busy with another process's turn is an error
         self.model_config()  # fail early (exit 2) when no model is configured
 
     # -- thread ----------------------------------------------------------------------------------
@@ -118,11 +120,29 @@ class Session:
         on_text: Callable[[str], None] | None = None,
         on_tools: Callable[[str], None] | None = None,
     ) -> TurnResult:
+        thread = self.thread
+        # One turn at a time a thread, across processes: held from the user's message (and the
+        # replay it starts) to the turn's closing event.
+        async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
+            return await self._turn(thread, message, on_text, on_tools)
+
+    def _say(self, message: str) -> None:
+        if self.events is not None:
+            self.events.info(message)
+        else:
+            print(message, file=sys.stderr, flush=True)
+
+    async def _turn(
+        self,
+        thread: Thread,
+        message: str,
+        on_text: Callable[[str], None] | None,
+        on_tools: Callable[[str], None] | None,
+    ) -> TurnResult:
         from graphchat.agent.loop import run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
 
-        thread = self.thread
         thread.append(dict(ev.user(message)))
         llm = self.llm()
         before = llm.usage
@@ -154,7 +174,11 @@ class Session:
                 stream=self.stream,
             )
         except asyncio.CancelledError:
-            self._close_failed(thread, "interrupted (Ctrl-C)", llm, before, extra_usage)
+            from graphchat.interrupts import reason
+
+            self._close_failed(
+                thread, f"interrupted ({reason()})", llm, before, extra_usage, interrupted=True
+            )
             raise
         except GraphchatError as exc:
             self._close_failed(thread, exc.message, llm, before, extra_usage)
@@ -173,10 +197,19 @@ class Session:
         self._usage = self._usage + usage
         return usage
 
-    def _close_failed(self, thread: Thread, error: str, llm: LLM, before: Usage, extra: list[Usage]) -> None:
+    def _close_failed(
+        self,
+        thread: Thread,
+        error: str,
+        llm: LLM,
+        before: Usage,
+        extra: list[Usage],
+        *,
+        interrupted: bool = False,
+    ) -> None:
         self._spent(llm, before, extra)
         try:
-            thread.append(dict(ev.turn_failed(error)))
+            thread.append(dict(ev.turn_failed(error, interrupted=interrupted)))
         except OSError:  # the turn's failure matters more than its record
             pass
 

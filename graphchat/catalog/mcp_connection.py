@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult
 from graphchat.catalog.mcp_results import map_result, tool_record
+from graphchat.catalog.process_groups import server_groups
 
 if TYPE_CHECKING:
     import asyncio
@@ -189,6 +190,7 @@ class Connection:
         try:
             expanded = self.config.expanded_to_start()  # unset ${VAR}, missing cwd: fail before starting
             async with AsyncExitStack() as stack:
+                stack.enter_context(server_groups())  # last out: kills what the server left behind
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 if log_path.exists() and log_path.stat().st_size > LOG_MAX_BYTES:
                     log_path.unlink()

@@ -46,6 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(or a plan ask step's id); others are asked on the terminal",
     )
     parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="fail at once if another process is running a turn on the thread",
+    )
     parser.set_defaults(func=run)
 
 
@@ -146,6 +151,7 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
             warn("there is no thread to continue yet: starting a new one")
         session = host.session(thread, model_override=args.model, assume_yes=args.yes)
         session.stream = not args.no_stream
+        session.wait_for_thread = not args.no_wait
         await host.warm_up()
         streaming = not (args.json or args.no_stream)
         writer = _StdoutWriter() if streaming else None

@@ -54,9 +54,11 @@ def _global_options_everywhere(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from graphchat import interrupts
     from graphchat.cli.output import report_error
-    from graphchat.errors import EXIT_INTERRUPTED, EXIT_USAGE, GraphchatError
+    from graphchat.errors import EXIT_USAGE, GraphchatError
 
+    interrupts.install()  # SIGTERM and SIGHUP: like Ctrl-C (cancel, record, stop servers)
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
@@ -81,8 +83,12 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("\ninterrupted\n")
-        return EXIT_INTERRUPTED
+        said = "" if interrupts.reason() == "Ctrl-C" else f" ({interrupts.reason()})"
+        try:
+            sys.stderr.write(f"\ninterrupted{said}\n")
+        except OSError:  # SIGHUP: the terminal is gone
+            pass
+        return interrupts.exit_code()
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a traceback
         try:
@@ -91,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:
+        if interrupts.received():  # ending on SIGTERM/SIGHUP: a failure on the way out (its
+            return interrupts.exit_code()  # terminal gone) does not change why it ended
         if debug:
             import traceback
 

@@ -35,6 +35,7 @@ import orjson
 from graphchat.errors import GraphchatError
 from graphchat.threads import events as ev
 from graphchat.threads.redact import REDACTED
+from graphchat.threads.replay import answered_call
 
 FINISHES = ("solver", "output", "silent")
 ASK_USER = "ask_user"
@@ -94,10 +95,11 @@ class Turn:
 
 
 def read_turns(events: Iterable[dict[str, Any]]) -> list[Turn]:
-    """The thread's turns (one a user message) with their calls paired to results by position."""
+    """The thread's turns (one a user message) with their calls paired to results by call id
+    within their model message (graphchat.threads.replay.answered_call)."""
     turns: list[Turn] = []
     pending: list[Call] = []
-    answered = 0
+    call_ids: list[str] = []
     round_no = 0
 
     def current() -> Turn:
@@ -108,10 +110,10 @@ def read_turns(events: Iterable[dict[str, Any]]) -> list[Turn]:
     for event in events:
         kind = event.get("kind")
         if kind == ev.USER:
-            pending, answered = [], 0
+            pending, call_ids = [], []
             turns.append(Turn(len(turns) + 1, ev.text_of(event.get("content"))))
         elif kind == ev.ASSISTANT:
-            pending, answered = [], 0
+            pending, call_ids = [], []
             turn = current()
             raw_calls = [c for c in event.get("tool_calls") or [] if isinstance(c, dict)]
             content = event.get("content")
@@ -124,15 +126,16 @@ def read_turns(events: Iterable[dict[str, Any]]) -> list[Turn]:
                 call.bad_arguments = bad
                 turn.calls.append(call)
                 pending.append(call)
+                call_ids.append(str(raw.get("id") or ""))
         elif kind == ev.TOOL_RESULT:
-            if answered < len(pending):
-                call = pending[answered]
-                answered += 1
+            k = answered_call(call_ids, [c.done for c in pending], event.get("tool_call_id"))
+            if k is not None:
+                call = pending[k]
                 call.done = True
                 call.is_error = bool(event.get("is_error"))
                 call.value = _result_value(event.get("content"))
         elif kind in ev.TURN_CLOSERS:
-            pending, answered = [], 0
+            pending, call_ids = [], []
     return turns
 
 

@@ -65,6 +65,7 @@ class TurnFailedEvent(TypedDict):
     kind: Literal["turn_failed"]
     ts: str
     error: str
+    interrupted: NotRequired[bool]  # Ctrl-C or a signal: the replay keeps the turn (failures it drops)
 
 
 class MetaEvent(TypedDict):
@@ -107,8 +108,11 @@ def turn_end(usage: dict[str, Any], model: str | None) -> TurnEndEvent:
     return {"kind": "turn_end", "ts": now_ts(), "usage": usage, "model": model}
 
 
-def turn_failed(error: str) -> TurnFailedEvent:
-    return {"kind": "turn_failed", "ts": now_ts(), "error": error}
+def turn_failed(error: str, *, interrupted: bool = False) -> TurnFailedEvent:
+    event: TurnFailedEvent = {"kind": "turn_failed", "ts": now_ts(), "error": error}
+    if interrupted:
+        event["interrupted"] = True
+    return event
 
 
 def meta(*, title: str | None = None, model: str | None = None) -> MetaEvent:

@@ -2,10 +2,16 @@
 
 Pure functions. Repairs what an interruption left, so a provider never sees an orphaned tool call:
 - a turn (a `user` event up to its `turn_end`/`turn_failed`) that failed is left out entirely;
-- a turn with no closing event (process killed) is kept, with repairs;
-- an assistant tool call with no result gets a synthetic error result. Results are matched BY
-  POSITION (the k-th result after an assistant message answers its k-th call), because provider
-  call ids repeat across turns.
+- a turn that was interrupted (Ctrl-C, SIGTERM, SIGHUP: `turn_failed` with `interrupted`) is
+  kept: the user's message, what the model said, the results that completed and the calls
+  cancelled; so is a turn with no closing event (process killed), with repairs;
+- an assistant tool call with no result gets a synthetic "interrupted" error result.
+
+Results are recorded as their calls finish, in any order, so they are matched to the calls of
+the assistant message before them BY CALL ID (provider call ids repeat across turns, so never
+beyond that message). A result whose id matches no open call — threads written before results
+carried reliable ids, or calls without ids — answers the first open call, by position, as
+threads were once replayed.
 """
 
 from __future__ import annotations
@@ -39,23 +45,53 @@ def _content_str(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def answered_call(call_ids: list[str], answered: list[bool], result_call_id: Any) -> int | None:
+    """The index of the open call a result answers (see the module docstring), or None when every
+    call is answered already. `call_ids` are the ids of one assistant message's calls, in order;
+    `answered[k]` says whether call k has its result."""
+    fallback = None
+    for k, call_id in enumerate(call_ids):
+        if answered[k]:
+            continue
+        if call_id == result_call_id:
+            return k
+        if fallback is None:
+            fallback = k
+    return fallback
+
+
+def is_interrupted(event: dict[str, Any]) -> bool:
+    """Whether a `turn_failed` event records an interruption (kept in the replay) rather than a
+    failure. Threads written before the `interrupted` flag said so in the error text."""
+    if event.get("interrupted") is True:
+        return True
+    error = event.get("error")
+    return isinstance(error, str) and error.startswith("interrupted")
+
+
 class _TurnBuilder:
-    """Messages of one turn, with tool results paired to calls by position."""
+    """Messages of one turn, with tool results paired to calls by call id (see module doc)."""
 
     def __init__(self, turn_no: int, max_tool_result_chars: int) -> None:
         self.turn_no = turn_no
         self.max_chars = max_tool_result_chars
         self.messages: list[dict[str, Any]] = []
         self.pending_ids: list[str] = []  # call ids of the open assistant message, in order
-        self.answered = 0
+        self.replies: list[str | None] = []  # the tool message content answering each of them
         self.assistant_no = 0
 
     def _close_calls(self) -> None:
-        # Calls of the last assistant message that never got a result: answer them now, right after
-        # the results that did arrive.
-        for call_id in self.pending_ids[self.answered :]:
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": INTERRUPTED_CONTENT})
-        self.pending_ids, self.answered = [], 0
+        # The open assistant message's results, in call order (as providers expect them); calls
+        # that never got a result are answered as interrupted.
+        for call_id, content in zip(self.pending_ids, self.replies, strict=True):
+            self.messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": INTERRUPTED_CONTENT if content is None else content,
+                }
+            )
+        self.pending_ids, self.replies = [], []
 
     def user(self, event: dict[str, Any]) -> None:
         self._close_calls()
@@ -90,14 +126,13 @@ class _TurnBuilder:
             message["content"] = _content_str(content)
         self.messages.append(message)
         self.pending_ids = [c["id"] for c in calls]
+        self.replies = [None] * len(calls)
 
     def tool_result(self, event: dict[str, Any]) -> None:
-        if self.answered >= len(self.pending_ids):
+        k = answered_call(self.pending_ids, [r is not None for r in self.replies], event.get("tool_call_id"))
+        if k is None:
             return  # a result with no call to answer would be rejected by the provider
-        call_id = self.pending_ids[self.answered]
-        self.answered += 1
-        content = shorten_tool_result(_content_str(event.get("content")), self.max_chars)
-        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        self.replies[k] = shorten_tool_result(_content_str(event.get("content")), self.max_chars)
 
     def finish(self) -> list[dict[str, Any]]:
         self._close_calls()
@@ -144,7 +179,9 @@ def to_model_messages(
                 out.extend(turn.finish())
                 turn = None
         elif kind == ev.TURN_FAILED:
-            turn = None  # kept on disk for the record, never sent
+            if turn is not None and is_interrupted(event):
+                out.extend(turn.finish())  # what happened before the interruption stays known
+            turn = None  # a failed turn is kept on disk for the record, never sent
     if turn is not None:  # unfinished trailing turn (process killed): kept, repaired
         out.extend(turn.finish())
     return out

@@ -10,11 +10,13 @@ reading just that tail.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 
 MESSAGES_FILE = "messages.jsonl"
 META_FILE = "meta.json"
+TURN_LOCK_FILE = "turn.lock"  # flock'ed for a whole turn; holds the holder's pid
+TURN_LOCK_POLL_S = 0.1
 RECENT_IDS_SHOWN = 5
 # Events after which meta.json is rewritten; anything else is picked up from the tail on read.
 _META_REFRESH_KINDS = frozenset({ev.USER, ev.TURN_END, ev.TURN_FAILED, ev.META})
@@ -207,6 +211,7 @@ class Thread:
         self.messages_path = path / MESSAGES_FILE
         self.meta_path = path / META_FILE
         self._fd: int | None = None
+        self._turn_fd: int | None = None
         self._reported: set[str] = set()
 
     def __repr__(self) -> str:
@@ -242,7 +247,10 @@ class Thread:
                 written = os.write(fd, view)
                 view = view[written:]
             if kind in _META_REFRESH_KINDS:
-                self._refresh_meta_locked(fd, size + len(line))
+                try:
+                    self._refresh_meta_locked(fd, size + len(line))
+                except FileNotFoundError:
+                    pass  # `threads rm` removed the thread meanwhile: nothing left to summarise
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -258,7 +266,73 @@ class Thread:
         meta["size"] = end
         _write_json_atomic(self.meta_path, meta)
 
+    # -- the turn lock ---------------------------------------------------------------------------
+
+    def try_lock_turn(self) -> bool:
+        """Take the thread's turn lock without waiting; False when another process holds it.
+
+        One turn at a time a thread: two processes replaying and appending at once would pair
+        one's results with the other's calls. The lock is an flock on `turn.lock`, so it is
+        released when its holder ends, however it ends."""
+        from graphchat.errors import GraphchatError
+
+        if self._turn_fd is not None:
+            return True
+        try:
+            fd = os.open(self.path / TURN_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            raise GraphchatError(
+                f"thread {self.id} no longer exists (removed with `graphchat threads rm`?)",
+                hint="start a new thread",
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._turn_fd = fd
+        return True
+
+    def unlock_turn(self) -> None:
+        if self._turn_fd is not None:
+            os.close(self._turn_fd)  # closing the descriptor releases the flock
+            self._turn_fd = None
+
+    def busy_message(self) -> str:
+        """Who holds the turn lock, for the message a waiting or refused writer shows."""
+        try:
+            pid = (self.path / TURN_LOCK_FILE).read_text().strip()
+        except OSError:
+            pid = ""
+        who = f"another graphchat (pid {pid})" if pid.isdigit() else "another graphchat"
+        return f"thread {self.id} is busy: {who} is running a turn on it"
+
+    @asynccontextmanager
+    async def turn_lock(
+        self, *, wait: bool = True, on_wait: Callable[[str], None] | None = None
+    ) -> AsyncIterator[None]:
+        """Hold the turn lock for the block. When another process holds it: wait (telling
+        `on_wait` once), or with `wait=False` raise a GraphchatError naming the holder."""
+        from graphchat.errors import GraphchatError
+
+        if not self.try_lock_turn():
+            if not wait:
+                raise GraphchatError(
+                    self.busy_message(), hint="try again when it ends, or leave out --no-wait"
+                )
+            if on_wait is not None:
+                on_wait(f"{self.busy_message()}; waiting for it to end (Ctrl-C to give up)")
+            while not self.try_lock_turn():
+                await asyncio.sleep(TURN_LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            self.unlock_turn()
+
     def close(self) -> None:
+        self.unlock_turn()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
