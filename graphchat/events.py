@@ -62,6 +62,15 @@ class EventSink:
     def usage_summary(self, usage: dict[str, Any]) -> None:
         self.emit("usage_summary", usage=usage)
 
+    def planned(self, plan: str, steps: list[dict[str, Any]], attempt: int) -> None:
+        """The planner's plan about to run (attempt 1, then one per replan): `steps` are
+        `{id, tool, reused}` in order (`reused`: its result is kept from the previous run)."""
+        self.emit("planned", plan=plan, steps=steps, attempt=attempt)
+
+    def replan(self, step: str, error: str, attempt: int, budget: int) -> None:
+        """A planner's plan failed at `step`: replan `attempt` of `budget` starts."""
+        self.emit("replan", step=step, error=error, attempt=attempt, budget=budget)
+
     def warning(self, message: str) -> None:
         self.emit("warning", message=message)
 
@@ -252,12 +261,27 @@ class TerminalSink(EventSink):
             self._line(self._paint(f"  {f['step']}: {f['done']}/{f['total']}", "2"))
         elif event == "warning":
             self._line(self._paint(f"warning: {f['message']}", "33"))
+        elif event == "replan":
+            self._line(self._paint(replan_line(f), "33"))
+        elif event == "planned" and not self.quiet:
+            self._line(self._paint(planned_line(f), "2"))
         elif event == "info" and not self.quiet:
             self._line(f["message"])
         elif event == "usage_summary" and not self.quiet and self.stream.isatty():
             usage = f.get("usage") or {}
             if usage.get("calls"):  # one dim line after the answer, for a person only
                 self._line(self._paint(usage_text(usage), "2"))
+
+
+def replan_line(f: dict[str, Any]) -> str:
+    """`replanning after E2: <error> (replan 1 of 2)`."""
+    return f"replanning after {f['step']}: {_short(f.get('error') or '', 200)} (replan {f['attempt']} of {f['budget']})"
+
+
+def planned_line(f: dict[str, Any]) -> str:
+    """`plan p: E0 t__x ✓ (kept) · E1 t__y` — the planner's plan as it starts."""
+    parts = [f"{s['id']} {s['tool']}" + (" (kept)" if s.get("reused") else "") for s in f.get("steps") or []]
+    return f"plan {f['plan']}: " + " · ".join(parts)
 
 
 def format_cost(usd: float) -> str:

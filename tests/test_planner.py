@@ -1,0 +1,206 @@
+"""`plan_and_execute` and `plan go` (issue 13): the planner drafts a plan over the catalog, it
+runs, a broken step is repaired keeping what ran. Against the real command, the scripted model
+server (the planner, solver and chat roles) and real MCP servers (calls counted at the server).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import GraphchatRunner
+from tests.scripted_server import ScriptedModelServer
+from tests.servers.support import SERVERS, stdio, write_servers
+
+CATALOG_SERVER = str(SERVERS / "catalog_server.py")
+
+
+def request_text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body["messages"])
+
+
+def is_planner(body: dict[str, Any]) -> bool:
+    fmt = body.get("response_format") or {}
+    return fmt.get("type") == "json_schema" and fmt.get("json_schema", {}).get("name") == "plan"
+
+
+def shop(workspace: Path, tmp_path: Path) -> Path:
+    """The catalog MCP server as `c`, logging its calls to the returned file."""
+    log = tmp_path / "calls.jsonl"
+    write_servers(workspace, {"c": stdio(CATALOG_SERVER, env={"GRAPHCHAT_TEST_CALL_LOG": str(log)})})
+    return log
+
+
+def calls(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def price_plan(path: str, identifier: str = "first_price") -> dict[str, Any]:
+    """List books, then get the first one reading `{{E0.<path>}}`; output its price."""
+    return {
+        "identifier": identifier,
+        "name": "First price",
+        "description": "The price of the first book.",
+        "steps": [
+            {"id": "E0", "tool_name": "c__list_items", "input": {"category": "books", "count": 2}},
+            {"id": "E1", "tool_name": "c__get_item", "input": {"id": "{{E0." + path + "}}"}},
+        ],
+        "output": {"price": "{{E1.price}}", "id": "{{E1.id}}"},
+    }
+
+
+GOAL = "what does the first book cost?"
+
+
+def test_a_broken_reference_is_replanned_keeping_the_step_that_ran(
+    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace, tmp_path)
+    model_server.push({"json": price_plan("products.0.id")}, {"json": price_plan("items.0.id")})
+    result = graphchat("plan", "go", GOAL, env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"price": 50, "id": "boo-0"}
+    assert "replanning after E1: {{E0.products.0.id}}: no key 'products'" in result.stderr
+    # E0's tool ran exactly once: the repaired plan reused its result.
+    assert [c["tool"] for c in calls(log)] == ["list_items", "get_item"]
+    assert len(model_server.requests) == 2 and all(is_planner(r) for r in model_server.requests)
+    second = request_text(model_server.requests[1])
+    assert "# The failing step\nE1 (c__get_item)" in second
+    assert "# The error\nstep E1 (c__get_item): {{E0.products.0.id}}: no key 'products'" in second
+    assert "E0: {category: string, items: [{id: string, name: string}] (2)}" in second
+    assert "products.0.id" in second  # the plan that failed is shown
+
+
+def test_the_replan_is_an_event_and_the_budget_ends_in_a_one_line_error(
+    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace, tmp_path)
+    model_server.push(*({"json": price_plan(f"wrong{n}.id")} for n in range(3)))
+    env = {**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"}
+    result = graphchat("plan", "go", GOAL, "--json", env=env)
+    assert result.returncode == 1
+    assert len(model_server.requests) == 3  # the draft and planning_attempts (2) replans
+    events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    replans = [e for e in events if e["event"] == "replan"]
+    assert [(e["step"], e["attempt"], e["budget"]) for e in replans] == [("E1", 1, 2), ("E1", 2, 2)]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: plan_and_execute gave up after 2 replans: plan failed at step E1 (c__get_item): "
+        "{{E0.wrong2.id}}: no key 'wrong2' at E0 (available: category, items)"
+    ]
+    envelope = json.loads(result.stdout)
+    assert envelope["degraded"] is True and envelope["plan"]["steps"][1]["input"] == {
+        "id": "{{E0.wrong2.id}}"
+    }
+    assert [r["step"] for r in envelope["replans"]] == ["E1", "E1"]
+    assert envelope["usage"]["by_role"]["planner"]["calls"] == 3
+    assert [c["tool"] for c in calls(log)] == ["list_items"]  # never re-run
+
+
+def test_empty_data_goes_to_the_solver_without_replanning(
+    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    shop(workspace, tmp_path)
+    plan = price_plan("items.0.id")
+    plan["steps"][0]["input"]["count"] = 0  # no books: E0.items is empty
+    del plan["output"]
+    plan["solver"] = {"query_to_answer": GOAL, "data": {"item": "{{E1}}"}}
+    model_server.push({"json": plan}, {"text": "There are no books."})
+    result = graphchat("plan", "go", GOAL, "--json", env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    assert len(model_server.requests) == 2
+    assert is_planner(model_server.requests[0]) and not is_planner(model_server.requests[1])
+    assert "replanning" not in result.stderr
+    envelope = json.loads(result.stdout)
+    assert envelope["answer"] == "There are no books." and envelope["degraded"] is False
+    assert set(envelope["usage"]["by_role"]) == {"planner", "solver"}
+
+
+def test_plan_go_save_writes_a_plan_that_validates_and_reruns_without_the_planner(
+    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace, tmp_path)
+    model_server.push({"json": price_plan("products.0.id")}, {"json": price_plan("items.0.id")})
+    result = graphchat("plan", "go", GOAL, "--save", "book_price", env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    saved = workspace / "plans" / "book_price.yaml"
+    assert f"✓ plan saved to {saved}" in result.stderr
+    doc = yaml.safe_load(saved.read_text())
+    assert doc["identifier"] == "book_price"
+    assert doc["steps"][1]["input"] == {"id": "{{E0.items.0.id}}"}  # the final, repaired plan
+    check = graphchat("plan", "validate", "book_price")
+    assert check.returncode == 0, check.stderr
+    planner_calls = len(model_server.requests)
+    again = graphchat("plan", "run", "book_price", env=model_server.env())
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == json.loads(result.stdout)
+    assert len(model_server.requests) == planner_calls  # no planner (nor any model) call
+    assert [c["tool"] for c in calls(log)] == ["list_items", "get_item"] * 2
+    taken = graphchat("plan", "go", GOAL, "--save", "book_price", env=model_server.env())
+    assert taken.returncode == 1 and "already exists" in taken.stderr
+    assert len(model_server.requests) == planner_calls  # refused before any model call
+
+
+def test_the_chat_model_calls_plan_and_execute_with_the_learned_shape_and_answers(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    write_servers(workspace, {"t": stdio()})
+    called = graphchat("tools", "call", "t__shaped", "--input", "variant=1")  # learns its shape
+    assert called.returncode == 0, called.stderr
+    plan = {
+        "identifier": "shaped_score",
+        "name": "Shaped score",
+        "description": "The score of the shaped record.",
+        "steps": [{"id": "E0", "tool_name": "t__shaped", "input": {"variant": 1}}],
+        "output": {"score": "{{E0.score}}"},
+    }
+    model_server.push(
+        {"tool_calls": [{"name": "plan_and_execute", "arguments": {"query": "the shaped score"}}]},
+        {"json": plan},
+        {"text": "The score is in."},
+    )
+    result = graphchat("ask", "what is the shaped score?", "--json", env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    chat, planner, answer = model_server.requests
+    assert "plan_and_execute" in [t["function"]["name"] for t in chat["tools"]]
+    assert is_planner(planner)
+    assert "output (observed in earlier calls, may vary): {id: integer, name: string, score: number}" in (
+        request_text(planner)
+    )
+    tool_message = answer["messages"][-1]
+    assert tool_message["role"] == "tool"
+    value = json.loads(tool_message["content"])
+    assert value["degraded"] is False and value["steps_executed"] == 1
+    assert (
+        value["output"] == {"score": value["output"]["score"]}
+        and value["plan"]["identifier"] == "shaped_score"
+    )
+    envelope = json.loads(result.stdout)
+    assert envelope["content"] == "The score is in."
+    assert envelope["usage"]["calls"] == 3  # the chat's two calls and the planner's
+
+
+def test_an_exhausted_budget_is_an_error_result_for_the_chat_not_a_crash(
+    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    shop(workspace, tmp_path)
+    (workspace / "graphchat.yaml").write_text("settings:\n  planning_attempts: 1\n")
+    model_server.push(
+        {"tool_calls": [{"name": "plan_and_execute", "arguments": {"goal": GOAL}}]},
+        {"json": price_plan("wrong.id")},
+        {"json": price_plan("still_wrong.id")},
+        {"text": "The planner could not do it."},
+    )
+    result = graphchat("ask", GOAL, env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "The planner could not do it."
+    assert len(model_server.requests) == 4  # planning_attempts: 1 → one replan
+    tool_message = model_server.requests[-1]["messages"][-1]
+    value = json.loads(tool_message["content"])
+    assert value["error"].startswith("plan_and_execute gave up after 1 replan: plan failed at step E1")
+    assert value["degraded"] is True
