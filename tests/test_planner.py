@@ -14,6 +14,8 @@ import yaml
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import SERVERS, stdio, write_servers
+from tests.test_chat_pty import Spawn, leave, send_message
+from tests.test_chat_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 
 CATALOG_SERVER = str(SERVERS / "catalog_server.py")
 
@@ -204,3 +206,85 @@ def test_an_exhausted_budget_is_an_error_result_for_the_chat_not_a_crash(
     value = json.loads(tool_message["content"])
     assert value["error"].startswith("plan_and_execute gave up after 1 replan: plan failed at step E1")
     assert value["degraded"] is True
+
+
+def test_freeze_inlines_the_final_plan_of_a_plan_and_execute_call() -> None:
+    from graphchat.plans.freeze import freeze
+    from graphchat.plans.loader import load_plan_text
+    from tests.test_plan_freeze import make_events
+
+    planned = price_plan("items.0.id")
+    planned["input_schema"] = {
+        "type": "object",
+        "properties": {"category": {"type": "string", "default": "books"}},
+    }
+    planned["steps"][0]["input"]["category"] = "{{input.category}}"
+    planned["steps"].append(
+        {
+            "id": "E2",
+            "tool_name": "map",
+            "input": {
+                "over": "{{E0.items}}",
+                "do": [
+                    {"id": "B0", "tool_name": "c__get_item", "input": {"id": "{{item.id}}"}},
+                    {"id": "B1", "tool_name": "c__get_item", "input": {"id": "{{B0.id}}"}},
+                ],
+            },
+        }
+    )
+    result = {"answer": "", "degraded": False, "steps_executed": 3, "output": {}, "plan": planned}
+    events = make_events(
+        ("user", "price of the first book please"),
+        ("round", [("c__list_items", {"category": "games"}, {"category": "games", "items": []})]),
+        ("round", [("plan_and_execute", {"query": GOAL}, result)]),
+        ("round", [("plan_and_execute", {"query": "again"}, {"error": "gave up"}, True)]),
+    )
+    frozen = freeze(events, thread_id="t1", finish="output")
+    doc = yaml.safe_load(frozen.text)
+    assert [(s["id"], s["tool_name"]) for s in doc["steps"]] == [
+        ("E0", "c__list_items"),
+        ("E1", "c__list_items"),
+        ("E2", "c__get_item"),
+        ("E3", "map"),
+    ]
+    assert doc["steps"][1]["input"] == {"category": "{{input.category}}", "count": 2}
+    assert doc["input_schema"]["properties"]["category"] == {"type": "string", "default": "books"}
+    assert doc["steps"][2]["input"] == {"id": "{{E1.items.0.id}}"}
+    body = doc["steps"][3]["input"]
+    assert body["over"] == "{{E1.items}}"
+    assert [s["id"] for s in body["do"]] == ["E3_B0", "E3_B1"]
+    assert body["do"][1]["input"] == {"id": "{{E3_B0.id}}"}
+    assert "plan_and_execute (turn 1): failed: gave up" in frozen.text
+    load_plan_text(frozen.text, "frozen.yaml")  # it loads: references and ids are sound
+
+
+def test_chat_shows_the_plan_as_a_step_list_replans_visibly_and_freezes_the_final_plan(
+    workspace: Path, tmp_path: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    log = shop(workspace, tmp_path)
+    model_server.push(
+        {"tool_calls": [{"name": "plan_and_execute", "arguments": {"query": GOAL}}]},
+        {"json": price_plan("products.0.id")},
+        {"json": price_plan("items.0.id")},
+        {"text": "The first book costs 50."},
+    )
+    child = chat()
+    send_message(child, "What does the first book cost?")
+    child.expect_exact("The first book costs 50.")
+    send_message(child, "/freeze book_price")
+    child.expect_exact("saved to")
+    child.expect_exact("E0  c__list_items")
+    child.expect_exact('E1  c__get_item {"id":"{{E0.items.0.id}}"}')
+    child.expect_exact("? Run it once now to check it?")
+    child.expect_exact("answer>")
+    child.sendline("no")
+    out = leave(child)
+    assert "replanning after E1: {{E0.products.0.id}}: no key 'products'" in out
+    assert "plan first_price: ✓ E0 c__list_items · ✗ E1 c__get_item" in out  # the first plan, as it ended
+    assert "plan first_price: ✓ E0 c__list_items · ✓ E1 c__get_item" in out  # the repaired one
+    assert [c["tool"] for c in calls(log)] == ["list_items", "get_item"]
+    doc = yaml.safe_load((workspace / "plans" / "book_price.yaml").read_text())
+    assert [(s["id"], s["tool_name"]) for s in doc["steps"]] == [
+        ("E0", "c__list_items"),
+        ("E1", "c__get_item"),
+    ]
