@@ -30,7 +30,9 @@ class EventSink:
     def agent_round(self, n: int) -> None:
         self.emit("agent_round", n=n)
 
-    def llm_call(self, site: str, model: str, input_tokens: int, output_tokens: int, ms: float) -> None:
+    def llm_call(
+        self, site: str, model: str, input_tokens: int, output_tokens: int, ms: float, role: str | None = None
+    ) -> None:
         self.emit(
             "llm_call",
             site=site,
@@ -38,6 +40,7 @@ class EventSink:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             ms=round(ms, 1),
+            role=role,
         )
 
     def waiting(self, what: str | None) -> None:
@@ -76,6 +79,52 @@ class EventSink:
 
     def info(self, message: str) -> None:
         self.emit("info", message=message)
+
+
+class RoleUsage(EventSink):
+    """Forwards every event to `inner` and adds up the model usage per model role (the
+    `llm_call` events' `role`, else their site): `{role: {calls, input_tokens, output_tokens}}`."""
+
+    def __init__(self, inner: EventSink | None) -> None:
+        self.inner = inner
+        self.human = bool(inner is not None and inner.human)
+        self.roles: dict[str, dict[str, int]] = {}
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if event == "llm_call":
+            role = str(fields.get("role") or fields.get("site") or "model")
+            spent = self.roles.setdefault(role, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
+            spent["calls"] += 1
+            spent["input_tokens"] += int(fields.get("input_tokens") or 0)
+            spent["output_tokens"] += int(fields.get("output_tokens") or 0)
+        if self.inner is not None:
+            self.inner.emit(event, **fields)
+
+    def waiting(self, what: str | None) -> None:
+        if self.inner is not None:
+            self.inner.waiting(what)
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        return {role: dict(spent) for role, spent in self.roles.items()}
+
+    def since(self, before: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """The usage per role since `before` (a snapshot), roles without calls left out."""
+        out: dict[str, dict[str, int]] = {}
+        for role, spent in sorted(self.roles.items()):
+            old = before.get(role, {})
+            diff = {k: v - int(old.get(k, 0)) for k, v in spent.items()}
+            if diff["calls"]:
+                out[role] = diff
+        return out
+
+    def total(self) -> dict[str, Any] | None:
+        """`{calls, input_tokens, output_tokens, by_role}` of everything counted, or None."""
+        if not self.roles:
+            return None
+        keys = ("calls", "input_tokens", "output_tokens")
+        total: dict[str, Any] = {k: sum(r[k] for r in self.roles.values()) for k in keys}
+        total["by_role"] = self.since({})
+        return total
 
 
 class JsonlSink(EventSink):
@@ -307,6 +356,15 @@ def usage_text(usage: Any) -> str:
     ]
     if data.get("cost_usd") is not None:
         parts.append(format_cost(float(data["cost_usd"])))
+    roles = data.get("by_role")
+    if isinstance(roles, dict) and roles:
+        parts.append(
+            "by role: "
+            + ", ".join(
+                f"{role} {int(r.get('calls') or 0)} call{'s' if r.get('calls') != 1 else ''}"
+                for role, r in roles.items()
+            )
+        )
     return " · ".join(parts)
 
 

@@ -185,6 +185,7 @@ def test_the_chat_model_calls_plan_and_execute_with_the_learned_shape_and_answer
     envelope = json.loads(result.stdout)
     assert envelope["content"] == "The score is in."
     assert envelope["usage"]["calls"] == 3  # the chat's two calls and the planner's
+    assert {role: r["calls"] for role, r in envelope["usage"]["by_role"].items()} == {"chat": 2, "planner": 1}
 
 
 def test_an_exhausted_budget_is_an_error_result_for_the_chat_not_a_crash(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from graphchat.catalog.base import CallContext, ToolResult
-from graphchat.plans.executor import MAX_DEPTH, PlanOutcome, UsageTap, llm_factory_for, run_plan
+from graphchat.plans.executor import MAX_DEPTH, PlanOutcome, llm_factory_for, run_plan
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -123,34 +123,6 @@ class PlannerRun:
         return ToolResult.error(str(error), **data)
 
 
-class RoleTap(UsageTap):
-    """A UsageTap that also adds up the model usage per role (the llm_call's site)."""
-
-    def __init__(self, inner: EventSink | None) -> None:
-        super().__init__(inner)
-        self.roles: dict[str, dict[str, int]] = {}
-
-    def emit(self, event: str, **fields: Any) -> None:
-        if event == "llm_call":
-            role = self.roles.setdefault(
-                str(fields.get("site") or "model"), {"calls": 0, "input_tokens": 0, "output_tokens": 0}
-            )
-            role["calls"] += 1
-            role["input_tokens"] += int(fields.get("input_tokens") or 0)
-            role["output_tokens"] += int(fields.get("output_tokens") or 0)
-        super().emit(event, **fields)
-
-    def waiting(self, what: str | None) -> None:
-        if self.inner is not None:
-            self.inner.waiting(what)
-
-    def usage(self) -> dict[str, Any] | None:
-        total = super().usage()
-        if total is not None:
-            total["by_role"] = {k: dict(v) for k, v in sorted(self.roles.items())}
-        return total
-
-
 def depth_problem(chain: tuple[str, ...]) -> str | None:
     """Why `plan_and_execute` may not run under `chain` (a plan it ran calling it again, or too
     deep a nesting), or None."""
@@ -177,9 +149,10 @@ async def plan_and_execute(
     """Draft a plan for `goal`, run it, replan on repairable failures (see the module doc).
     Never raises for a plan problem: a failed run has `error` set. A model that cannot be
     used (no model configured) raises ConfigError."""
+    from graphchat.events import RoleUsage
     from graphchat.plans.draft import draft_plan
 
-    tap = RoleTap(events if events is not None else ctx.events)
+    tap = RoleUsage(events if events is not None else ctx.events)
     run = PlannerRun(goal=goal)
     problem = depth_problem(ctx.chain)
     if problem is not None:
@@ -255,7 +228,7 @@ async def plan_and_execute(
             feedback = REPLAN_FEEDBACK
             previous = plan
     finally:
-        run.usage = tap.usage()
+        run.usage = tap.total()
 
 
 def _context_sections(settings: Any, context: str | None) -> dict[str, str]:
