@@ -289,3 +289,59 @@ def test_chat_shows_the_plan_as_a_step_list_replans_visibly_and_freezes_the_fina
         ("E0", "c__list_items"),
         ("E1", "c__get_item"),
     ]
+
+
+# --- the pieces ---------------------------------------------------------------------------------
+
+
+def test_only_an_identical_prefix_of_executed_steps_is_reused() -> None:
+    from graphchat.plans.loader import load_plan_data
+    from graphchat.plans.planner import reusable
+
+    def plan(*inputs: dict[str, Any]) -> Any:
+        steps = [{"id": f"E{n}", "tool_name": "c__get_item", "input": i} for n, i in enumerate(inputs)]
+        return load_plan_data({"identifier": "p", "name": "p", "description": "p", "steps": steps})
+
+    before = plan({"id": "a"}, {"id": "b"}, {"id": "c"})
+    results = {"E0": 1, "E1": 2}  # E2 failed
+    assert reusable(before, plan({"id": "a"}, {"id": "b"}, {"id": "x"}), results) == {"E0": 1, "E1": 2}
+    # a changed step ends the prefix: the identical E1 after it runs again
+    assert reusable(before, plan({"id": "z"}, {"id": "b"}, {"id": "c"}), results) == {}
+    assert reusable(before, plan({"id": "a"}, {"id": "y"}, {"id": "b"}), results) == {"E0": 1}
+
+
+def test_not_offered_in_agent_steps_and_a_plan_it_runs_cannot_start_it_again(workspace: Path) -> None:
+    import asyncio
+
+    from graphchat.catalog.base import CallContext
+    from graphchat.catalog.build import build_catalog
+    from graphchat.workspace import load_settings
+
+    settings = load_settings(workspace)  # no model configured: the guard answers before any model
+    catalog = build_catalog(settings, include_mcp=False, record_shapes=False)
+    spec = catalog.get("plan_and_execute")
+    assert spec is not None and spec.source == "core"
+    assert "plan_and_execute" in [t["function"]["name"] for t in catalog.model_tools()]
+    assert "plan_and_execute" not in [t["function"]["name"] for t in catalog.model_tools(in_plan=True)]
+    inner = CallContext(chain=("plan_and_execute", "first_price", "plan_x"))
+    result = asyncio.run(catalog.call("plan_and_execute", {"query": GOAL}, inner))
+    assert result.is_error
+    assert result.error_message == (
+        "plan_and_execute cannot run inside a plan_and_execute run: "
+        "plan_and_execute → first_price → plan_x → plan_and_execute"
+    )
+    missing = asyncio.run(catalog.call("plan_and_execute", {"context": "x"}, CallContext()))
+    assert missing.is_error and "requires a 'query'" in missing.error_message
+
+
+def test_a_plan_file_may_call_plan_and_execute(workspace: Path, graphchat: GraphchatRunner) -> None:
+    plan = {
+        "identifier": "delegate",
+        "name": "Delegate",
+        "description": "Hands the job to the planner.",
+        "steps": [{"id": "E0", "tool_name": "plan_and_execute", "input": {"query": "{{input.q}}"}}],
+        "output": {"answer": "{{E0.answer}}"},
+    }
+    (workspace / "plans" / "delegate.yaml").write_text(yaml.safe_dump(plan))
+    check = graphchat("plan", "validate", "delegate")
+    assert check.returncode == 0, check.stderr
