@@ -345,3 +345,10 @@ def test_a_plan_file_may_call_plan_and_execute(workspace: Path, graphchat: Graph
     (workspace / "plans" / "delegate.yaml").write_text(yaml.safe_dump(plan))
     check = graphchat("plan", "validate", "delegate")
     assert check.returncode == 0, check.stderr
+    # but a plan the planner writes for plan_and_execute may not: that goes back to the planner
+    from graphchat.plans.loader import load_plan_data
+    from graphchat.plans.planner import no_self_calls
+
+    assert no_self_calls(load_plan_data(plan)) == [
+        "step E0: tool_name: a plan written for plan_and_execute cannot call it; use the catalog's tools"
+    ]

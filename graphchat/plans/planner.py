@@ -177,6 +177,7 @@ async def plan_and_execute(
                 context=sections,
                 feedback=feedback,
                 attempts=DRAFT_ATTEMPTS,
+                check=no_self_calls,
             )
             run.draft_attempts += draft.attempts
             if not draft.ok or draft.plan is None:
@@ -229,6 +230,16 @@ async def plan_and_execute(
             previous = plan
     finally:
         run.usage = tap.total()
+
+
+def no_self_calls(plan: Plan) -> list[str]:
+    """A drafted plan may not call plan_and_execute (the depth guard would refuse it)."""
+    return [
+        f"step {step.label}: tool_name: a plan written for plan_and_execute cannot call it; "
+        "use the catalog's tools"
+        for step in plan.all_steps()
+        if step.tool_name == PLAN_AND_EXECUTE
+    ]
 
 
 def _context_sections(settings: Any, context: str | None) -> dict[str, str]:
