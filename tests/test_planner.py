@@ -108,6 +108,7 @@ def test_empty_data_goes_to_the_solver_without_replanning(
     workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     shop(workspace, tmp_path)
+    (workspace / "graphchat.yaml").write_text("user:\n  name: Ada\n  preferences: prices in euros\n")
     plan = price_plan("items.0.id")
     plan["steps"][0]["input"]["count"] = 0  # no books: E0.items is empty
     del plan["output"]
@@ -117,6 +118,9 @@ def test_empty_data_goes_to_the_solver_without_replanning(
     assert result.returncode == 0, result.stderr
     assert len(model_server.requests) == 2
     assert is_planner(model_server.requests[0]) and not is_planner(model_server.requests[1])
+    # the planner sees the workspace's `user:` section; the solver is told what ran out
+    assert "# The user\nname: Ada\npreferences: prices in euros" in request_text(model_server.requests[0])
+    assert "{{E0.items.0.id}}" in request_text(model_server.requests[1])
     assert "replanning" not in result.stderr
     envelope = json.loads(result.stdout)
     assert envelope["answer"] == "There are no books." and envelope["degraded"] is False
