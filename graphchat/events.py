@@ -30,7 +30,9 @@ class EventSink:
     def agent_round(self, n: int) -> None:
         self.emit("agent_round", n=n)
 
-    def llm_call(self, site: str, model: str, input_tokens: int, output_tokens: int, ms: float) -> None:
+    def llm_call(
+        self, site: str, model: str, input_tokens: int, output_tokens: int, ms: float, role: str | None = None
+    ) -> None:
         self.emit(
             "llm_call",
             site=site,
@@ -38,6 +40,7 @@ class EventSink:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             ms=round(ms, 1),
+            role=role,
         )
 
     def waiting(self, what: str | None) -> None:
@@ -62,11 +65,66 @@ class EventSink:
     def usage_summary(self, usage: dict[str, Any]) -> None:
         self.emit("usage_summary", usage=usage)
 
+    def planned(self, plan: str, steps: list[dict[str, Any]], attempt: int) -> None:
+        """The planner's plan about to run (attempt 1, then one per replan): `steps` are
+        `{id, tool, reused}` in order (`reused`: its result is kept from the previous run)."""
+        self.emit("planned", plan=plan, steps=steps, attempt=attempt)
+
+    def replan(self, step: str, error: str, attempt: int, budget: int) -> None:
+        """A planner's plan failed at `step`: replan `attempt` of `budget` starts."""
+        self.emit("replan", step=step, error=error, attempt=attempt, budget=budget)
+
     def warning(self, message: str) -> None:
         self.emit("warning", message=message)
 
     def info(self, message: str) -> None:
         self.emit("info", message=message)
+
+
+class RoleUsage(EventSink):
+    """Forwards every event to `inner` and adds up the model usage per model role (the
+    `llm_call` events' `role`, else their site): `{role: {calls, input_tokens, output_tokens}}`."""
+
+    def __init__(self, inner: EventSink | None) -> None:
+        self.inner = inner
+        self.human = bool(inner is not None and inner.human)
+        self.roles: dict[str, dict[str, int]] = {}
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if event == "llm_call":
+            role = str(fields.get("role") or fields.get("site") or "model")
+            spent = self.roles.setdefault(role, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
+            spent["calls"] += 1
+            spent["input_tokens"] += int(fields.get("input_tokens") or 0)
+            spent["output_tokens"] += int(fields.get("output_tokens") or 0)
+        if self.inner is not None:
+            self.inner.emit(event, **fields)
+
+    def waiting(self, what: str | None) -> None:
+        if self.inner is not None:
+            self.inner.waiting(what)
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        return {role: dict(spent) for role, spent in self.roles.items()}
+
+    def since(self, before: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """The usage per role since `before` (a snapshot), roles without calls left out."""
+        out: dict[str, dict[str, int]] = {}
+        for role, spent in sorted(self.roles.items()):
+            old = before.get(role, {})
+            diff = {k: v - int(old.get(k, 0)) for k, v in spent.items()}
+            if diff["calls"]:
+                out[role] = diff
+        return out
+
+    def total(self) -> dict[str, Any] | None:
+        """`{calls, input_tokens, output_tokens, by_role}` of everything counted, or None."""
+        if not self.roles:
+            return None
+        keys = ("calls", "input_tokens", "output_tokens")
+        total: dict[str, Any] = {k: sum(r[k] for r in self.roles.values()) for k in keys}
+        total["by_role"] = self.since({})
+        return total
 
 
 class JsonlSink(EventSink):
@@ -252,12 +310,27 @@ class TerminalSink(EventSink):
             self._line(self._paint(f"  {f['step']}: {f['done']}/{f['total']}", "2"))
         elif event == "warning":
             self._line(self._paint(f"warning: {f['message']}", "33"))
+        elif event == "replan":
+            self._line(self._paint(replan_line(f), "33"))
+        elif event == "planned" and not self.quiet:
+            self._line(self._paint(planned_line(f), "2"))
         elif event == "info" and not self.quiet:
             self._line(f["message"])
         elif event == "usage_summary" and not self.quiet and self.stream.isatty():
             usage = f.get("usage") or {}
             if usage.get("calls"):  # one dim line after the answer, for a person only
                 self._line(self._paint(usage_text(usage), "2"))
+
+
+def replan_line(f: dict[str, Any]) -> str:
+    """`replanning after E2: <error> (replan 1 of 2)`."""
+    return f"replanning after {f['step']}: {_short(f.get('error') or '', 200)} (replan {f['attempt']} of {f['budget']})"
+
+
+def planned_line(f: dict[str, Any]) -> str:
+    """`plan p: E0 t__x ✓ (kept) · E1 t__y` — the planner's plan as it starts."""
+    parts = [f"{s['id']} {s['tool']}" + (" (kept)" if s.get("reused") else "") for s in f.get("steps") or []]
+    return f"plan {f['plan']}: " + " · ".join(parts)
 
 
 def format_cost(usd: float) -> str:
@@ -283,6 +356,15 @@ def usage_text(usage: Any) -> str:
     ]
     if data.get("cost_usd") is not None:
         parts.append(format_cost(float(data["cost_usd"])))
+    roles = data.get("by_role")
+    if isinstance(roles, dict) and roles:
+        parts.append(
+            "by role: "
+            + ", ".join(
+                f"{role} {int(r.get('calls') or 0)} call{'s' if r.get('calls') != 1 else ''}"
+                for role, r in roles.items()
+            )
+        )
     return " · ".join(parts)
 
 

@@ -16,7 +16,13 @@ from graphchat.errors import ConfigError
 CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner")
 APPROVAL_MODES = ("ask", "auto", "deny")
-SETTINGS_KEYS = ("max_agent_iterations", "max_tool_result_chars", "system_prompt", "system_prompt_file")
+SETTINGS_KEYS = (
+    "max_agent_iterations",
+    "max_tool_result_chars",
+    "planning_attempts",
+    "system_prompt",
+    "system_prompt_file",
+)
 TEXT_SETTINGS = ("system_prompt", "system_prompt_file")
 # Builtin tool packs enabled with `tools: {packs: [...]}` (graph's names; `github` also brings the
 # git tools, as graph's github pack does). `data` and `llm` are always on and may be listed.
@@ -92,6 +98,8 @@ class Settings:
     max_agent_iterations: int = 15
     max_tool_result_chars: int = 20000
     system_prompt: str | None = None  # standing instructions for ask and chat (settings.system_prompt[_file])
+    planning_attempts: int = 2  # replans of a plan_and_execute run after execution errors
+    user: dict[str, str] = field(default_factory=dict)  # `user:` — who the planner works for
     approvals: Approvals = field(default_factory=Approvals)
     model_override: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
@@ -172,7 +180,7 @@ def _parse_config(data: Any) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise _Problem((), "expected a mapping at the top level")
-    allowed = {"models", "settings", "approvals", "tools"}
+    allowed = {"models", "settings", "approvals", "tools", "user"}
     for key in data:
         if key not in allowed:
             raise _Problem((key,), f"unknown key `{key}` (expected one of: {', '.join(sorted(allowed))})")
@@ -184,6 +192,10 @@ def _parse_config(data: Any) -> dict[str, Any]:
         if role not in ROLES:
             raise _Problem(("models", role), f"models.{role}: unknown role (roles: {', '.join(ROLES)})")
         out["models"][role] = _model_config(role, value)
+    user = data.get("user") or {}
+    if not isinstance(user, dict) or not all(isinstance(v, (str, int, float)) for v in user.values()):
+        raise _Problem(("user",), "user: expected a mapping of free-text fields (name, role, preferences)")
+    out["user"] = {str(k): str(v) for k, v in user.items()}
     settings = data.get("settings") or {}
     if not isinstance(settings, dict):
         raise _Problem(("settings",), "settings: expected a mapping")
@@ -319,6 +331,8 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
         max_agent_iterations=parsed.get("max_agent_iterations", 15),
         max_tool_result_chars=parsed.get("max_tool_result_chars", 20000),
         system_prompt=_system_prompt(parsed, workspace, doc),
+        planning_attempts=parsed.get("planning_attempts", 2),
+        user=parsed.get("user", {}),
         approvals=parsed.get("approvals", Approvals()),
         model_override=model_override,
         raw=raw,

@@ -56,7 +56,9 @@ class Session:
         self._thread = thread
         self.catalog = catalog
         self.asker = asker
-        self.events = events
+        from graphchat.events import RoleUsage
+
+        self.events = RoleUsage(events)  # counts each turn's model calls per role
         self.assume_yes = assume_yes
         self._model_name = model_override
         self._llm: LLM | None = None
@@ -146,6 +148,7 @@ class Session:
         thread.append(dict(ev.user(message)))
         llm = self.llm()
         before = llm.usage
+        roles_before = self.events.snapshot()
         extra_usage: list[Usage] = []
         ctx = CallContext(
             asker=self.asker,
@@ -186,9 +189,12 @@ class Session:
         except Exception as exc:
             self._close_failed(thread, f"{type(exc).__name__}: {exc}", llm, before, extra_usage)
             raise
-        usage = self._spent(llm, before, extra_usage)
-        thread.append(dict(ev.turn_end(usage.to_dict(), llm.model)))
-        return TurnResult(result.content, thread.id, len(result.tool_calls_made), usage.to_dict())
+        usage = self._spent(llm, before, extra_usage).to_dict()
+        roles = self.events.since(roles_before)
+        if set(roles) - {"chat"}:  # other roles worked in this turn (a planner, a solver): by role
+            usage["by_role"] = roles
+        thread.append(dict(ev.turn_end(usage, llm.model)))
+        return TurnResult(result.content, thread.id, len(result.tool_calls_made), usage)
 
     def _spent(self, llm: LLM, before: Usage, extra: list[Usage]) -> Usage:
         usage = llm.usage - before

@@ -27,7 +27,7 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
-    source: str  # "mcp:<server>", "plan", "native", "control"
+    source: str  # "mcp:<server>", "plan", "native", "control", "core"
     family: str = "destructive"  # read | write | destructive (unannotated = destructive)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -261,17 +261,20 @@ class Catalog:
         entry = self._build().get(name)
         return entry[0] if entry else None
 
-    def model_tools(self, patterns: Iterable[str] | None = None) -> builtins.list[dict[str, Any]]:
+    def model_tools(
+        self, patterns: Iterable[str] | None = None, *, in_plan: bool = False
+    ) -> builtins.list[dict[str, Any]]:
         """Tool definitions for the model: everything but control steps, optionally filtered by globs.
 
-        `ask_user` is always kept (a big catalog must never push it out).
+        `ask_user` is always kept (a big catalog must never push it out). `in_plan` (a plan's
+        `agent` step): tools marked `meta.not_in_plans` (plan_and_execute) are left out.
         """
         from fnmatch import fnmatchcase
 
         pats = list(patterns) if patterns is not None else None
         tools = []
         for spec in self.list():
-            if spec.source == "control":
+            if spec.source == "control" or (in_plan and spec.meta.get("not_in_plans")):
                 continue
             if pats is not None and spec.name != "ask_user":
                 if not any(fnmatchcase(spec.name, p) for p in pats):
@@ -319,7 +322,7 @@ class Catalog:
             events.tool_finished(
                 name, result.ms, result.is_error, result.error_message if result.is_error else None
             )
-        if not result.is_error and self.record_shape is not None and spec.source != "control":
+        if not result.is_error and self.record_shape is not None and spec.source not in ("control", "core"):
             try:
                 self.record_shape(spec, result.value)
             except Exception:  # shape learning is best-effort, never a failed call

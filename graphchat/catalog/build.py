@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from graphchat.catalog.base import Catalog
+from graphchat.catalog.core import CoreSource
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Approver
@@ -45,6 +46,7 @@ def build_catalog(
         from graphchat.catalog.plan_tools import PlanSource
 
         catalog.add_source(PlanSource(settings, catalog))
+    catalog.add_source(CoreSource(settings, catalog))  # plan_and_execute
     if record_shapes:
         recorder = ShapeRecorderHook(settings)
         catalog.record_shape = recorder

@@ -1,11 +1,15 @@
 """Tool activity shown live in the chat: `→ tool {args}` when a call starts, `✓ tool 0.8s` /
-`✗ tool message` when it ends, and the calls still running side by side in the live region."""
+`✗ tool message` when it ends, and the calls still running side by side in the live region.
+
+While `plan_and_execute` runs, the plan it runs is a step list with live status in the live
+region (`○` waiting, `◐` running, `✓` done, `✗` failed, `–` skipped); a replan is an activity
+line, and the final list stays in the scrollback when the call ends."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from graphchat.events import EventSink, _short
+from graphchat.events import EventSink, _short, replan_line
 
 if TYPE_CHECKING:
     from graphchat.chat.ui import ChatUI
@@ -22,6 +26,34 @@ def finished_line(tool: str, ms: float, is_error: bool, message: str | None) -> 
     return f"✓ {tool} {secs}"
 
 
+GLYPHS = {"waiting": "○", "running": "◐", "done": "✓", "failed": "✗", "skipped": "–"}
+
+
+class StepList:
+    """The steps of the plan a `plan_and_execute` call is running, with their status."""
+
+    def __init__(self, plan: str, steps: list[dict[str, Any]]) -> None:
+        self.plan = plan
+        self.steps = [[str(s["id"]), str(s["tool"]), "done" if s.get("reused") else "waiting"] for s in steps]
+
+    def mark(self, step: str, state: str) -> bool:
+        for entry in self.steps:
+            if entry[0] == step and entry[2] != "done":
+                entry[2] = state
+                return True
+        return False
+
+    def finish(self) -> None:
+        for entry in self.steps:
+            if entry[2] in ("waiting", "running"):
+                entry[2] = "skipped"
+
+    def text(self) -> str:
+        return f"plan {self.plan}: " + " · ".join(
+            f"{GLYPHS[st]} {sid} {tool}" for sid, tool, st in self.steps
+        )
+
+
 class ChatSink(EventSink):
     """Routes run events to the chat UI (on the event loop's thread, like every event)."""
 
@@ -29,6 +61,7 @@ class ChatSink(EventSink):
 
     def __init__(self, ui: ChatUI) -> None:
         self.ui = ui
+        self.plan: StepList | None = None
 
     def waiting(self, what: str | None) -> None:
         self.ui.set_waiting(what)
@@ -40,10 +73,28 @@ class ChatSink(EventSink):
             ui.tool_started(f["tool"])
         elif event == "tool_finished":
             ui.tool_finished(f["tool"])
+            if f["tool"] == "plan_and_execute" and self.plan is not None:
+                self.plan.finish()
+                ui.activity(self.plan.text(), "dim")
+                self.plan = None
+            elif self.plan is not None:
+                ui.set_status(self.plan.text())  # the list stays while the plan runs
             style = "red" if f.get("is_error") else "green"
             ui.activity(
                 finished_line(f["tool"], f.get("ms") or 0.0, bool(f.get("is_error")), f.get("message")), style
             )
+        elif event == "planned":
+            if self.plan is not None:  # a replan: the old list, as it ended, stays in the scrollback
+                self.plan.finish()
+                ui.activity(self.plan.text(), "dim")
+            self.plan = StepList(str(f.get("plan")), list(f.get("steps") or []))
+            ui.set_status(self.plan.text())
+        elif event == "replan":
+            ui.activity(replan_line(f), "yellow")
+        elif event in ("step_started", "step_finished") and self.plan is not None:
+            state = "running" if event == "step_started" else "failed" if f.get("is_error") else "done"
+            self.plan.mark(str(f["step"]), state)
+            ui.set_status(self.plan.text())
         elif event == "step_started":
             ui.set_status(f"step {f['step']} ({f['tool']})")
         elif event == "progress":

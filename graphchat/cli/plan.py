@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from graphchat.cli.plan_freeze import register_freeze
 
     register_freeze(plan_sub)
+    from graphchat.cli.plan_go import register_go
+
+    register_go(plan_sub)
     try:
         from graphchat.cli.plan_inspect import register_inspect
     except ImportError:  # the inspect commands land separately

@@ -108,7 +108,9 @@ class LLM:
         usage = self._usage(raw_usage)
         self.usage = self.usage + usage
         if self.events is not None:
-            self.events.llm_call(site, self.config.model, usage.input_tokens, usage.output_tokens, ms)
+            self.events.llm_call(
+                site, self.config.model, usage.input_tokens, usage.output_tokens, ms, role=self.config.role
+            )
         return Completion(
             content=content, tool_calls=calls, usage=usage, model=self.config.model, finish_reason=finish
         )

@@ -70,6 +70,10 @@ class PlanOutcome:
     empty_data: bool = False
     steps_executed: int = 0
     usage: dict[str, Any] | None = None
+    # When a step failed: the failure itself (its step, tool and `kind`), and the results of
+    # the steps that completed before it, by id (what a replanner reads and reuses).
+    failure: StepFailed | None = None
+    results: dict[str, Any] | None = None
 
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
@@ -206,7 +210,11 @@ class Runner:
             return verdict, None
         except TemplateError as err:
             raise StepFailed(
-                label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
+                label,
+                step.tool_name,
+                template_message(err),
+                empty_data=isinstance(err, EmptyData),
+                kind=type(err).__name__,
             ) from None
         except GateError as err:
             raise StepFailed(label, step.tool_name, f"gate: {err}") from None
@@ -254,7 +262,7 @@ class Runner:
         self.steps_executed += 1
         result = await self.catalog.call(name, arguments, frame.ctx or self.ctx)
         if result.is_error:
-            raise StepFailed(step.label, name, result.error_message)
+            raise StepFailed(step.label, name, result.error_message, kind="tool")
         return result.value
 
     async def run_body(self, owner: Step, body: Body, scope: dict[str, Any], frame: Frame, what: str) -> Any:
@@ -269,7 +277,9 @@ class Runner:
                 message = f"{what} ({inner.tool}): {inner.message}"
             else:
                 message = f"{what}: {inner}"
-            raise StepFailed(owner.label, owner.tool_name, message, empty_data=inner.empty_data) from None
+            raise StepFailed(
+                owner.label, owner.tool_name, message, empty_data=inner.empty_data, kind=inner.kind
+            ) from None
 
     def quiet_ctx(self) -> CallContext:
         """The context for calls inside a map/filter body (quiet tool lines on a terminal)."""
@@ -354,12 +364,16 @@ async def run_plan(
     events: EventSink | None = None,
     on_text: Callable[[str], None] | None = None,
     settings: Any = None,
+    reuse: Mapping[str, Any] | None = None,
 ) -> PlanOutcome:
     """Run `plan` with `inputs`. `ctx` is the CALLER's context: the run itself uses
     `ctx.child(plan.identifier)` (depth limit and cycle detection are checked here).
 
     `on_text` receives the solver's report as it streams (plan run); `llm_factory` is only
     called when the plan actually reaches a model (so output/silent plans never import litellm).
+    `reuse` (step id → result): the leading top-level steps whose ids it holds are not run, their
+    results are taken from it (a repaired plan keeping what already ran; the caller checks
+    that those steps are unchanged).
     """
     tap = UsageTap(events if events is not None else ctx.events)
     outcome = PlanOutcome(plan=plan.identifier, kind="ok", finish=plan.finish)
@@ -390,7 +404,14 @@ async def run_plan(
         if unknown:
             step, name = unknown[0]
             raise StepFailed(step, name, f"unknown tool: {name}")
-        await runner.run_steps(plan.steps, scope)
+        steps = plan.steps
+        if reuse:
+            kept = 0
+            while kept < len(steps) and steps[kept].id is not None and steps[kept].id in reuse:
+                scope[steps[kept].id] = reuse[steps[kept].id]  # type: ignore[index]
+                kept += 1
+            steps = steps[kept:]
+        await runner.run_steps(steps, scope)
     except ExitFired as fired:
         outcome.kind = "exit"
         outcome.exit = fired.to_json()
@@ -403,6 +424,8 @@ async def run_plan(
             outcome.kind = "failed"
             outcome.error = f"plan failed at {failed}"
             outcome.empty_data = failed.empty_data
+            outcome.failure = failed
+            outcome.results = {k: v for k, v in scope.items() if k != "input"}
     if outcome.kind == "ok":
         try:
             if plan.finish == "solver":

@@ -39,6 +39,7 @@ from graphchat.threads.replay import answered_call
 
 FINISHES = ("solver", "output", "silent")
 ASK_USER = "ask_user"
+PLAN_AND_EXECUTE = "plan_and_execute"
 ANSWER_FIELD = "answer"  # the one field of an ask frozen from a plain-text or options question
 CANCELLED_PREFIX = "cancelled"
 MAX_TEXT = 300
@@ -598,6 +599,8 @@ def freeze(
         reason = call.drop_reason()
         if reason is None and call.name == ASK_USER and _ask_schema(call) is None:
             reason = "its answer schema cannot be an `ask` step (a flat object of primitive fields)"
+        if reason is None and call.name == PLAN_AND_EXECUTE and _planned_doc(call) is None:
+            reason = "its result holds no plan to inline"
         if reason is not None:
             dropped.append(f"{call.name or '(no name)'} (turn {call.turn}): {reason}")
         else:
@@ -653,6 +656,8 @@ def _freeze_round(builder: _Builder, calls: list[Call], round_no: int) -> None:
             continue
         elif call.name == ASK_USER:
             _add_ask(builder, call)
+        elif call.name == PLAN_AND_EXECUTE:
+            _add_planned(builder, call)
         else:
             _add_call(builder, call)
 
@@ -700,6 +705,100 @@ def _add_map(builder: _Builder, group: list[Call], source: _MapSource, place: Pa
     view = {"count": source.length, "results": results}
     summary = f"map over {over[2:-2]} → {template.name} {_one_line(_json(_plain(body_input)), 80)}"
     builder.steps.append(Step(step_id, doc, view, round_no, summary))
+
+
+_TEMPLATE_ROOT = re.compile(r"(\{\{[#^/]?\s*)([A-Za-z_][A-Za-z0-9_-]*)(?=[.}\s])")
+
+
+def _planned_doc(call: Call) -> dict[str, Any] | None:
+    """The final plan a plan_and_execute call ran (its result's `plan`), when it has steps."""
+    plan = call.value.get("plan") if isinstance(call.value, dict) else None
+    if isinstance(plan, dict) and isinstance(plan.get("steps"), list) and plan["steps"]:
+        return plan
+    return None
+
+
+def _rename_roots(value: Any, names: dict[str, str]) -> Any:
+    """`value` with the template roots in `names` renamed (`{{E0.x}}` → `{{E4.x}}`)."""
+    if isinstance(value, str):
+        if "{{" not in value:
+            return value
+        return _TEMPLATE_ROOT.sub(lambda m: m.group(1) + names.get(m.group(2), m.group(2)), value)
+    if isinstance(value, dict):
+        return {k: _rename_roots(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rename_roots(v, names) for v in value]
+    return value
+
+
+def _add_planned(builder: _Builder, call: Call) -> None:
+    """A plan_and_execute call: the steps of the final plan it ran, inlined here with fresh ids
+    (body step ids become `<new id>_<old id>`); its inputs become the frozen plan's, with the
+    defaults it ran with. Later calls cannot reference inside these steps (the chat never saw
+    their results)."""
+    plan = _planned_doc(call)
+    assert plan is not None  # checked when the calls were kept
+    names: dict[str, str] = {}
+    props = (plan.get("input_schema") or {}).get("properties") or {}
+    if isinstance(props, dict):
+        for key, prop in props.items():
+            default = prop.get("default") if isinstance(prop, dict) else None
+            names[f"input.{key}"] = builder.input_for(str(key), default)[len("{{input.") : -2]
+    first = len(builder.steps)
+    steps = [s for s in plan["steps"] if isinstance(s, dict)]
+    for n, step in enumerate(steps):
+        if isinstance(step.get("id"), str):
+            names[step["id"]] = f"E{first + n}"
+
+    def body_ids(value: Any, owner: str) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("id"), str) and value["id"] not in names:
+                names[value["id"]] = f"{owner}_{value['id']}"
+            for item in value.values():
+                body_ids(item, owner)
+        elif isinstance(value, list):
+            for item in value:
+                body_ids(item, owner)
+
+    for n, step in enumerate(steps):
+        body_ids(step.get("input"), f"E{first + n}")
+    goal = (call.arguments or {}).get("query") or (call.arguments or {}).get("goal") or ""
+    for step in steps:
+        new_id = names.get(step.get("id") or "", _next_id(builder))
+        tool = str(step.get("tool_name") or step.get("toolName") or "")
+        arguments = _rename_input_roots(_rename_roots(step.get("input") or {}, names), names)
+        arguments = _rename_ids(arguments, names)
+        doc = {"id": new_id, "tool_name": tool, "input": arguments}
+        summary = (
+            f"{tool} {_one_line(_json(_plain(arguments)), 80)} (planned for {_one_line(str(goal), 40)!r})"
+        )
+        builder.steps.append(Step(new_id, doc, None, call.round, summary))
+
+
+def _rename_input_roots(value: Any, names: dict[str, str]) -> Any:
+    """`{{input.x}}` → `{{input.<x's name in the frozen plan>}}`."""
+    if isinstance(value, str):
+        if "{{" not in value:
+            return value
+        pattern = re.compile(r"(\{\{[#^/]?\s*input\.)([A-Za-z0-9_-]+)")
+        return pattern.sub(lambda m: m.group(1) + names.get("input." + m.group(2), m.group(2)), value)
+    if isinstance(value, dict):
+        return {k: _rename_input_roots(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rename_input_roots(v, names) for v in value]
+    return value
+
+
+def _rename_ids(value: Any, names: dict[str, str]) -> Any:
+    """The `id`s of body steps renamed as their references were."""
+    if isinstance(value, dict):
+        out = {k: _rename_ids(v, names) for k, v in value.items()}
+        if isinstance(out.get("id"), str) and "tool_name" in out:
+            out["id"] = names.get(out["id"], out["id"])
+        return out
+    if isinstance(value, list):
+        return [_rename_ids(v, names) for v in value]
+    return value
 
 
 def _ask_schema(call: Call) -> tuple[dict[str, Any], bool] | None:
@@ -779,10 +878,20 @@ def _document(
     return document
 
 
-def _tools_of(doc: dict[str, Any]) -> list[str]:
-    if doc["tool_name"] == "map":
-        return [doc["input"]["do"]["tool_name"]]
-    return [doc["tool_name"]]
+def _tools_of(doc: Any) -> list[str]:
+    """Every tool a step calls, its bodies' included (an inlined planned step may have any)."""
+    found: list[str] = []
+    if isinstance(doc, dict):
+        tool = doc.get("tool_name")
+        if isinstance(tool, str):
+            found.append(tool)
+        for value in doc.values():
+            if isinstance(value, (dict, list)):
+                found.extend(_tools_of(value))
+    elif isinstance(doc, list):
+        for item in doc:
+            found.extend(_tools_of(item))
+    return found
 
 
 def _head(thread_id: str, start: int, end: int, count: int, identifier: str, dropped: list[str]) -> list[str]:

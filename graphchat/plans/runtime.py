@@ -31,14 +31,21 @@ LLMFactory = Callable[[str, "str | None", "EventSink | None"], Any]
 
 
 class StepFailed(Exception):
-    """A step failed. `str()` is `step <id> (<tool>): <message>`; `empty_data` marks EmptyData."""
+    """A step failed. `str()` is `step <id> (<tool>): <message>`; `empty_data` marks EmptyData.
 
-    def __init__(self, step: str, tool: str, message: str, *, empty_data: bool = False) -> None:
+    `kind` says what failed, for a host that repairs plans (the planner): the template error's
+    class name (`BadPath`, `MissingStep`, `EmptyData`, …), `tool` for a tool's error result, or
+    None for anything else (a control step's own check, a model call)."""
+
+    def __init__(
+        self, step: str, tool: str, message: str, *, empty_data: bool = False, kind: str | None = None
+    ) -> None:
         super().__init__(message)
         self.step = step
         self.tool = tool
         self.message = message
         self.empty_data = empty_data
+        self.kind = "EmptyData" if empty_data and kind is None else kind
 
     def __str__(self) -> str:
         return f"step {self.step} ({self.tool}): {self.message}"
@@ -82,7 +89,11 @@ describe = json_kind  # what a JSON value is, for step error messages
 
 def _failed(step: Step, err: TemplateError) -> StepFailed:
     return StepFailed(
-        step.label, step.tool_name, template_message(err), empty_data=isinstance(err, EmptyData)
+        step.label,
+        step.tool_name,
+        template_message(err),
+        empty_data=isinstance(err, EmptyData),
+        kind=type(err).__name__,
     )
 
 

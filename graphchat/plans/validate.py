@@ -140,7 +140,7 @@ def tool_problem(
     if tool == "ask_user":
         return "`ask_user` is not allowed in plans: use an `ask` step"
     if tool == "plan_and_execute":
-        return "`plan_and_execute` does not exist in graphchat: call a plan__* tool"
+        return "`plan_and_execute` (a core tool) is not in this catalog"
     prefix, _, rest = tool.partition("__")
     if prefix == "plan":
         known = plans or {}

@@ -116,7 +116,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
             messages=messages,
             ctx=frame.ctx or runner.ctx,
             max_iterations=max_iterations,
-            tools=runner.catalog.model_tools(patterns) if patterns is not None else None,
+            tools=runner.catalog.model_tools(patterns, in_plan=True),
             output_schema=schema,
         )
     except StepFailed:

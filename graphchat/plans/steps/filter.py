@@ -57,6 +57,7 @@ def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> 
                 "filter",
                 f"item {index}: {template_message(err)}",
                 empty_data=isinstance(err, EmptyData),
+                kind=type(err).__name__,
             ) from None
         except GateError as err:
             raise StepFailed(label, "filter", f"item {index}: gate: {err}") from None
@@ -77,7 +78,11 @@ async def _inferred(runner: StepRunner, step: Step, scope: dict[str, Any], over:
             verdict, _ = await runner.gate(step, None, data["infer"], data.get("model"), item_scope)
         except StepFailed as inner:
             raise StepFailed(
-                step.label, "filter", f"item {index}: {inner.message}", empty_data=inner.empty_data
+                step.label,
+                "filter",
+                f"item {index}: {inner.message}",
+                empty_data=inner.empty_data,
+                kind=inner.kind,
             ) from None
         return verdict
 

@@ -1,0 +1,137 @@
+"""`graphchat plan go GOAL`: `plan_and_execute` from the command line (graphchat.plans.planner):
+the planner drafts a plan, it runs (replanned on repairable failures), the deliverable goes to
+stdout; `--save ID` writes the final plan to plans/<ID>.yaml."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register_go(plan_sub: argparse._SubParsersAction) -> None:
+    p = plan_sub.add_parser(
+        "go",
+        help="have the planner write a plan for a goal and run it",
+        description="The `planner` model role drafts a plan for GOAL over the catalog and it runs "
+        "at once; a step that breaks (a bad reference, a tool error) is repaired by the planner, "
+        "keeping the steps that already ran (settings.planning_attempts replans).",
+    )
+    p.add_argument("goal", metavar="GOAL", help="what to do")
+    p.add_argument("--json", action="store_true", help="print {answer, degraded, steps_executed, plan, …}")
+    p.add_argument(
+        "--answers", metavar="FILE", help="answers to ask steps (YAML/JSON: step id or prompt → answer)"
+    )
+    p.add_argument("--save", metavar="ID", help="write the final plan to plans/<ID>.yaml")
+    p.add_argument("--force", action="store_true", help="with --save: overwrite an existing plan file")
+    p.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
+    p.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
+    p.set_defaults(func=run_go)
+
+
+def run_go(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from graphchat.asks import host_asker
+    from graphchat.catalog.base import CallContext
+    from graphchat.catalog.build import build_catalog
+    from graphchat.cli.output import note, print_json, report_error, warn
+    from graphchat.cli.plan_draft import _taken
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+    from graphchat.events import sink_for_environment
+    from graphchat.plans.loader import IDENTIFIER_RE
+    from graphchat.plans.planner import plan_and_execute
+    from graphchat.workspace import load_settings
+
+    if not args.goal.strip():
+        raise GraphchatError("GOAL is empty: say what to do", EXIT_USAGE)
+    if args.save is not None and not IDENTIFIER_RE.match(args.save):
+        raise GraphchatError(f"--save {args.save!r}: use only letters, digits, `_` and `-`", EXIT_USAGE)
+    settings = load_settings(args.home, model_override=args.model)
+    settings.model_for("planner")  # no model configured: exit 2 before anything else
+    if args.save:
+        taken = _taken(settings, args.save, args.force)  # fail before spending model calls
+        if taken:
+            raise GraphchatError(taken, hint="choose another identifier, or --force to replace it")
+    from graphchat.llm import preload_in_background
+
+    preload_in_background()
+    events = sink_for_environment()
+    asker = host_asker(answers_file=args.answers, events=events)
+    ctx = CallContext(asker=asker, events=events, assume_yes=args.yes, surface="plan")
+    streamed: list[str] = []
+
+    def on_text(text: str) -> None:
+        streamed.append(text)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    async def go() -> Any:
+        catalog = build_catalog(settings, events=events)
+        try:
+            failed = await catalog.prepare()  # the planner must see every server's tools
+            for server, error in failed.items():
+                warn(f"MCP server '{server}': {error}; its tools are not offered to the planner")
+            return await plan_and_execute(
+                args.goal,
+                catalog=catalog,
+                ctx=ctx,
+                settings=settings,
+                events=events,
+                on_text=None if args.json else on_text,
+            )
+        finally:
+            await catalog.aclose()
+
+    run = asyncio.run(go())
+    if streamed and not streamed[-1].endswith("\n"):
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    if run.usage:
+        events.usage_summary(run.usage)
+    saved = None
+    if args.save and run.ok and run.plan_doc is not None:
+        saved = save_plan(settings, args.save, run.plan_doc, args.goal)
+    if args.json:
+        data = run.to_json()
+        if run.usage:
+            data["usage"] = run.usage
+        if saved is not None:
+            data["path"] = str(saved)
+        print_json(data)
+    if not run.ok:
+        report_error(run.error or "plan_and_execute failed")
+        return 1
+    outcome = run.outcome
+    if not args.json and outcome is not None:
+        if outcome.kind == "exit" and outcome.exit is not None:
+            mark = "✓" if outcome.exit["status"] == "success" else "✗"
+            note(f"{mark} {outcome.exit['message']}")
+            if "output" in outcome.exit:
+                print_json(outcome.exit["output"])
+        elif outcome.finish == "output":
+            print_json(outcome.output)
+        elif outcome.finish == "solver" and not streamed and outcome.answer:
+            sys.stdout.write(outcome.answer.rstrip("\n") + "\n")
+    if saved is not None:
+        note(f"✓ plan saved to {saved}")
+    if outcome is not None and outcome.kind == "exit" and outcome.exit is not None:
+        return 0 if outcome.exit["status"] == "success" else 4
+    return 0
+
+
+def save_plan(settings: Any, identifier: str, doc: dict[str, Any], goal: str) -> Any:
+    """plans/<identifier>.yaml: the final plan, its identifier forced to `identifier`."""
+    from graphchat.fsutil import write_atomic
+    from graphchat.plans.draft import plan_yaml
+    from graphchat.plans.loader import PLAN_FIELDS
+
+    body = {k: v for k, v in doc.items() if k != "identifier"}
+    ordered = {"identifier": identifier, **body}
+    ordered = {k: ordered[k] for k in PLAN_FIELDS if k in ordered} | {
+        k: v for k, v in ordered.items() if k not in PLAN_FIELDS
+    }
+    path = settings.plans_dir / f"{identifier}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, plan_yaml(ordered, header=f"Planned and run by `graphchat plan go` for: {goal}"))
+    return path
