@@ -10,12 +10,13 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
     from graphchat.events import EventSink
+    from graphchat.llm.types import Usage
 
 FAMILIES = ("read", "write", "destructive")
 
@@ -77,20 +78,21 @@ class CallContext:
     """Who is calling and how questions and events reach the person.
 
     `chain` is the stack of plan identifiers being run (depth limit and cycle detection);
-    `assume_yes` is --yes (approve every sensitive call for this run).
+    `assume_yes` is --yes (approve every sensitive call for this run); `on_usage` is told the
+    tokens and cost of model calls a tool makes itself (e.g. `builtin__infer`), so the session
+    that called it can count them. Copy a context with `dataclasses.replace`.
     """
 
     asker: Asker | None = None
     events: EventSink | None = None
     chain: tuple[str, ...] = ()
     assume_yes: bool = False
-    surface: str = "agent"  # agent | plan | cli
-    extra: dict[str, Any] = field(default_factory=dict)
+    surface: str = "agent"  # agent | plan | cli | mcp
+    on_usage: Callable[[Usage], None] | None = None
 
     def child(self, plan_id: str) -> CallContext:
-        return CallContext(
-            self.asker, self.events, (*self.chain, plan_id), self.assume_yes, "plan", self.extra
-        )
+        """The context of a plan run inside this one (one plan deeper)."""
+        return replace(self, chain=(*self.chain, plan_id), surface="plan")
 
 
 class ToolSource:
