@@ -257,6 +257,7 @@ def run_validate(args: argparse.Namespace) -> int:
                 }
             )
             continue
+        assert servers is not None  # read above whenever a target has a plan
         problems, notes = _validate_one(plan, catalog, servers, index.plans, by_path=by_path)
         for server in sorted(_server_prefixes(plan)):
             if server not in servers.configured or servers.cached.get(server):
