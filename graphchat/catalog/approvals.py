@@ -78,7 +78,7 @@ class PolicyApprover:
         pattern = _match(spec.name, self.policy.deny)
         if pattern is not None:
             return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})", ctx)
-        if spec.family == "read" or spec.source == "control":
+        if spec.family == "read":
             return True, None
         if ctx.assume_yes or self.policy.mode == "auto":
             return True, None

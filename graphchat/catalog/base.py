@@ -28,7 +28,7 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
-    source: str  # "mcp:<server>", "plan", "native", "control"
+    source: str  # "mcp:<server>", "plan", "native", "builtin:<pack>", "user"
     family: str = "destructive"  # read | write | destructive (unannotated = destructive)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -250,7 +250,7 @@ class Catalog:
         return entry[0] if entry else None
 
     def model_tools(self, patterns: Iterable[str] | None = None) -> builtins.list[dict[str, Any]]:
-        """Tool definitions for the model: everything but control steps, optionally filtered by globs.
+        """Tool definitions for the model: every tool, optionally filtered by globs.
 
         `ask_user` is always kept (a big catalog must never push it out).
         """
@@ -259,8 +259,6 @@ class Catalog:
         pats = list(patterns) if patterns is not None else None
         tools = []
         for spec in self.list():
-            if spec.source == "control":
-                continue
             if pats is not None and spec.name != "ask_user":
                 if not any(fnmatchcase(spec.name, p) for p in pats):
                     continue
@@ -307,7 +305,7 @@ class Catalog:
             events.tool_finished(
                 name, result.ms, result.is_error, result.error_message if result.is_error else None
             )
-        if not result.is_error and self.record_shape is not None and spec.source != "control":
+        if not result.is_error and self.record_shape is not None:
             try:
                 self.record_shape(spec, result.value)
             except Exception:  # shape learning is best-effort, never a failed call

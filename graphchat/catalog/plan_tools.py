@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from graphchat.plans.model import Plan
 
 _SEVERITY = {"read": 0, "write": 1, "destructive": 2}
-_NO_TOOL_STEPS = frozenset({"exit", "decide", "filter", "map", "reduce", "ask"})
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -117,8 +116,7 @@ class PlanSource(ToolSource):
                 continue
             try:
                 for spec in source.specs():
-                    if spec.source != "control":
-                        found.setdefault(spec.name, spec.family)
+                    found.setdefault(spec.name, spec.family)
             except Exception:  # a broken source must not hide the plans
                 continue
         return found
@@ -195,19 +193,19 @@ class _Families:
         return self.others.get(name, "destructive")
 
     def reachable(self, plan: Plan) -> set[str]:
+        from graphchat.plans.steps import CONTROL
+
         names: set[str] = set()
         every = [*self.others, *(f"plan__{i}" for i in self.plans)]
         for step in plan.all_steps():
             tool = step.tool_name
-            if tool in _NO_TOOL_STEPS:
-                continue
-            if tool == "agent":
+            if tool == "agent":  # the one control step that calls tools: those its `tools` allow
                 patterns = step.input.get("tools")
                 if patterns is None:
                     names.update(every)
                 else:
                     for pattern in patterns:
                         names.update(n for n in every if fnmatchcase(n, str(pattern)))
-                continue
-            names.add(tool)
+            elif tool not in CONTROL:
+                names.add(tool)
         return names

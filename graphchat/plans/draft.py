@@ -266,7 +266,7 @@ def catalog_digest(catalog: Catalog, settings: Settings, *, plans: Mapping[str, 
         plans = workspace_plans(settings)
     shapes = ShapeStore(settings.catalog_dir / "shapes")
     specs = sorted(
-        (s for s in catalog.list() if s.source != "control" and s.name not in NOT_IN_PLANS),
+        (s for s in catalog.list() if s.name not in NOT_IN_PLANS),
         key=lambda s: s.name,
     )
     tools = [_tool_entry(spec, shapes, plans) for spec in specs] or ["(no tools)"]

@@ -168,7 +168,7 @@ def tool_problem(
 
 
 def _pattern_problem(pattern: str, catalog: Catalog, info: Servers, excused: set[str]) -> str | None:
-    names = [s.name for s in catalog.list() if s.source != "control"]
+    names = [s.name for s in catalog.list()]
     if any(fnmatchcase(name, pattern) for name in names):
         return None
     if "*" not in pattern:

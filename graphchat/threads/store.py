@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from graphchat.fsutil import read_object, write_atomic
 from graphchat.threads import events as ev
 from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
 
@@ -124,21 +125,6 @@ def _fold(meta: dict[str, Any], events: Iterable[dict[str, Any]]) -> None:
     meta["message_count"] = count
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        obj = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
-    # A reader sees the old meta or the new one, never half of one.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps(obj))
-    os.replace(tmp, path)
-
-
 def _pread_all(fd: int, start: int, end: int) -> bytes:
     chunks = []
     while start < end:
@@ -200,7 +186,7 @@ class Thread:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _refresh_meta_locked(self, fd: int, end: int) -> None:
-        meta = _read_json(self.meta_path) or {}
+        meta = read_object(self.meta_path) or {}
         start = meta.get("size", 0)
         if not isinstance(start, int) or not 0 <= start <= end:
             meta, start = {}, 0  # meta from another file's history: recount from the start
@@ -209,7 +195,7 @@ class Thread:
         events, _ = parse_lines(_pread_all(fd, start, end))
         _fold(meta, events)
         meta["size"] = end
-        _write_json_atomic(self.meta_path, meta)
+        write_atomic(self.meta_path, orjson.dumps(meta))
 
     def close(self) -> None:
         if self._fd is not None:
@@ -250,26 +236,11 @@ class Thread:
     def info(self) -> ThreadInfo:
         return _info_for(self.path, self.id)
 
-    def model_messages(self, *, max_tool_result_chars: int = 20000) -> list[dict[str, Any]]:
-        """The thread replayed for the model (failed turns left out, interruptions repaired)."""
-        from graphchat.threads.replay import to_model_messages
-
-        return to_model_messages(self.events(), max_tool_result_chars=max_tool_result_chars)
-
-
-def _read_meta(folder: str) -> dict[str, Any]:
-    try:
-        with open(f"{folder}/{META_FILE}", "rb") as f:
-            obj = orjson.loads(f.read())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return obj if isinstance(obj, dict) else {}
-
 
 def _info_for(folder: str | Path, thread_id: str) -> ThreadInfo:
     """A thread's list row from meta.json plus whatever was appended after it was written."""
     folder = os.fspath(folder)  # plain strings: pathlib costs as much as the reads here
-    meta = _read_meta(folder)
+    meta = read_object(f"{folder}/{META_FILE}") or {}
     covered = meta.get("size", 0)
     if not isinstance(covered, int) or covered < 0:
         meta, covered = {}, 0

@@ -62,7 +62,7 @@ def load(site: Site) -> None:
 
 def check_patterns(runner: StepRunner, step: Step, patterns: list[str]) -> None:
     """A pattern that matches no tool is an error naming it (a typo must not shrink the set)."""
-    names = [spec.name for spec in runner.catalog.list() if spec.source != "control"]
+    names = [spec.name for spec in runner.catalog.list()]
     for pattern in patterns:
         if not any(fnmatchcase(name, pattern) for name in names):
             raise StepFailed(
