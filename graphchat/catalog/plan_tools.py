@@ -12,6 +12,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.plans.model import PLAN_TOOL_PREFIX, plan_identifier
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -81,13 +82,9 @@ class PlanSource(ToolSource):
             self._servers = configured_servers(self.settings) if self.settings is not None else set()
         return self._servers
 
-    def missing_servers(self, plan: Plan) -> list[str]:
-        have = self.servers()
-        return [s for s in plan.requires_servers if s not in have]
-
     def specs(self) -> list[ToolSpec]:
         plans = self.plans()
-        visible = [p for p in plans.values() if not self.missing_servers(p)]
+        visible = [p for p in plans.values() if not p.missing_servers(self.servers())]
         others = self._other_families()
         families = _Families(visible, others)
         specs = []
@@ -133,11 +130,11 @@ class PlanSource(ToolSource):
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         from graphchat.plans.executor import run_plan
 
-        ident = spec.meta.get("plan") or spec.name[len("plan__") :]
+        ident = spec.meta["plan"]
         plan = self.plans().get(ident)
         if plan is None:
             return ToolResult.error(f"unknown plan tool {spec.name}")
-        missing = self.missing_servers(plan)
+        missing = plan.missing_servers(self.servers())
         if missing:
             return ToolResult.error(
                 f"plan '{ident}' needs MCP servers that are not configured: {', '.join(missing)}"
@@ -188,15 +185,16 @@ class _Families:
         return family
 
     def family(self, name: str, visiting: frozenset[str]) -> str:
-        if name.startswith("plan__"):
-            return self.of(name[len("plan__") :], visiting)
+        ident = plan_identifier(name)
+        if ident is not None:
+            return self.of(ident, visiting)
         return self.others.get(name, "destructive")
 
     def reachable(self, plan: Plan) -> set[str]:
         from graphchat.plans.steps import CONTROL
 
         names: set[str] = set()
-        every = [*self.others, *(f"plan__{i}" for i in self.plans)]
+        every = [*self.others, *(PLAN_TOOL_PREFIX + i for i in self.plans)]
         for step in plan.all_steps():
             tool = step.tool_name
             if tool == "agent":  # the one control step that calls tools: those its `tools` allow

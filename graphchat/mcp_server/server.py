@@ -47,7 +47,7 @@ class PlanServer:
 
         tools = []
         for spec in self.plan_specs():
-            ident = spec.meta.get("plan") or spec.name[len("plan__") :]
+            ident = spec.meta["plan"]
             annotations = ToolAnnotations(
                 title=spec.meta.get("title"),
                 read_only_hint=spec.family == "read",
