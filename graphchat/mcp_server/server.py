@@ -16,6 +16,7 @@ from graphchat.asks import Asker, UnavailableAsker
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
 from graphchat.mcp_server.convert import PREFIX, error_result, public_name, publicize, to_call_result
 from graphchat.mcp_server.runs import Run
+from graphchat.plans.model import PLAN_TOOL_PREFIX
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Approver, CallContext, Catalog, ToolSpec
@@ -93,7 +94,7 @@ class PlanServer:
             return error_result(f"unknown tool: {name}")
         self.refresh()
         await self.catalog.prepare()  # servers with no cached tool list (only once)
-        catalog_name = "plan__" + name[len(PREFIX) :]
+        catalog_name = PLAN_TOOL_PREFIX + name[len(PREFIX) :]
         spec = self.catalog.get(catalog_name)
         if spec is None or spec.source != "plan":
             return error_result(f"unknown tool: {name}")
