@@ -17,6 +17,7 @@ from graphchat.plans.model import PLAN_TOOL_PREFIX, plan_identifier
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
     from graphchat.plans.model import Plan
+    from graphchat.plans.runtime import LLMFactory
 
 _SEVERITY = {"read": 0, "write": 1, "destructive": 2}
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -49,7 +50,7 @@ class PlanSource(ToolSource):
         catalog: Catalog,
         *,
         plans: list[Plan] | None = None,
-        llm_factory: Any = None,
+        llm_factory: LLMFactory | None = None,
         servers: set[str] | None = None,
     ) -> None:
         self.settings = settings
@@ -120,7 +121,7 @@ class PlanSource(ToolSource):
 
     # -- calling --
 
-    def llm_factory(self) -> Any:
+    def llm_factory(self) -> LLMFactory | None:
         if self._llm_factory is None and self.settings is not None:
             from graphchat.plans.executor import llm_factory_for
 
