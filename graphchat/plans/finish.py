@@ -155,8 +155,8 @@ async def solve(
     notes.extend(f"not found: {m}" for m in missing_data)
     limit = DATA_LIMIT_CHARS
     settings = runner.settings
-    if settings is not None and getattr(settings, "max_tool_result_chars", None):
-        limit = max(limit, int(settings.max_tool_result_chars) * 3)
+    if settings is not None and settings.max_tool_result_chars:
+        limit = max(limit, settings.max_tool_result_chars * 3)
     data_text, cut = cut_data(data, limit)
     if cut:
         notes.append(cut)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from graphchat.events import EventSink
     from graphchat.llm.types import ModelClient
     from graphchat.plans.model import Body, Plan, Step
+    from graphchat.workspace import Settings
 
 # (role, model override or None, events) -> the model (graphchat.llm.LLM or a test double)
 LLMFactory = Callable[[str, "str | None", "EventSink | None"], "ModelClient"]
@@ -188,7 +189,7 @@ class StepRunner(Protocol):
     @property
     def events(self) -> EventSink: ...
     @property
-    def settings(self) -> Any: ...
+    def settings(self) -> Settings | None: ...
 
     def llm(self, role: str, model: str | None = None) -> ModelClient:
         """The model for `role` (or a named model); ConfigError when none can be used here."""
