@@ -100,12 +100,18 @@ class ScriptedAsker(Asker):
         super().__init__(events)
         self.answers = answers
         self.fallback = fallback or UnavailableAsker()
+        self.used: set[str] = set()
 
     async def _ask(self, question: Question) -> Answer:
         for key in (question.key, question.prompt):
             if key is not None and key in self.answers:
+                self.used.add(key)
                 return Answer(True, self.answers[key])
         return await self.fallback._ask(question)
+
+    def unused(self) -> list[str]:
+        """Keys of the file that answered no question (a typo, or a question never asked)."""
+        return [key for key in self.answers if key not in self.used]
 
 
 def load_answers(path: str) -> dict[str, Any]:

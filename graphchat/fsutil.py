@@ -9,15 +9,20 @@ from pathlib import Path
 from typing import Any
 
 
-def read_object(path: str | Path) -> dict[str, Any] | None:
-    """The JSON object in `path`, or None (missing, unreadable, not JSON, not an object)."""
+def read_json(path: str | Path) -> Any:
+    """The JSON value in `path`, or None (missing, unreadable, not JSON)."""
     import orjson
 
     try:
         with open(path, "rb") as handle:
-            doc = orjson.loads(handle.read())
+            return orjson.loads(handle.read())
     except (OSError, orjson.JSONDecodeError):
         return None
+
+
+def read_object(path: str | Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None (missing, unreadable, not JSON, not an object)."""
+    doc = read_json(path)
     return doc if isinstance(doc, dict) else None
 
 

@@ -112,12 +112,19 @@ class Host:
             self.events.warning(f"MCP server {server}: {error}")
 
     async def aclose(self) -> None:
-        """Close the sessions, then the catalog: no server process is left behind."""
+        """Close the sessions, then the catalog: no server process is left behind. An
+        --answers key that answered no question is a warning (a typo must not pass silently)."""
         try:
             for session in self._sessions:
                 await session.aclose()
         finally:
             await self.catalog.aclose()
+        unused = getattr(self.asker, "unused", None)
+        if callable(unused) and unused():
+            keys = ", ".join(repr(k) for k in unused())
+            self.events.warning(
+                f"--answers: {keys} matched no question (a key is an ask step's id or a question's exact text)"
+            )
 
 
 def open_host(

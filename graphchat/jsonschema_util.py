@@ -4,40 +4,153 @@ A plan `map` validates one tool's arguments thousands of times, so the yes/no ch
 fastjsonschema (schemas compiled to Python code, ~1 µs a call); jsonschema, the reference
 implementation, produces the error messages on the slow path and covers any schema
 fastjsonschema cannot compile (2020-12 keywords it does not know).
+
+Schemas come from models and MCP servers, so they are hostile input: a `$ref` that leaves the
+document (`http:`, `https:`, `file:`, a relative file name) is refused before either library
+sees the schema, and neither library is given a way to fetch anything (fastjsonschema gets
+handlers that refuse every scheme, jsonschema a registry of the bundled meta-schemas only).
+Schema work therefore never touches the network or the disk and cannot block the event loop.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-_cache: dict[bytes, tuple[Callable[[Any], bool], Any]] = {}
+MAX_SCHEMA_DEPTH = 128  # deeper is refused: libraries recurse, orjson stops at 255
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples", "example"})  # values, not schemas
+
+
+@dataclass(frozen=True)
+class _Entry:
+    check: Callable[[Any], bool]
+    reference: Any
+    refusal: str | None = None
+
+
+_cache: dict[bytes, _Entry] = {}
 # Look the schema object up by identity first; the entry keeps the schema alive so its id
 # cannot be reused by another object.
-_by_id: dict[int, tuple[dict[str, Any], tuple[Callable[[Any], bool], Any]]] = {}
+_by_id: dict[int, tuple[Any, _Entry]] = {}
+
+
+def _defrag(uri: str) -> str:
+    return uri.split("#", 1)[0]
+
+
+@functools.cache
+def _bundled_uris() -> frozenset[str]:
+    from jsonschema_specifications import REGISTRY
+
+    return frozenset(_defrag(k).rstrip("/") for k in REGISTRY)
+
+
+def _bundled(uri: str) -> bool:
+    """True for the JSON Schema meta-schemas jsonschema ships (resolved offline)."""
+    return _defrag(uri).rstrip("/") in _bundled_uris()
+
+
+def refusal(schema: Any) -> str | None:
+    """Why `schema` is refused (a reference outside the document, or too deep), else None.
+
+    Walks without recursion, so any nesting is safe to inspect. References to a `$id` the
+    schema itself declares, and to the bundled meta-schemas, stay inside: they are allowed.
+    """
+    ids: set[str] = set()
+    refs: list[tuple[str, str]] = []
+    stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
+    while stack:
+        node, path = stack.pop()
+        if len(path) > MAX_SCHEMA_DEPTH:
+            return f"nests deeper than {MAX_SCHEMA_DEPTH} levels (at {'/'.join(path[:8])}/…)"
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in _REF_KEYS and isinstance(value, str):
+                    refs.append((value, "/".join((*path, str(key)))))
+                elif key in ("$id", "id") and isinstance(value, str):
+                    ids.add(_defrag(value))
+                elif key not in _DATA_KEYS and isinstance(value, dict | list):
+                    stack.append((value, (*path, str(key))))
+        elif isinstance(node, list):
+            stack.extend(
+                (item, (*path, str(i))) for i, item in enumerate(node) if isinstance(item, dict | list)
+            )
+    for ref, where in sorted(refs, key=lambda r: r[1]):
+        target = _defrag(ref)
+        if not target or target in ids or _bundled(target):
+            continue
+        kind = "remote" if target.lower().startswith(("http:", "https:")) else "external"
+        return (
+            f"refers to {ref!r} ({where}): {kind} schema references are refused "
+            "(only references inside the schema, like '#/$defs/x', are followed)"
+        )
+    return None
+
+
+def _refuse_fetch(uri: str) -> Any:
+    from jsonschema_specifications import REGISTRY
+
+    try:
+        return REGISTRY.contents(_defrag(uri))
+    except Exception:
+        raise ValueError(f"schema reference {uri!r} refused: graphchat fetches no schemas") from None
+
+
+class _RefuseEveryScheme(dict[str, Callable[[str], Any]]):
+    """fastjsonschema `handlers`: it fetches with urllib for a scheme it has no handler for,
+    so this mapping has one, refusing, for every scheme."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __getitem__(self, key: str) -> Callable[[str], Any]:
+        return _refuse_fetch
+
+
+def _registry() -> Any:
+    from jsonschema_specifications import REGISTRY
+
+    return REGISTRY  # the bundled meta-schemas; no `retrieve`, so nothing else resolves
 
 
 def _reference_validator(schema: dict[str, Any]) -> Any:
     import jsonschema
 
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        return jsonschema.Draft202012Validator({})  # a broken third-party schema must not break calls
-    return cls(schema)
+    except (jsonschema.SchemaError, TypeError):
+        # a broken third-party schema must not break calls
+        return jsonschema.Draft202012Validator({}, registry=_registry())
+    return cls(schema, registry=_registry())
+
+
+def _reference_is_valid(reference: Any, value: Any) -> bool:
+    try:
+        return bool(reference.is_valid(value))
+    except Exception:  # a `$ref` that does not resolve inside the schema: errors() says which
+        return False
 
 
 def _compiled_check(schema: dict[str, Any], reference: Any) -> Callable[[Any], bool]:
     try:
         import fastjsonschema
 
-        # no defaults written into the caller's value; formats unchecked, as jsonschema does
-        compiled = fastjsonschema.compile(schema, use_default=False, use_formats=False)
+        # no defaults written into the caller's value; formats unchecked, as jsonschema does;
+        # a copy, because fastjsonschema rewrites `$ref`s in the schema it is given
+        compiled = fastjsonschema.compile(
+            orjson.loads(orjson.dumps(schema)),
+            handlers=_RefuseEveryScheme(),
+            use_default=False,
+            use_formats=False,
+        )
     except Exception:  # unsupported keyword or draft: the reference validator decides
-        return reference.is_valid
+        return lambda value: _reference_is_valid(reference, value)
 
     def check(value: Any) -> bool:
         try:
@@ -45,30 +158,46 @@ def _compiled_check(schema: dict[str, Any], reference: Any) -> Callable[[Any], b
         except fastjsonschema.JsonSchemaValueException:
             return False
         except Exception:
-            return reference.is_valid(value)
+            return _reference_is_valid(reference, value)
         return True
 
     return check
 
 
-def _entry(schema: dict[str, Any]) -> tuple[Callable[[Any], bool], Any]:
+def _refused_entry(why: str) -> _Entry:
+    return _Entry(check=lambda value: False, reference=None, refusal=why)
+
+
+def _entry(schema: dict[str, Any]) -> _Entry:
     hit = _by_id.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1]
-    key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS, default=str)
-    entry = _cache.get(key)
-    if entry is None:
-        reference = _reference_validator(schema)
-        entry = (_compiled_check(schema, reference), reference)
-        _cache[key] = entry
+    why = refusal(schema)
+    if why is not None:
+        entry = _refused_entry(why)
+    else:
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS, default=str)
+        cached = _cache.get(key)
+        if cached is None:
+            reference = _reference_validator(schema)
+            cached = _Entry(_compiled_check(schema, reference), reference)
+            _cache[key] = cached
+        entry = cached
     if len(_by_id) < 4096:
         _by_id[id(schema)] = (schema, entry)
     return entry
 
 
+def schema_refusal(schema: Any) -> str | None:
+    """Why graphchat will not use `schema` (see `refusal`), from the cache; None when usable."""
+    if not isinstance(schema, dict):
+        return None
+    return _entry(schema).refusal
+
+
 def validator_for(schema: dict[str, Any]) -> Any:
-    """The reference (jsonschema) validator of a schema, cached."""
-    return _entry(schema)[1]
+    """The reference (jsonschema) validator of a schema, cached; None when it is refused."""
+    return _entry(schema).reference
 
 
 def _describe(error: Any) -> str:
@@ -76,16 +205,25 @@ def _describe(error: Any) -> str:
     return f"{where}: {error.message}" if where else error.message
 
 
+def _path_key(error: Any) -> list[tuple[int, int, str]]:
+    return [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in error.absolute_path]
+
+
 def errors(schema: dict[str, Any], value: Any) -> list[str]:
     """Every problem of `value` against `schema`, as short lines (empty when valid)."""
-    validator = validator_for(schema)
-    return [_describe(e) for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))]
+    entry = _entry(schema)
+    if entry.refusal is not None:
+        return [f"the schema {entry.refusal}"]
+    try:
+        found = sorted(entry.reference.iter_errors(value), key=_path_key)
+    except Exception as exc:  # referencing.Unresolvable: a broken `$ref` inside the schema
+        return [f"the schema cannot be used: {exc}"]
+    return [_describe(e) for e in found]
 
 
 def first_error(schema: dict[str, Any], value: Any) -> str | None:
     """None when valid, else up to three problems on one line."""
-    check, _ = _entry(schema)
-    if check(value):
+    if _entry(schema).check(value):
         return None
     found = errors(schema, value)
     if not found:  # the fast path was stricter than the reference: the reference wins

@@ -349,8 +349,9 @@ class ShapeStore:
     is `observed_schema`), else "observed".
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, redactor: Any = None) -> None:
         self.directory = Path(directory)
+        self._redactor = redactor  # graphchat.threads.redact.Redactor: examples hold tool output
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._pending: set[asyncio.Task[None]] = set()
@@ -422,6 +423,8 @@ class ShapeStore:
         # torn file reads as absent).
         from graphchat.fsutil import write_atomic
 
+        if self._redactor:  # the same scrubber as threads: no known secret reaches the cache
+            data = self._redactor.line(data)
         write_atomic(path, data)
 
     def record_async(

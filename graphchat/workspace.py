@@ -16,7 +16,8 @@ from graphchat.errors import ConfigError
 CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner")
 APPROVAL_MODES = ("ask", "auto", "deny")
-SETTINGS_KEYS = ("max_agent_iterations", "max_tool_result_chars")
+SETTINGS_KEYS = ("max_agent_iterations", "max_tool_result_chars", "system_prompt", "system_prompt_file")
+TEXT_SETTINGS = ("system_prompt", "system_prompt_file")
 # Builtin tool packs enabled with `tools: {packs: [...]}` (graph's names; `github` also brings the
 # git tools, as graph's github pack does). `data` and `llm` are always on and may be listed.
 TOOL_PACKS = ("git", "github")
@@ -90,6 +91,7 @@ class Settings:
     models: dict[str, ModelConfig]
     max_agent_iterations: int = 15
     max_tool_result_chars: int = 20000
+    system_prompt: str | None = None  # standing instructions for ask and chat (settings.system_prompt[_file])
     approvals: Approvals = field(default_factory=Approvals)
     model_override: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
@@ -195,9 +197,18 @@ def _parse_config(data: Any) -> dict[str, Any]:
                 ("settings", key),
                 f"settings.{key}: unknown setting ({guess}settings are: {', '.join(SETTINGS_KEYS)})",
             )
+        if key in TEXT_SETTINGS:
+            if not isinstance(value, str) or not value.strip():
+                raise _Problem(("settings", key), f"settings.{key}: expected a non-empty string")
+            out[key] = value
+            continue
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise _Problem(("settings", key), f"settings.{key}: expected a positive integer, got {value!r}")
         out[key] = value
+    if "system_prompt" in out and "system_prompt_file" in out:
+        raise _Problem(
+            ("settings", "system_prompt_file"), "settings: give system_prompt or system_prompt_file, not both"
+        )
     approvals = data.get("approvals") or {}
     if not isinstance(approvals, dict):
         raise _Problem(("approvals",), "approvals: expected a mapping")
@@ -263,12 +274,32 @@ def _env_default_model(models: dict[str, ModelConfig]) -> dict[str, ModelConfig]
     return {**models, "default": ModelConfig(**fields)}
 
 
+def _system_prompt(parsed: dict[str, Any], workspace: Path, doc: Any) -> str | None:
+    """`settings.system_prompt`, or the text of `settings.system_prompt_file` (relative to the
+    workspace); an unreadable file is a config error naming it and the line that names it."""
+    if parsed.get("system_prompt"):
+        return str(parsed["system_prompt"])
+    name = parsed.get("system_prompt_file")
+    if not name:
+        return None
+    path = Path(os.path.expanduser(name))
+    if not path.is_absolute():
+        path = workspace / path
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        where = doc.where(("settings", "system_prompt_file")) if doc is not None else CONFIG_NAME
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError(f"{where}: settings.system_prompt_file: cannot read {path}: {why}") from None
+
+
 def load_settings(home: str | os.PathLike[str] | None = None, model_override: str | None = None) -> Settings:
     """Settings of the workspace: graphchat.yaml, then environment, then flags."""
     workspace = find_workspace(home)
     config_path = workspace / CONFIG_NAME
     parsed: dict[str, Any] = {"models": {}}
     raw: dict[str, Any] = {}
+    doc: Any = None
     if config_path.is_file():
         from graphchat.yamlfile import load_yaml_file
 
@@ -287,6 +318,7 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
         models=models,
         max_agent_iterations=parsed.get("max_agent_iterations", 15),
         max_tool_result_chars=parsed.get("max_tool_result_chars", 20000),
+        system_prompt=_system_prompt(parsed, workspace, doc),
         approvals=parsed.get("approvals", Approvals()),
         model_override=model_override,
         raw=raw,

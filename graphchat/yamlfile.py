@@ -1,5 +1,6 @@
-"""YAML files the user writes (graphchat.yaml, servers.yaml, --answers): safe loading with the
-C parser when present, and `file:line` for every problem.
+"""YAML files the user writes (graphchat.yaml, servers.yaml, --answers, plans): safe loading
+with the C parser when present, aliases checked against a budget before anything is built, and
+`file:line` for every problem.
 
 The node tree that knows line numbers is composed only when a problem needs a line: on the
 happy path a file is parsed once, by libyaml.
@@ -12,6 +13,10 @@ from typing import Any
 
 from graphchat.errors import ConfigError
 
+# Aliases may add at most this many nodes to what the file itself holds: a few hundred bytes of
+# nested aliases ("billion laughs") otherwise expand to 10^9 nodes for whoever walks the data.
+ALIAS_BUDGET = 10_000
+
 
 def _loader() -> Any:
     import yaml
@@ -19,14 +24,69 @@ def _loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _children(node: Any) -> list[Any]:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def check_aliases(root: Any, budget: int = ALIAS_BUDGET) -> None:
+    """Raise yaml.YAMLError when aliases make the document recursive, or expand it by more
+    than `budget` nodes. Linear in the composed (unexpanded) node graph; no recursion."""
+    import yaml
+
+    expanded: dict[int, int] = {}  # node id -> node count with every alias expanded
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            expanded[key] = 1 + sum(expanded[id(child)] for child in _children(node))
+            open_nodes.discard(key)
+            continue
+        if key in expanded:
+            continue
+        if key in open_nodes:
+            line = node.start_mark.line + 1 if node.start_mark is not None else "?"
+            raise yaml.YAMLError(f"a recursive alias (the node at line {line} contains itself)")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in expanded)
+    extra = expanded[id(root)] - len(expanded)
+    if extra > budget:
+        raise yaml.YAMLError(
+            f"aliases expand the document by {extra:,} nodes (at most {budget:,} are allowed: "
+            "a YAML alias bomb?)"
+        )
+
+
+def parse_yaml(text: str) -> tuple[Any, Any]:
+    """(node, data) of one YAML document: safe loader, parsed once, aliases checked before
+    anything is built. Errors are yaml.YAMLError (MarkedYAMLError with a line when known)."""
+    loader = _loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        check_aliases(node)
+        return node, loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 class YamlDoc:
     """A loaded YAML document: `data`, and `line_of(path)` for error messages."""
 
-    def __init__(self, path: Path, text: str, data: Any) -> None:
+    def __init__(self, path: Path, text: str, data: Any, node: Any = None) -> None:
         self.path = path
         self.text = text
         self.data = data
-        self._node: Any = None
+        self._node: Any = node
 
     def line_of(self, keys: tuple[str | int, ...]) -> int | None:
         """1-based line of the value at `keys` (mapping keys / sequence indexes), or of the
@@ -59,16 +119,31 @@ class YamlDoc:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
+def read_utf8(path: Path) -> str:
+    """A text file's content; not UTF-8 is a ValueError `<file>:<line>: not UTF-8 text (…)`."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save the file as UTF-8"
+        ) from None
+
+
 def load_yaml_file(path: Path) -> YamlDoc:
     """safe-load a YAML file; unreadable or invalid is one ConfigError line `<file>:<line>: …`."""
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_utf8(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     try:
-        data = yaml.load(text, Loader=_loader())  # noqa: S506 - a safe loader class
+        node, data = parse_yaml(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         # An unclosed bracket or quote is reported at end of file; its opening line helps more.
@@ -78,4 +153,4 @@ def load_yaml_file(path: Path) -> YamlDoc:
         raise ConfigError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
-    return YamlDoc(path, text, data)
+    return YamlDoc(path, text, data, node)

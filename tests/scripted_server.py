@@ -8,7 +8,7 @@ A reply is a dict:
   {"text": "hello"}                                   plain answer
   {"tool_calls": [{"name": "t", "arguments": {...}}]}  one or several tool calls (+ optional "text")
   {"json": {...}}                                     answer whose text is that JSON (structured calls)
-  {"error": 429, "retry_after": 0}                    error statuses: 429, 500, 401, "context" (400)
+  {"error": 429, "retry_after": 0}                    error statuses: 429, 500, 401 (+ "message"), "context" (400)
   {"delay": 0.5, ...}                                 wait before answering
   {"text": "...", "dropmid": True}                    streaming: the connection drops after the first chunk
   {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}  override usage
@@ -162,7 +162,7 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                     401,
                     {
                         "error": {
-                            "message": "Incorrect API key provided",
+                            "message": reply.get("message", "Incorrect API key provided"),
                             "type": "invalid_request_error",
                             "code": "invalid_api_key",
                         }

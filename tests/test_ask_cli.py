@@ -308,3 +308,39 @@ def test_answers_file_first_then_the_terminal_asks_what_the_file_does_not_answer
     assert child.exitstatus == 0, shown
     results = [json.loads(m["content"]) for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert results == [{"answer": "eu-west", "answered": True}, {"answer": "3", "answered": True}]
+
+
+def test_continue_flag_and_a_message_taken_for_a_thread_id(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    """Issue 11 point 10: `-c` continues the latest thread; `--thread "a message"` is told so."""
+    model_server.push({"text": "first"}, {"text": "second"})
+    assert graphchat("ask", "hello", env=env_for(model_server)).returncode == 0
+    done = graphchat("ask", "-c", "and the docs?", env=env_for(model_server))
+    assert (done.returncode, done.stdout) == (0, "second"), done.stderr
+    assert only_thread(workspace)  # one thread: the same one went on
+    last = model_server.requests[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "user"] == ["hello", "and the docs?"]
+    wrong = graphchat("ask", "--thread", "and the docs?", env=env_for(model_server))
+    assert wrong.returncode == 2
+    assert "there is no thread 'and the docs?'" in wrong.stderr
+    assert "graphchat ask -c 'and the docs?'" in wrong.stderr
+    assert len(model_server.requests) == 2  # nothing was sent
+
+
+def test_a_settable_system_prompt_reaches_the_model_first(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    """Issue 11 point 13: settings.system_prompt (or _file) for ask and chat; never stored."""
+    (workspace / "voice.md").write_text("Answer like a pirate.")
+    (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: voice.md\n")
+    model_server.push({"text": "arr"})
+    done = graphchat("ask", "hi", env=env_for(model_server))
+    assert (done.returncode, done.stdout) == (0, "arr"), done.stderr
+    first = model_server.requests[-1]["messages"][0]
+    assert first == {"role": "system", "content": "Answer like a pirate."}
+    assert "pirate" not in (workspace / "threads" / only_thread(workspace) / "messages.jsonl").read_text()
+    (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: nowhere.md\n")
+    missing = graphchat("ask", "hi", env=env_for(model_server))
+    assert missing.returncode == 2
+    assert "graphchat.yaml:2: settings.system_prompt_file: cannot read" in missing.stderr

@@ -305,3 +305,28 @@ def test_answers_file_answers_known_questions_and_others_are_asked_inline(
     assert "? Which colour do you like?" not in out
     results = [json.loads(m["content"]) for m in tool_messages(model_server.requests[1])]
     assert results == [{"answer": "green", "answered": True}, {"answer": "pears", "answered": True}]
+
+
+def test_resuming_shows_a_recap_and_tab_completes(
+    chat: Spawn, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    """Issue 11 points 7 and 13: the banner names model and workspace; `chat --thread ID`
+    shows the last exchange; Tab completes a slash command and a tool name after /tools."""
+    model_server.push({"text": "The capital of France is Paris."})
+    child = chat()
+    child.expect_exact(f"workspace {workspace}")
+    send_message(child, "capital of France?")
+    child.expect_exact("Paris.")
+    leave(child)
+    (thread_id,) = [p.name for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]
+    again = chat("--thread", thread_id)
+    again.expect_exact(f"continuing thread {thread_id}")
+    again.expect_exact("you: capital of France?")
+    again.expect_exact("model: The capital of France is Paris.")
+    again.expect_exact("you>")
+    again.send("/too\t")  # completes to /tools
+    again.send(" debug__sl\t")  # a tool name after /tools (GRAPHCHAT_TEST_TOOLS=1)
+    again.send("\r")
+    again.expect_exact("debug__sleep")
+    again.expect_exact("1 tools")
+    leave(again)

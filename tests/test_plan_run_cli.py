@@ -249,6 +249,18 @@ def test_ask_answers_file(graphchat: GraphchatRunner, plans: Path, tmp_path: Pat
     assert run.returncode == 1 and "the answer does not fit the schema" in run.stderr
 
 
+def test_an_answers_key_that_matches_no_question_is_a_warning(
+    graphchat: GraphchatRunner, plans: Path, tmp_path: Path
+) -> None:
+    """Issue 11 point 9: a misspelt --answers key must not pass silently."""
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("E0: {channel: beta, count: 2}\nE9: {channel: stable}\n")
+    run = graphchat("plan", "run", "release", "--answers", str(answers))
+    assert run.returncode == 0, run.stderr
+    assert "warning: --answers: 'E9' matched no question" in run.stderr
+    assert "'E0'" not in run.stderr
+
+
 def _spawn(workspace: Path, *args: str):  # type: ignore[no-untyped-def]
     pexpect = pytest.importorskip("pexpect")
     return pexpect.spawn(

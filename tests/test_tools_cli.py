@@ -177,6 +177,26 @@ def test_mcp_list_shows_servers_state_tools_and_last_error(
     assert states == {"t": "running", "ghost": "failed"} and checked.returncode == 1
 
 
+def test_a_broken_server_is_remembered_until_its_config_changes_or_a_refresh(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """Issue 11 point 11: a server whose start failed is not retried by every command."""
+    ghost = {"command": str(workspace / "missing-binary")}
+    write_servers(workspace, {"t": stdio(), "ghost": ghost})
+    first = graphchat("tools", "list")
+    assert "starting 2 MCP server(s)" in first.stderr and "command not found" in first.stderr
+    again = graphchat("tools", "list")
+    assert again.returncode == 0, again.stderr
+    assert "starting" not in again.stderr  # nothing was started
+    assert "MCP server 'ghost': its last start failed" in again.stderr and "--refresh" in again.stderr
+    assert "not retried until its configuration changes" in graphchat("mcp", "list").stdout
+    refreshed = graphchat("tools", "list", "--refresh")
+    assert "starting 2 MCP server(s)" in refreshed.stderr
+    write_servers(workspace, {"t": stdio(), "ghost": {**ghost, "args": ["--changed"]}})
+    changed = graphchat("tools", "list")
+    assert "starting 1 MCP server(s) to read their tools: ghost" in changed.stderr
+
+
 def test_a_bad_server_entry_is_skipped_with_a_warning_naming_file_and_line(
     workspace: Path, graphchat: GraphchatRunner
 ) -> None:

@@ -189,6 +189,8 @@ class Session:
         messages = to_model_messages(
             thread.events(), max_tool_result_chars=self.settings.max_tool_result_chars
         )
+        if self.settings.system_prompt:  # standing instructions: sent first, never stored in the thread
+            messages = [{"role": "system", "content": self.settings.system_prompt}, *messages]
         window = context_window(llm.config)
         if not window:
             return messages

@@ -42,11 +42,23 @@ def family_from_annotations(annotations: dict[str, Any] | None, override: str | 
     return "destructive"
 
 
-def _match(name: str, patterns: Any) -> str | None:
+def _match(names: tuple[str, ...], patterns: Any) -> str | None:
     for pattern in patterns:
-        if fnmatchcase(name, pattern):
+        if any(fnmatchcase(name, pattern) for name in names):
             return pattern
     return None
+
+
+def rule_names(spec: ToolSpec) -> tuple[str, ...]:
+    """The names allow/deny rules are matched against: the catalog name, and for an MCP tool
+    the real `<server>__<tool>` pair too, since long or odd names are sanitized and shortened
+    with a hash in the catalog (a rule written for the real name must still catch it)."""
+    server, tool = spec.meta.get("server"), spec.meta.get("tool")
+    if isinstance(server, str) and isinstance(tool, str):
+        real = f"{server}__{tool}"
+        if real != spec.name:
+            return (spec.name, real)
+    return (spec.name,)
 
 
 def _short_args(arguments: dict[str, Any], limit: int = 200) -> str:
@@ -75,14 +87,15 @@ class PolicyApprover:
 
     def decide_without_asking(self, spec: ToolSpec, ctx: CallContext) -> tuple[bool, str | None]:
         """(decided, refusal): decided=False means the person must be asked."""
-        pattern = _match(spec.name, self.policy.deny)
+        names = rule_names(spec)
+        pattern = _match(names, self.policy.deny)  # deny wins when any of the names matches
         if pattern is not None:
             return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})", ctx)
         if spec.family == "read":
             return True, None
         if ctx.assume_yes or self.policy.mode == "auto":
             return True, None
-        if spec.name in self.session_allow or _match(spec.name, self.policy.allow) is not None:
+        if spec.name in self.session_allow or _match(names, self.policy.allow) is not None:
             return True, None
         if self.policy.mode == "deny":
             return True, self._refusal(spec, "approvals.mode is deny (only read tools run)", ctx)

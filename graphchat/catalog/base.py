@@ -112,9 +112,15 @@ class ToolSource:
     async def aclose(self) -> None:
         return None
 
-    def unprepared(self) -> list[str]:
-        """Names of the groups (servers) whose tool lists are not known yet."""
+    def unprepared(self, *, retry_failed: bool = False) -> list[str]:
+        """Names of the groups (servers) whose tool lists are not known yet. A group whose last
+        start failed under its current configuration is left out unless `retry_failed`: it is
+        not retried by every command until its configuration changes or a refresh."""
         return []
+
+    def failed(self) -> dict[str, str]:
+        """Groups left out of `unprepared` because their last start failed: {group: error}."""
+        return {}
 
     def groups(self) -> list[str]:
         """Names of every group (server) of this source, prepared or not."""
@@ -180,9 +186,17 @@ class Catalog:
 
     # lifecycle: the one warm-up policy of every command ------------------------------------
 
-    def unprepared(self) -> builtins.list[str]:
-        """Groups (MCP servers) whose tool lists are unknown: their tools are not listed yet."""
-        return [name for source in self.sources for name in source.unprepared()]
+    def unprepared(self, *, retry_failed: bool = False) -> builtins.list[str]:
+        """Groups (MCP servers) whose tool lists are unknown: their tools are not listed yet.
+        Groups whose last start failed (same configuration) only with `retry_failed`."""
+        return [name for source in self.sources for name in source.unprepared(retry_failed=retry_failed)]
+
+    def failed(self) -> dict[str, str]:
+        """Groups whose last start failed and that are not retried: {group: error}."""
+        out: dict[str, str] = {}
+        for source in self.sources:
+            out.update(source.failed())
+        return out
 
     def groups(self) -> builtins.list[str]:
         """Every group (MCP server) of the catalog's sources."""
@@ -332,8 +346,11 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
     schema = spec.input_schema
     if not schema:
         return None
-    from graphchat.jsonschema_util import first_error
+    from graphchat.jsonschema_util import first_error, schema_refusal
 
+    refused = schema_refusal(schema)
+    if refused is not None:
+        return f"{spec.name} cannot be called: its input schema {refused}"
     error = first_error(schema, arguments)
     if error is None:
         return None

@@ -58,14 +58,16 @@ class ShapeRecorderHook:
 
     def __init__(self, settings: Settings) -> None:
         self.directory = settings.catalog_dir / "shapes"
+        self.settings = settings
         self._store = None
 
     @property
     def store(self):  # type: ignore[no-untyped-def]
         if self._store is None:
             from graphchat.shapes import ShapeStore
+            from graphchat.threads.redact import Redactor, settings_secrets
 
-            self._store = ShapeStore(self.directory)
+            self._store = ShapeStore(self.directory, Redactor(settings_secrets(self.settings)))
         return self._store
 
     def __call__(self, spec, value) -> None:  # type: ignore[no-untyped-def]

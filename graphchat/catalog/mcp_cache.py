@@ -73,19 +73,34 @@ class ServerFiles:
 
     # the status files --------------------------------------------------------------------------
 
+    def failed_start(self, config: ServerConfig) -> str | None:
+        """The error of this server's last start when it failed under this very configuration
+        (and no start succeeded since), else None."""
+        doc = self.status(config.name)
+        if doc.get("failed_config") != config.config_hash:
+            return None
+        if (doc.get("last_started_at") or "") > (doc.get("last_error_at") or ""):
+            return None
+        error = doc.get("last_error")
+        return str(error) if error else "its start failed"
+
     def status_path(self, server: str) -> Path:
         return self.cache_dir / f"{server}.status.json"
 
     def status(self, server: str) -> dict[str, Any]:
         return read_object(self.status_path(server)) or {}
 
-    def record_status(self, server: str, *, error: str | None) -> None:
-        """Remember the last start (error None) or the last error of a server (best effort)."""
+    def record_status(self, server: str, *, error: str | None, config_hash: str | None = None) -> None:
+        """Remember the last start (error None) or the last error of a server (best effort),
+        with the configuration it happened under."""
         doc = self.status(server)
         if error is None:
             doc["last_started_at"] = _now()
+            doc.pop("failed_config", None)
         else:
             doc.update(last_error=error, last_error_at=_now())
+            if config_hash is not None:
+                doc["failed_config"] = config_hash
         try:
             _write_json(self.status_path(server), doc)
         except OSError:

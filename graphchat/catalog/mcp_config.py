@@ -121,6 +121,17 @@ class ServerConfig:
             headers={k: one(v, f"headers.{k}") for k, v in self.headers.items()},
         )
 
+    def expanded_to_start(self) -> Expanded:
+        """`expanded()`, checked for what would otherwise fail with a misleading message (a
+        missing `cwd` makes the process start fail as if the command were not found)."""
+        from graphchat.errors import ConfigError
+
+        expanded = self.expanded()
+        if expanded.cwd is not None and not os.path.isdir(expanded.cwd):
+            what = "is not a folder" if os.path.exists(expanded.cwd) else "does not exist"
+            raise ConfigError(f"server '{self.name}': cwd {expanded.cwd} {what}")
+        return expanded
+
     def wants_tool(self, tool: str) -> bool:
         """include_tools / exclude_tools (names or globs) decide what the catalog shows."""
         from fnmatch import fnmatchcase

@@ -187,7 +187,7 @@ class Connection:
         log_path = self.log_path
         offset = 0
         try:
-            expanded = self.config.expanded()  # an unset ${VAR}: fail before any process/request
+            expanded = self.config.expanded_to_start()  # unset ${VAR}, missing cwd: fail before starting
             async with AsyncExitStack() as stack:
                 log_path.parent.mkdir(parents=True, exist_ok=True)
                 if log_path.exists() and log_path.stat().st_size > LOG_MAX_BYTES:

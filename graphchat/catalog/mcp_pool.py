@@ -61,9 +61,23 @@ class McpSource(ToolSource):
         self.servers  # noqa: B018 - loading the file is what finds them
         return list(self._config_warnings)
 
-    def unprepared(self) -> list[str]:
-        """Servers whose tool list is not cached (under their current configuration)."""
-        return [s.name for s in self.servers if self.files.cached(s) is None]
+    def unprepared(self, *, retry_failed: bool = False) -> list[str]:
+        """Servers whose tool list is not cached (under their current configuration); one whose
+        last start failed under this configuration only with `retry_failed`."""
+        return [
+            s.name
+            for s in self.servers
+            if self.files.cached(s) is None and (retry_failed or self.files.failed_start(s) is None)
+        ]
+
+    def failed(self) -> dict[str, str]:
+        out = {}
+        for s in self.servers:
+            if self.files.cached(s) is None:
+                error = self.files.failed_start(s)
+                if error is not None:
+                    out[s.name] = error
+        return out
 
     def groups(self) -> list[str]:
         return [s.name for s in self.servers]
@@ -136,13 +150,19 @@ class McpSource(ToolSource):
                 config,
                 log_path=self.files.log_path(name),
                 on_tools=lambda tools: self._tools_read(config, tools),
-                on_error=lambda error: self.files.record_status(name, error=error),
+                on_error=lambda error: self.files.record_status(
+                    name, error=error, config_hash=config.config_hash
+                ),
             )
         return conn
 
     def prestart(self, names: list[str] | None = None) -> None:
-        """Start servers in the background (e.g. while litellm imports); errors surface on calls."""
-        for name in names if names is not None else [s.name for s in self.servers]:
+        """Start servers in the background (e.g. while litellm imports); errors surface on calls.
+        Without `names`, a server whose last start failed (same configuration) is not started."""
+        if names is None:
+            failed = self.failed()
+            names = [s.name for s in self.servers if s.name not in failed]
+        for name in names:
             self.connection(name).start()
 
     async def prepare(self, names: list[str] | None = None, *, refresh: bool = False) -> dict[str, str]:

@@ -59,6 +59,8 @@ def server_rows(
             "last_started_at": status.get("last_started_at"),
             "last_error": status.get("last_error"),
             "last_error_at": status.get("last_error_at"),
+            # a failed start is remembered: not retried until the config changes or a refresh
+            "retried": live is not None or cached is not None or source.files.failed_start(config) is None,
         }
         if live is not None and config.name in live:
             row["last_error"] = live[config.name]

@@ -107,8 +107,12 @@ class NativeSource(ToolSource):
 
     async def _infer(self, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         from graphchat.errors import GraphchatError
+        from graphchat.jsonschema_util import schema_refusal
         from graphchat.llm.client import LLM
 
+        refused = schema_refusal(arguments.get("output_schema"))
+        if refused is not None:
+            return ToolResult.error(f"{INFER.name}: output_schema {refused}")
         try:
             config = self._model(arguments.get("model"))
         except GraphchatError as exc:

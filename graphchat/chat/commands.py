@@ -14,11 +14,12 @@ Type a message and press Enter to send it.
   Up / Down                input history (kept in the workspace's .graphchat_history)
   Ctrl-C                   cancel the running turn; at the prompt, clear the line
   Ctrl-D                   leave (so does /quit)
+  Tab                      complete a /command, a tool name after /tools, a plan__ name
 Questions from tools (ask_user, approvals, plan asks) appear inline: type the answer at
 `answer>`; a blank answer declines.
 Commands:
   /help            this help
-  /tools           the tools the model can call
+  /tools [NAME]    the tools the model can call (those starting with NAME, or a glob)
   /thread          the current thread (id, title, messages)
   /new             start a new thread
   /model [NAME]    show the model, or switch to NAME for the next turns
@@ -43,6 +44,8 @@ async def _help(app: ChatApp, arg: str) -> bool:
 
 
 async def _tools(app: ChatApp, arg: str) -> bool:
+    from fnmatch import fnmatchcase
+
     from rich.text import Text
 
     await app.tools_ready()
@@ -50,6 +53,12 @@ async def _tools(app: ChatApp, arg: str) -> bool:
     if not specs:
         app.ui.print("no tools (configure MCP servers in catalog/servers.yaml, plans in plans/)")
         return True
+    if arg:  # `/tools NAME` or a glob (`/tools time__*`): only those
+        pattern = arg if any(c in arg for c in "*?[") else f"{arg}*"
+        specs = [s for s in specs if fnmatchcase(s.name, pattern)]
+        if not specs:
+            app.ui.print(f"no tool matches {arg!r}", style="yellow", markup=False)
+            return True
     width = min(max(len(s.name) for s in specs), 64)
     for spec in specs:
         lines = (spec.description or "").strip().splitlines()

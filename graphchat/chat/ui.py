@@ -68,6 +68,24 @@ def make_key_bindings() -> Any:
     return kb
 
 
+def _private_history(file_history: Any, path: Path) -> Any:
+    """prompt_toolkit's FileHistory, private (mode 0600: people paste keys) and scrubbed of the
+    known secrets before anything is written (the workspace's, as threads are)."""
+
+    from graphchat.threads.redact import Redactor, environment_secrets
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)  # an older history file may be world-readable
+    redactor = Redactor(environment_secrets(path.parent))
+
+    class PrivateHistory(file_history):  # type: ignore[misc,valid-type]
+        def store_string(self, string: str) -> None:
+            super().store_string(redactor.text(string))
+
+    return PrivateHistory(str(path))
+
+
 class ChatUI:
     """Terminal input and output of one chat session (single event loop, single thread)."""
 
@@ -75,6 +93,7 @@ class ChatUI:
         self,
         *,
         history_path: Path | None = None,
+        completer: Any = None,
         console: Any = None,
         pt_input: Any = None,
         pt_output: Any = None,
@@ -88,10 +107,12 @@ class ChatUI:
         if history_path is not None:
             with suppress(OSError):
                 history_path.parent.mkdir(parents=True, exist_ok=True)
-                history = FileHistory(str(history_path))
+                history = _private_history(FileHistory, history_path)
         self.prompt_session: Any = PromptSession(
             history=history,
             key_bindings=make_key_bindings(),
+            completer=completer,
+            complete_while_typing=False,  # Tab asks; typing a message is never interrupted
             prompt_continuation=lambda width, line_no, wrap: "." * (width - 1) + " ",
             input=pt_input,
             output=pt_output,

@@ -17,14 +17,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Ask one question. The answer streams to stdout; tool activity goes to stderr. "
         "Piped stdin is appended to the message as context.",
     )
-    parser.add_argument("message", metavar="MESSAGE", help="the question")
+    parser.add_argument("message", metavar="MESSAGE", nargs="?", help="the question")
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the most recent thread",
+    )
     parser.add_argument(
         "--thread",
         nargs="?",
         const="",
         default=None,
         metavar="ID",
-        help="continue a thread: the most recent one, or ID (default: a new thread)",
+        help="continue thread ID (write --thread=ID; a bare --thread continues the most recent one, "
+        "like -c); default: a new thread",
     )
     parser.add_argument(
         "--json", action="store_true", help="print {content, thread_id, tool_calls_made, usage}"
@@ -34,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--answers",
         metavar="F",
-        help="answer questions from a YAML/JSON map; others are asked on the terminal",
+        help="answer questions from a YAML/JSON map whose keys are a question's exact text "
+        "(or a plan ask step's id); others are asked on the terminal",
     )
     parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     parser.set_defaults(func=run)
@@ -45,7 +54,9 @@ def _message_with_stdin(message: str) -> str:
     stdin = sys.stdin
     if stdin is None or stdin.closed or stdin.isatty():
         return message
-    data = stdin.read()
+    from graphchat.cli.output import read_piped_text
+
+    data = read_piped_text(stdin)  # binary input: a usage error before anything is written
     if not data.strip():
         return message
     if not message.strip():  # `… | graphchat ask ""`: the piped text is the question
@@ -53,17 +64,71 @@ def _message_with_stdin(message: str) -> str:
     return f"{message}\n\n{STDIN_CONTEXT_HEADER}\n{data.rstrip()}"
 
 
+def _thread_flags(args: argparse.Namespace) -> None:
+    """`-c` is `--thread` without an id. `ask --thread "and the docs?"` (the message taken for a
+    thread id) is told so, naming -c, before anything starts."""
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+
+    if args.continue_latest:
+        if args.thread:
+            raise GraphchatError(
+                "-c continues the latest thread; it cannot be used with --thread ID", EXIT_USAGE
+            )
+        args.thread = ""
+
+
+def _message_taken_for_a_thread(args: argparse.Namespace, settings: Any) -> None:
+    """`ask --thread "and the docs?"`: argparse gave the message to --thread."""
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+    from graphchat.threads.store import ThreadStore
+
+    try:
+        ThreadStore(settings.threads_dir).resolve(args.thread)
+        known = True
+    except GraphchatError:
+        known = False
+    if known:
+        raise GraphchatError(
+            "the question is missing", EXIT_USAGE, hint='usage: graphchat ask --thread=ID "your question"'
+        )
+    raise GraphchatError(
+        f"there is no thread {args.thread!r} (--thread takes a thread id)",
+        EXIT_USAGE,
+        hint=f"to continue the latest thread: graphchat ask -c {_quoted(args.thread)}",
+    )
+
+
+def _quoted(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
 def run(args: argparse.Namespace) -> int:
     from graphchat.host import load_settings
 
+    _thread_flags(args)
+    if args.message is None and args.thread:
+        _message_taken_for_a_thread(args, load_settings(getattr(args, "home", None)))
+    if args.message is None and (sys.stdin is None or sys.stdin.isatty()):
+        from graphchat.errors import EXIT_USAGE, GraphchatError
+
+        raise GraphchatError(
+            "the question is missing",
+            EXIT_USAGE,
+            hint='usage: graphchat ask [-c | --thread=ID] "your question" (or pipe text into it)',
+        )
+
     # No model configured: exit 2 before anything starts; litellm imports meanwhile.
     settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
-    message = _message_with_stdin(args.message)
+    message = _message_with_stdin(args.message or "")
     if not message.strip():
         from graphchat.errors import EXIT_USAGE, GraphchatError
 
         raise GraphchatError(
-            "nothing to ask: the message is empty", EXIT_USAGE, hint='graphchat ask "your question"'
+            "nothing to ask: the message is empty",
+            EXIT_USAGE,
+            hint='usage: graphchat ask [-c | --thread=ID] "your question" (or pipe text into it)',
         )
     import asyncio
 

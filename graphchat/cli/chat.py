@@ -18,17 +18,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the most recent thread",
+    )
+    p.add_argument(
         "--thread",
         nargs="?",
         const="",
         default=None,
         metavar="ID",
-        help="continue a thread (the latest one when no ID is given)",
+        help="continue thread ID (a bare --thread continues the most recent one, like -c)",
     )
     p.add_argument("--model", metavar="M", help="model for this session (litellm model string)")
     p.add_argument("--yes", action="store_true", help="approve every sensitive tool call for this session")
     p.add_argument(
-        "--answers", metavar="F", help="answer questions from a YAML/JSON map; others are asked inline"
+        "--answers",
+        metavar="F",
+        help="answer questions from a YAML/JSON map whose keys are a question's exact text "
+        "(or a plan ask step's id); others are asked inline",
     )
     p.set_defaults(func=run)
 
@@ -38,6 +48,12 @@ def run(args: argparse.Namespace) -> int:
 
     from graphchat.errors import EXIT_USAGE, GraphchatError
 
+    if args.continue_latest:
+        if args.thread:
+            raise GraphchatError(
+                "-c continues the latest thread; it cannot be used with --thread ID", EXIT_USAGE
+            )
+        args.thread = ""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise GraphchatError(
             "chat needs a terminal", EXIT_USAGE, hint='for scripts use `graphchat ask "…"` (or pipe into it)'
@@ -45,6 +61,33 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     return asyncio.run(_chat(args))
+
+
+def recap_lines(events: list[dict], width: int = 100, lines: int = 3) -> list[str]:
+    """The last exchange of a thread, shortened: `you: …` and `model: …` (a resumed chat
+    starts where the person left it)."""
+    from graphchat.threads.events import text_of
+
+    last_user = max((i for i, e in enumerate(events) if e.get("kind") == "user"), default=None)
+    if last_user is None:
+        return []
+    answer = ""
+    for event in events[last_user + 1 :]:
+        if event.get("kind") == "assistant" and event.get("content"):
+            answer = str(event["content"])
+
+    def short(label: str, text: str) -> list[str]:
+        rows = [r for r in text.strip().splitlines() if r.strip()][:lines] or [""]
+        out = [f"{label}{rows[0]}"] + [" " * len(label) + r for r in rows[1:]]
+        out = [r if len(r) <= width else r[: width - 1] + "…" for r in out]
+        if len(text.strip().splitlines()) > lines:
+            out.append(" " * len(label) + "…")
+        return out
+
+    recap = short("  you: ", text_of(events[last_user].get("content")))
+    if answer:
+        recap += short("model: ", answer)
+    return recap
 
 
 async def _chat(args: argparse.Namespace) -> int:
@@ -67,11 +110,18 @@ async def _chat(args: argparse.Namespace) -> int:
     thread = host.continued(args.thread)
     session = host.session(thread, model_override=args.model, assume_yes=args.yes)
     app = ChatApp(ui, session, host.catalog, settings)
+    from graphchat.chat.complete import completer_for
+
+    ui.prompt_session.completer = completer_for(app)
+    model = session.model_config().model
+    ui.print(f"graphchat · {model} · workspace {settings.workspace}", style="dim", markup=False)
     if thread is not None:
         ui.print(f"continuing thread {thread.id}", style="dim", markup=False)
+        for line in recap_lines(thread.events()):
+            ui.print(line, style="dim", markup=False)
     elif args.thread is not None:
         ui.print("no thread yet: starting a new one", style="dim", markup=False)
-    ui.print("/help for commands · Ctrl-D to leave", style="dim", markup=False)
+    ui.print("/help for commands · Tab completes · Ctrl-D to leave", style="dim", markup=False)
     try:
         await app.run()
     except asyncio.CancelledError:

@@ -56,6 +56,8 @@ def run_list(args: argparse.Namespace) -> int:
         line = f"{r['name']:<{width}}  {r['transport']:<5}  {r['state']:<15}  {count:>7} tools  {r['target']}"
         if r["last_error"]:
             line += f"\n{'':<{width}}  last error ({r['last_error_at'] or 'now'}): {r['last_error']}"
+            if not r.get("retried", True):
+                line += f"\n{'':<{width}}  not retried until its configuration changes or `graphchat tools list --refresh`"
         lines.append(line)
     sys.stdout.write("\n".join(lines) + "\n")
     return failed

@@ -7,6 +7,9 @@ from typing import Any
 
 
 def report_error(message: str, hint: str | None = None) -> None:
+    from graphchat.threads.redact import Redactor, environment_secrets
+
+    message = Redactor(environment_secrets(None)).text(message)  # a provider may echo the key
     sys.stderr.write(f"error: {message}\n")
     if hint:
         sys.stderr.write(f"  {hint}\n")
@@ -32,6 +35,29 @@ def print_json(value: Any, *, pretty: bool = True) -> None:
     sys.stdout.flush()
 
 
+def read_piped_text(stream: Any = None, what: str = "piped stdin") -> str:
+    """All of a piped stream as text (newlines normalized, as text mode reads them). Binary
+    data (a NUL byte, or bytes that are not UTF-8) is a usage error naming where it starts."""
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+
+    stream = sys.stdin if stream is None else stream
+    buffer = getattr(stream, "buffer", None)
+    raw = buffer.read() if buffer is not None else stream.read()
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    bad = raw.find(b"\0")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = exc.start if bad < 0 else min(bad, exc.start)
+    if bad >= 0:
+        raise GraphchatError(
+            f"{what} is binary data, not UTF-8 text (byte {bad}); pipe text, e.g. through `strings` or `base64`",
+            EXIT_USAGE,
+        )
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def parse_json_document(text: str, source: str) -> Any:
     """Parse a JSON (or YAML) document given on the command line, naming `source` on error."""
     import orjson
@@ -51,7 +77,7 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
     if arg is None:
         return None
     if arg == "-":
-        return parse_json_document(sys.stdin.read() or "null", f"{what} from stdin")
+        return parse_json_document(read_piped_text(what=f"{what} from stdin") or "null", f"{what} from stdin")
     if arg.startswith("@"):
         path = arg[1:]
         try:
@@ -59,13 +85,18 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
                 text = handle.read()
         except OSError as exc:
             raise GraphchatError(f"{what} {arg}: cannot read: {exc.strerror}", 2) from None
+        except UnicodeDecodeError as exc:
+            raise GraphchatError(f"{what} {arg}: not UTF-8 text (offset {exc.start})", 2) from None
         if path.endswith((".yaml", ".yml")):
             import yaml
 
+            from graphchat.yamlfile import parse_yaml
+
             try:
-                return yaml.safe_load(text)
+                return parse_yaml(text)[1]
             except yaml.YAMLError as exc:
-                raise GraphchatError(f"{what} {arg}: invalid YAML: {exc}", 2) from None
+                why = getattr(exc, "problem", None) or exc
+                raise GraphchatError(f"{what} {arg}: invalid YAML: {why}", 2) from None
         return parse_json_document(text, f"{what} {arg}")
     return parse_json_document(arg, what)
 

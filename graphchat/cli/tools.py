@@ -97,6 +97,7 @@ def _tool_row(spec: Any, collisions: dict[str, list[str]]) -> dict[str, Any]:
 def run_list(args: argparse.Namespace) -> int:
     settings = _settings(args)
     catalog = _catalog(settings)
+    remembered = {} if args.refresh else catalog.failed()  # not retried: said, not started
 
     async def main() -> None:
         try:
@@ -108,6 +109,11 @@ def run_list(args: argparse.Namespace) -> int:
         import asyncio
 
         asyncio.run(main())  # only then: a warm cache starts nothing and needs no event loop
+    for server, error in remembered.items():
+        _warn(
+            f"MCP server '{server}': its last start failed ({error}); not retried until its "
+            "configuration changes or `graphchat tools list --refresh`"
+        )
     collisions = _collisions(catalog)
     for name, pairs in collisions.items():
         _warn(f"tool name {name} is wanted by {' and '.join(pairs)}; each got a distinct name")

@@ -165,8 +165,12 @@ class LLM:
         self, messages: list[Message], schema: dict[str, Any], *, site: str, name: str = "output"
     ) -> dict[str, Any]:
         """A reply forced to `schema`: parsed, validated, with one repair pass; else GraphchatError."""
-        from graphchat.jsonschema_util import first_error
+        from graphchat.jsonschema_util import first_error, schema_refusal
         from graphchat.llm.jsonreply import parse_json_reply, schema_instruction
+
+        refused = schema_refusal(schema)
+        if refused is not None:  # before any model call: the schema could never be checked
+            raise GraphchatError(f"{site}: the output schema {refused}")
 
         history = [*messages, {"role": "user", "content": schema_instruction(schema)}]
         response_format = self._response_format(schema, name)

@@ -60,6 +60,8 @@ def load_plan(path: Path) -> Plan:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PlanLoadError(source, [f"{source}: file: cannot read: {exc.strerror}"]) from None
+    except UnicodeDecodeError as exc:
+        raise PlanLoadError(source, [f"{source}: file: not UTF-8 text (offset {exc.start})"]) from None
     return load_plan_text(text, source, path=path)
 
 
@@ -67,10 +69,10 @@ def load_plan_text(text: str, source: str, *, path: Path | None = None) -> Plan:
     """Parse YAML text (safe loader only) and check it as a plan."""
     import yaml
 
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from graphchat.yamlfile import parse_yaml
+
     try:
-        node = yaml.compose(text, Loader=loader_cls)
-        data = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a safe loader class
+        node, data = parse_yaml(text)  # one parse; alias bombs refused
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}: " if mark else ""
@@ -321,6 +323,10 @@ class _Loader:
             not isinstance(required, list) or not all(isinstance(r, str) for r in required)
         ):
             self.plan_problem("input_schema", "`required` must be a list of property names")
+        from graphchat.jsonschema_util import refusal
+
+        if (why := refusal(schema)) is not None:  # issue 10: never fetched, so refused up front
+            self.plan_problem("input_schema", why)
 
     def load_solver(self, raw: Any) -> Solver | None:
         if not isinstance(raw, Mapping):

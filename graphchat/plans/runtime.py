@@ -216,6 +216,6 @@ async def prepare_servers(catalog: Catalog, names: set[str]) -> None:
     Servers already cached start lazily on their first call. A server that fails to start is
     reported by the call that needs it (naming the server), not here.
     """
-    wanted = [n for n in catalog.unprepared() if n in names]
+    wanted = [n for n in catalog.unprepared(retry_failed=True) if n in names]  # a plan needs them
     if wanted:
         await catalog.prepare(wanted)

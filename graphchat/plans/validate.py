@@ -55,11 +55,11 @@ def servers_of(catalog: Catalog, servers_file: Path | None = None) -> Servers:
 def _servers_in_file(path: Path) -> set[str]:
     import yaml
 
+    from graphchat.yamlfile import parse_yaml
+
     try:
-        data = yaml.load(
-            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
-    except (OSError, yaml.YAMLError):
+        _, data = parse_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return set()
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     return {str(k) for k in servers} if isinstance(servers, Mapping) else set()

@@ -65,16 +65,17 @@ def settings_secrets(settings: Settings) -> set[str]:
 
 
 class Redactor:
-    """Replaces known secret values inside an encoded JSON line."""
+    """Replaces known secret values: inside an encoded JSON line (`line`, for every file graphchat
+    writes: threads, the shape cache) or in plain text (`text`, for chat history and error lines).
+    """
 
     def __init__(self, secrets: Iterable[str]) -> None:
         # A secret appears JSON-escaped inside an encoded line, and escaped again when it sits in
         # JSON text held in a string (a tool result): look for each level. Longest first, so a
         # secret that contains another is replaced whole.
         encoded: set[bytes] = set()
-        for secret in secrets:
-            if not _is_secret_value(secret):
-                continue
+        self._secrets = sorted({s for s in secrets if _is_secret_value(s)}, key=len, reverse=True)
+        for secret in self._secrets:
             text = secret
             for _ in range(_ESCAPE_LEVELS):
                 text = orjson.dumps(text).decode()[1:-1]
@@ -88,4 +89,56 @@ class Redactor:
         for needle in self._needles:
             if needle in data:
                 data = data.replace(needle, REDACTED.encode())
+        if self._secrets and b"\\u" in data:  # a secret spelled with \u escapes: decode, then scrub
+            data = self._decoded_line(data)
         return data
+
+    def text(self, value: str) -> str:
+        """Plain text with every known secret replaced."""
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    def _decoded_line(self, data: bytes) -> bytes:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return data
+        cleaned, changed = self._scrub(obj, 0)
+        if not changed:
+            return data
+        option = orjson.OPT_INDENT_2 if data.startswith(b"{\n") else 0
+        return orjson.dumps(cleaned, option=option) + (b"\n" if data.endswith(b"\n") else b"")
+
+    def _scrub(self, value: object, depth: int) -> tuple[object, bool]:
+        """`value` with secrets replaced in every string after decoding, including JSON text held
+        in a string (tool-call arguments), up to _ESCAPE_LEVELS deep."""
+        if isinstance(value, str):
+            cleaned = self.text(value)
+            if cleaned != value:
+                return cleaned, True
+            if depth < _ESCAPE_LEVELS and "\\u" in value:
+                try:
+                    inner = orjson.loads(value)
+                except orjson.JSONDecodeError:
+                    return value, False
+                scrubbed, changed = self._scrub(inner, depth + 1)
+                if changed:
+                    return orjson.dumps(scrubbed).decode(), True
+            return value, False
+        if isinstance(value, dict):
+            out: dict[object, object] = {}
+            any_changed = False
+            for key, item in value.items():
+                new_key, key_changed = self._scrub(key, depth)
+                new_item, item_changed = self._scrub(item, depth)
+                out[new_key] = new_item
+                any_changed = any_changed or key_changed or item_changed
+            return (out, True) if any_changed else (value, False)
+        if isinstance(value, list):
+            items = [self._scrub(item, depth) for item in value]
+            if any(changed for _, changed in items):
+                return [item for item, _ in items], True
+            return value, False
+        return value, False

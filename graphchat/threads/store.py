@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from graphchat.fsutil import read_object, write_atomic
+from graphchat.fsutil import read_json, write_atomic
 from graphchat.threads import events as ev
 from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
 
@@ -125,6 +125,54 @@ def _fold(meta: dict[str, Any], events: Iterable[dict[str, Any]]) -> None:
     meta["message_count"] = count
 
 
+# meta.json fields and their types; a field of another type is damage (hand edits, other tools)
+_META_FIELDS: dict[str, type] = {
+    "id": str,
+    "title": str,
+    "model": str,
+    "created_at": str,
+    "updated_at": str,
+    "message_count": int,
+    "size": int,
+}
+_warned: set[str] = set()
+
+
+def _warn_once(text: str) -> None:
+    if text not in _warned:
+        _warned.add(text)
+        print(text, file=sys.stderr)
+
+
+def _sound(value: Any, kind: type) -> bool:
+    if kind is int:
+        return type(value) is int and value >= 0
+    return isinstance(value, kind)
+
+
+def _checked_meta(obj: Any, thread_id: str) -> dict[str, Any]:
+    """meta.json's content made safe to use: fields of the wrong type are dropped, and when any
+    counter is in doubt the counters go too, so they are recounted from messages.jsonl. Damage
+    is reported once, naming the thread (never an exception)."""
+    if obj is None:  # no meta.json at all, or not JSON
+        return {}
+    if not isinstance(obj, dict):
+        _warn_once(f"warning: thread {thread_id}: meta.json is not an object; rebuilt from {MESSAGES_FILE}")
+        return {}
+    bad = [key for key, kind in _META_FIELDS.items() if key in obj and not _sound(obj[key], kind)]
+    if not bad and "size" in obj:
+        return obj
+    meta = {key: value for key, value in obj.items() if key not in bad}
+    meta.pop("size", None)
+    meta.pop("message_count", None)
+    if bad:
+        _warn_once(
+            f"warning: thread {thread_id}: meta.json has wrong-typed {', '.join(bad)}; "
+            f"rebuilt from {MESSAGES_FILE}"
+        )
+    return meta
+
+
 def _pread_all(fd: int, start: int, end: int) -> bytes:
     chunks = []
     while start < end:
@@ -186,9 +234,9 @@ class Thread:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _refresh_meta_locked(self, fd: int, end: int) -> None:
-        meta = read_object(self.meta_path) or {}
+        meta = _checked_meta(read_json(self.meta_path), self.id)
         start = meta.get("size", 0)
-        if not isinstance(start, int) or not 0 <= start <= end:
+        if not 0 <= start <= end:
             meta, start = {}, 0  # meta from another file's history: recount from the start
         meta.setdefault("id", self.id)
         meta.setdefault("created_at", meta.get("updated_at") or ev.now_ts())
@@ -222,6 +270,9 @@ class Thread:
             data = self.messages_path.read_bytes()
         except FileNotFoundError:
             return [], LoadReport()
+        except OSError as exc:  # a folder in its place, no permission: shown empty, said once
+            _warn_once(f"warning: thread {self.id}: cannot read {MESSAGES_FILE}: {exc.strerror}")
+            return [], LoadReport()
         return parse_lines(data)
 
     def events(self) -> list[dict[str, Any]]:
@@ -238,23 +289,32 @@ class Thread:
 
 
 def _info_for(folder: str | Path, thread_id: str) -> ThreadInfo:
-    """A thread's list row from meta.json plus whatever was appended after it was written."""
+    """A thread's list row from meta.json plus whatever was appended after it was written.
+    Never raises: damage is repaired in memory (and on disk at the next append) with a warning."""
     folder = os.fspath(folder)  # plain strings: pathlib costs as much as the reads here
-    meta = read_object(f"{folder}/{META_FILE}") or {}
+    meta = _checked_meta(read_json(f"{folder}/{META_FILE}"), thread_id)
     covered = meta.get("size", 0)
-    if not isinstance(covered, int) or covered < 0:
-        meta, covered = {}, 0
     messages = f"{folder}/{MESSAGES_FILE}"
     try:
         size = os.stat(messages).st_size
     except FileNotFoundError:
-        size = 0
+        _warn_once(f"warning: thread {thread_id}: {MESSAGES_FILE} is missing; shown as an empty thread")
+        meta = {k: v for k, v in meta.items() if k not in ("size", "message_count")}
+        size = covered = 0
     if size != covered:
         if size < covered:  # cannot happen with append-only writes; recount rather than trust it
-            meta, covered = {}, 0
-        with open(messages, "rb") as f:
-            f.seek(covered)
-            tail = f.read(size - covered)
+            _warn_once(
+                f"warning: thread {thread_id}: meta.json counts more than {MESSAGES_FILE} holds; recounted"
+            )
+            meta = {k: v for k, v in meta.items() if k not in ("size", "message_count")}
+            covered = 0
+        try:
+            with open(messages, "rb") as f:
+                f.seek(covered)
+                tail = f.read(size - covered)
+        except OSError as exc:
+            _warn_once(f"warning: thread {thread_id}: cannot read {MESSAGES_FILE}: {exc.strerror}")
+            tail = b""
         events, _ = parse_lines(tail)
         _fold(meta, events)
     created = meta.get("created_at") or ""

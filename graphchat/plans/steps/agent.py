@@ -41,6 +41,11 @@ def load(site: Site) -> None:
         report("output_schema", "must have `type: object` or declare `properties`")
     elif "properties" in schema and not isinstance(schema["properties"], Mapping):
         report("output_schema", "`properties` must be a mapping")
+    else:
+        from graphchat.jsonschema_util import refusal
+
+        if (why := refusal(schema)) is not None:  # issue 10: never fetched, so refused up front
+            report("output_schema", why)
     if "tools" in spec:
         tools = spec["tools"]
         if not isinstance(tools, list):
