@@ -1,10 +1,29 @@
-"""Writing a file so that readers see the old content or the new, never half of it."""
+"""Small files: written so that readers see the old content or the new, never half of it, and
+JSON objects read back without raising."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+
+def read_json(path: str | Path) -> Any:
+    """The JSON value in `path`, or None (missing, unreadable, not JSON)."""
+    import orjson
+
+    try:
+        with open(path, "rb") as handle:
+            return orjson.loads(handle.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def read_object(path: str | Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None (missing, unreadable, not JSON, not an object)."""
+    doc = read_json(path)
+    return doc if isinstance(doc, dict) else None
 
 
 def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from graphchat.catalog.naming import sanitize
+from graphchat.fsutil import read_object
 
 log = logging.getLogger(__name__)
 
@@ -368,15 +369,7 @@ class ShapeStore:
 
     def get(self, tool: str) -> dict[str, Any] | None:
         """The stored shape of `tool`, or None when unknown (or the file is unreadable)."""
-        return self._read(self.path(tool))
-
-    @staticmethod
-    def _read(path: Path) -> dict[str, Any] | None:
-        try:
-            doc = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return None
-        return doc if isinstance(doc, dict) else None
+        return read_object(self.path(tool))
 
     def list(self) -> builtins.list[dict[str, Any]]:
         """Summary of every stored shape: tool, seen_count, updated_at, source; sorted by tool."""
@@ -386,7 +379,7 @@ class ShapeStore:
         except OSError:
             return []
         for p in paths:
-            doc = self._read(p)
+            doc = read_object(p)
             if doc is None:
                 continue
             out.append(
@@ -405,7 +398,7 @@ class ShapeStore:
         example = _small_example(value)
         path = self.path(tool)
         with self._lock(tool):
-            old = self._read(path)
+            old = read_object(path)
             seen = 0
             if old is not None:
                 prev = old.get("observed_schema", old.get("schema"))

@@ -14,6 +14,7 @@ from graphchat.events import EventSink
 from graphchat.plans.executor import PlanOutcome, run_plan
 from graphchat.plans.loader import load_plan_data
 from graphchat.plans.model import Plan
+from graphchat.plans.runtime import LLMFactory
 
 Tool = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -99,7 +100,7 @@ async def run_yaml(
     *,
     tools: FakeTools | None = None,
     asker: Asker | None = None,
-    llm_factory: Any = None,
+    llm_factory: LLMFactory | None = None,
     events: EventSink | None = None,
     catalog: Catalog | None = None,
 ) -> PlanOutcome:

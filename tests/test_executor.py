@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from graphchat.asks import Answer, Asker, ScriptedAsker, UnavailableAsker
 from graphchat.catalog.base import Catalog
 from graphchat.catalog.plan_tools import PlanSource
 from graphchat.cli.plan import exit_code
+from graphchat.llm.types import Completion, ModelClient, Usage
 from graphchat.plans.executor import run_plan
 from tests.plan_support import FakeTools, Recorder, plan_from_yaml, run_yaml
 
@@ -27,30 +29,42 @@ def plan_text(steps: str, *, output: str | None = None, extra: str = "") -> str:
 
 
 class FakeLLM:
-    """A stand-in model for unit tests (the scripted-server tests cover the real path)."""
+    """A stand-in model for unit tests (the scripted-server tests cover the real path): a
+    `ModelClient` whose verdicts and report text are given up front."""
 
     def __init__(self, verdicts: list[dict[str, Any]] | None = None, text: str = "report") -> None:
         self.verdicts = list(verdicts or [])
         self.text = text
+        self.usage = Usage()
         self.structured_calls: list[list[dict[str, Any]]] = []
         self.complete_calls: list[list[dict[str, Any]]] = []
         self.roles: list[str] = []
 
-    def factory(self, role: str, model: str | None, events: Any) -> FakeLLM:
+    def factory(self, role: str, model: str | None, events: Any) -> ModelClient:
         self.roles.append(role if model is None else f"{role}:{model}")
         return self
 
-    async def structured(self, messages: list[dict[str, Any]], schema: dict[str, Any], site: str = "") -> Any:
+    async def structured(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], *, site: str, name: str = "output"
+    ) -> dict[str, Any]:
         self.structured_calls.append(messages)
         return self.verdicts.pop(0)
 
     async def complete(
-        self, messages: list[dict[str, Any]], on_text: Any = None, site: str = "", **kw: Any
-    ) -> Any:
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        tool_choice: Any = None,
+        response_format: Any = None,
+        site: str = "chat",
+        stream: bool = True,
+    ) -> Completion:
         self.complete_calls.append(messages)
         if on_text:
             on_text(self.text)
-        return {"content": self.text}
+        return Completion(content=self.text)
 
 
 # --- exit ----------------------------------------------------------------------------------

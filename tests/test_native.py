@@ -94,7 +94,7 @@ async def test_infer_with_a_schema_returns_the_validated_object(
     result = await Catalog([NativeSource(settings_for(tmp_path, model_server))]).call(
         "builtin__infer",
         {"instruction": "Classify: WIN A PRIZE", "output_schema": schema},
-        CallContext(extra={"on_usage": usage.append}),
+        CallContext(on_usage=usage.append),
     )
     assert not result.is_error and result.value == {"label": "spam"}
     sent = model_server.requests[0]

@@ -23,7 +23,7 @@ from graphchat.threads.replay import shorten_tool_result
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import CallContext, Catalog
-    from graphchat.llm.client import LLM
+    from graphchat.llm.types import ModelClient
 
 Record = Callable[[dict[str, Any]], None]
 CANCELLED_MESSAGE = "cancelled before it finished (the turn was interrupted: Ctrl-C or a signal)"
@@ -117,7 +117,7 @@ def _assistant_event(content: str, calls: list[ToolCall]) -> dict[str, Any]:
 
 async def run_loop(
     *,
-    llm: LLM,
+    llm: ModelClient,
     catalog: Catalog,
     messages: list[dict[str, Any]],
     ctx: CallContext,
@@ -212,7 +212,7 @@ async def run_loop(
 
 
 async def _final_output(
-    llm: LLM, history: list[dict[str, Any]], content: str, schema: dict[str, Any], site: str
+    llm: ModelClient, history: list[dict[str, Any]], content: str, schema: dict[str, Any], site: str
 ) -> Any:
     """The text answer as the schema's object: parsed directly when it fits, else one structured call."""
     from graphchat.jsonschema_util import first_error

@@ -155,7 +155,7 @@ class Session:
             events=self.events,
             assume_yes=self.assume_yes,
             surface="agent",
-            extra={"on_usage": extra_usage.append, "session_model": llm.config},
+            on_usage=extra_usage.append,
         )
         try:
             from graphchat.llm.runtime import alitellm_module

@@ -91,7 +91,7 @@ class PolicyApprover:
         pattern = _match(names, self.policy.deny)  # deny wins when any of the names matches
         if pattern is not None:
             return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})", ctx)
-        if spec.family == "read" or spec.source == "control":
+        if spec.family == "read":
             return True, None
         if ctx.assume_yes or self.policy.mode == "auto":
             return True, None
@@ -223,6 +223,15 @@ def add_allow_entry(text: str, tool: str) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
+def _last_entry(mapping: Any, name: str) -> tuple[Any, Any] | None:
+    """The (key, value) nodes of `name:` in a YAML mapping node; the last one when it repeats."""
+    found = None
+    for key, value in mapping.value:
+        if key.value == name:
+            found = (key, value)
+    return found
+
+
 def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
     import yaml
 
@@ -232,14 +241,11 @@ def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
         return f"{text}{sep}approvals:\n  allow:\n    - {entry}\n"
     if not isinstance(root, yaml.MappingNode) or root.flow_style:
         return None
-    approvals_node = None
-    approvals_key = None
-    for key, value in root.value:
-        if key.value == "approvals":
-            approvals_key, approvals_node = key, value
-    if approvals_node is None:
+    approvals = _last_entry(root, "approvals")
+    if approvals is None:
         sep = "" if text.endswith("\n") else "\n"
         return f"{text}{sep}approvals:\n  allow:\n    - {entry}\n"
+    approvals_key, approvals_node = approvals
     if isinstance(approvals_node, yaml.ScalarNode) and approvals_node.value in ("", "~", "null"):
         # `approvals:` with nothing under it
         line_end = text.find("\n", approvals_key.end_mark.index)
@@ -251,15 +257,13 @@ def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
         return None
     if approvals_node.flow_style:
         return None
-    allow_key = allow_node = None
-    for key, value in approvals_node.value:
-        if key.value == "allow":
-            allow_key, allow_node = key, value
-    if allow_node is None:
+    allow = _last_entry(approvals_node, "allow")
+    if allow is None:
         first_key = approvals_node.value[0][0]
         col = first_key.start_mark.column
         start = first_key.start_mark.index - col  # start of that line
         return f"{text[:start]}{' ' * col}allow:\n{' ' * (col + 2)}- {entry}\n{text[start:]}"
+    allow_key, allow_node = allow
     if isinstance(allow_node, yaml.ScalarNode) and allow_node.value in ("", "~", "null"):
         if allow_node.start_mark.index == allow_node.end_mark.index:  # `allow:` then nothing
             pos = allow_key.end_mark.index

@@ -10,12 +10,13 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
     from graphchat.events import EventSink
+    from graphchat.llm.types import Usage
 
 FAMILIES = ("read", "write", "destructive")
 
@@ -27,7 +28,7 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
-    source: str  # "mcp:<server>", "plan", "native", "control", "core"
+    source: str  # "mcp:<server>", "plan", "native", "builtin:<pack>", "user", "core"
     family: str = "destructive"  # read | write | destructive (unannotated = destructive)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -77,20 +78,21 @@ class CallContext:
     """Who is calling and how questions and events reach the person.
 
     `chain` is the stack of plan identifiers being run (depth limit and cycle detection);
-    `assume_yes` is --yes (approve every sensitive call for this run).
+    `assume_yes` is --yes (approve every sensitive call for this run); `on_usage` is told the
+    tokens and cost of model calls a tool makes itself (e.g. `builtin__infer`), so the session
+    that called it can count them. Copy a context with `dataclasses.replace`.
     """
 
     asker: Asker | None = None
     events: EventSink | None = None
     chain: tuple[str, ...] = ()
     assume_yes: bool = False
-    surface: str = "agent"  # agent | plan | cli
-    extra: dict[str, Any] = field(default_factory=dict)
+    surface: str = "agent"  # agent | plan | cli | mcp
+    on_usage: Callable[[Usage], None] | None = None
 
     def child(self, plan_id: str) -> CallContext:
-        return CallContext(
-            self.asker, self.events, (*self.chain, plan_id), self.assume_yes, "plan", self.extra
-        )
+        """The context of a plan run inside this one (one plan deeper)."""
+        return replace(self, chain=(*self.chain, plan_id), surface="plan")
 
 
 class ToolSource:
@@ -264,7 +266,7 @@ class Catalog:
     def model_tools(
         self, patterns: Iterable[str] | None = None, *, in_plan: bool = False
     ) -> builtins.list[dict[str, Any]]:
-        """Tool definitions for the model: everything but control steps, optionally filtered by globs.
+        """Tool definitions for the model: every tool, optionally filtered by globs.
 
         `ask_user` is always kept (a big catalog must never push it out). `in_plan` (a plan's
         `agent` step): tools marked `meta.not_in_plans` (plan_and_execute) are left out.
@@ -274,7 +276,7 @@ class Catalog:
         pats = list(patterns) if patterns is not None else None
         tools = []
         for spec in self.list():
-            if spec.source == "control" or (in_plan and spec.meta.get("not_in_plans")):
+            if in_plan and spec.meta.get("not_in_plans"):
                 continue
             if pats is not None and spec.name != "ask_user":
                 if not any(fnmatchcase(spec.name, p) for p in pats):
@@ -322,7 +324,7 @@ class Catalog:
             events.tool_finished(
                 name, result.ms, result.is_error, result.error_message if result.is_error else None
             )
-        if not result.is_error and self.record_shape is not None and spec.source not in ("control", "core"):
+        if not result.is_error and self.record_shape is not None and spec.source != "core":
             try:
                 self.record_shape(spec, result.value)
             except Exception:  # shape learning is best-effort, never a failed call

@@ -54,7 +54,7 @@ class CoreSource(ToolSource):
             events=ctx.events,
             context=context if isinstance(context, str) else None,
         )
-        on_usage = ctx.extra.get("on_usage")
+        on_usage = ctx.on_usage
         if callable(on_usage) and run.usage:
             from graphchat.llm.types import Usage
 

@@ -14,23 +14,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.fsutil import read_object
+
 if TYPE_CHECKING:
     from graphchat.catalog.mcp_config import ServerConfig
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def read_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in `path`, or None (missing, unreadable, not JSON, not an object)."""
-    import orjson
-
-    try:
-        doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 def _write_json(path: Path, doc: Any) -> None:

@@ -12,13 +12,14 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.plans.model import PLAN_TOOL_PREFIX, plan_identifier
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
     from graphchat.plans.model import Plan
+    from graphchat.plans.runtime import LLMFactory
 
 _SEVERITY = {"read": 0, "write": 1, "destructive": 2}
-_NO_TOOL_STEPS = frozenset({"exit", "decide", "filter", "map", "reduce", "ask"})
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -49,7 +50,7 @@ class PlanSource(ToolSource):
         catalog: Catalog,
         *,
         plans: list[Plan] | None = None,
-        llm_factory: Any = None,
+        llm_factory: LLMFactory | None = None,
         servers: set[str] | None = None,
     ) -> None:
         self.settings = settings
@@ -82,13 +83,9 @@ class PlanSource(ToolSource):
             self._servers = configured_servers(self.settings) if self.settings is not None else set()
         return self._servers
 
-    def missing_servers(self, plan: Plan) -> list[str]:
-        have = self.servers()
-        return [s for s in plan.requires_servers if s not in have]
-
     def specs(self) -> list[ToolSpec]:
         plans = self.plans()
-        visible = [p for p in plans.values() if not self.missing_servers(p)]
+        visible = [p for p in plans.values() if not p.missing_servers(self.servers())]
         others = self._other_families()
         families = _Families(visible, others)
         specs = []
@@ -117,15 +114,14 @@ class PlanSource(ToolSource):
                 continue
             try:
                 for spec in source.specs():
-                    if spec.source != "control":
-                        found.setdefault(spec.name, spec.family)
+                    found.setdefault(spec.name, spec.family)
             except Exception:  # a broken source must not hide the plans
                 continue
         return found
 
     # -- calling --
 
-    def llm_factory(self) -> Any:
+    def llm_factory(self) -> LLMFactory | None:
         if self._llm_factory is None and self.settings is not None:
             from graphchat.plans.executor import llm_factory_for
 
@@ -135,11 +131,11 @@ class PlanSource(ToolSource):
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         from graphchat.plans.executor import run_plan
 
-        ident = spec.meta.get("plan") or spec.name[len("plan__") :]
+        ident = spec.meta["plan"]
         plan = self.plans().get(ident)
         if plan is None:
             return ToolResult.error(f"unknown plan tool {spec.name}")
-        missing = self.missing_servers(plan)
+        missing = plan.missing_servers(self.servers())
         if missing:
             return ToolResult.error(
                 f"plan '{ident}' needs MCP servers that are not configured: {', '.join(missing)}"
@@ -190,24 +186,25 @@ class _Families:
         return family
 
     def family(self, name: str, visiting: frozenset[str]) -> str:
-        if name.startswith("plan__"):
-            return self.of(name[len("plan__") :], visiting)
+        ident = plan_identifier(name)
+        if ident is not None:
+            return self.of(ident, visiting)
         return self.others.get(name, "destructive")
 
     def reachable(self, plan: Plan) -> set[str]:
+        from graphchat.plans.steps import CONTROL
+
         names: set[str] = set()
-        every = [*self.others, *(f"plan__{i}" for i in self.plans)]
+        every = [*self.others, *(PLAN_TOOL_PREFIX + i for i in self.plans)]
         for step in plan.all_steps():
             tool = step.tool_name
-            if tool in _NO_TOOL_STEPS:
-                continue
-            if tool == "agent":
+            if tool == "agent":  # the one control step that calls tools: those its `tools` allow
                 patterns = step.input.get("tools")
                 if patterns is None:
                     names.update(every)
                 else:
                     for pattern in patterns:
                         names.update(n for n in every if fnmatchcase(n, str(pattern)))
-                continue
-            names.add(tool)
+            elif tool not in CONTROL:
+                names.add(tool)
         return names

@@ -346,9 +346,8 @@ class ToolRunner:
         except GraphchatError as exc:
             return ToolResult.error(exc.message)
         finally:
-            on_usage = ctx.extra.get("on_usage")
-            if callable(on_usage):
-                on_usage(llm.usage)
+            if ctx.on_usage is not None:
+                ctx.on_usage(llm.usage)
         return ToolResult(value)
 
     def _model(self, name: str | None) -> Any:

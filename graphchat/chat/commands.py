@@ -49,7 +49,7 @@ async def _tools(app: ChatApp, arg: str) -> bool:
     from rich.text import Text
 
     await app.tools_ready()
-    specs = sorted((s for s in app.catalog.list() if s.source != "control"), key=lambda s: s.name)
+    specs = sorted(app.catalog.list(), key=lambda s: s.name)
     if not specs:
         app.ui.print("no tools (configure MCP servers in catalog/servers.yaml, plans in plans/)")
         return True
@@ -166,11 +166,7 @@ async def _run_once(app: ChatApp, plan: Any) -> None:
     """Run the new plan as the model would call it: `plan__<id>` through the catalog."""
     from graphchat.catalog.base import CallContext
 
-    for source in app.catalog.sources:
-        reload = getattr(source, "reload", None)
-        if callable(reload):
-            reload()
-    app.catalog.invalidate()
+    app.catalog.reload()
     session = app.session
     ctx = CallContext(
         asker=session.asker, events=session.events, assume_yes=session.assume_yes, surface="agent"

@@ -99,11 +99,11 @@ class ChatUI:
         pt_output: Any = None,
     ) -> None:
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory, InMemoryHistory
+        from prompt_toolkit.history import FileHistory, History, InMemoryHistory
         from rich.console import Console
 
         self.console = console or Console(highlight=False, soft_wrap=False)
-        history = InMemoryHistory()
+        history: History = InMemoryHistory()
         if history_path is not None:
             with suppress(OSError):
                 history_path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,10 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from graphchat.cli.plan_go import register_go
 
     register_go(plan_sub)
-    try:
-        from graphchat.cli.plan_inspect import register_inspect
-    except ImportError:  # the inspect commands land separately
-        return
+    from graphchat.cli.plan_inspect import register_inspect
+
     register_inspect(plan_sub)
 
 
@@ -58,15 +56,6 @@ def resolve_plan(settings: Any, arg: str) -> Any:
     from graphchat.plans.discovery import find_plan
 
     return find_plan(arg, settings.plans_dir, warn=warn)
-
-
-def missing_servers(settings: Any, plan: Any) -> list[str]:
-    if not plan.requires_servers:
-        return []
-    from graphchat.catalog.plan_tools import configured_servers
-
-    have = configured_servers(settings)
-    return [name for name in plan.requires_servers if name not in have]
 
 
 def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
@@ -105,7 +94,9 @@ def run_command(args: argparse.Namespace) -> int:
         raise GraphchatError(exc.message, EXIT_INPUT_NEEDED, exc.hint) from None
     inputs = apply_input_flags(document, args.input)
     plan = resolve_plan(settings, args.plan)
-    missing = missing_servers(settings, plan)
+    from graphchat.catalog.plan_tools import configured_servers
+
+    missing = plan.missing_servers(configured_servers(settings)) if plan.requires_servers else []
     if missing:
         raise GraphchatError(
             f"plan '{plan.identifier}' needs MCP servers that are not configured: {', '.join(missing)}",

@@ -57,7 +57,9 @@ def run_go(args: argparse.Namespace) -> int:
 
     preload_in_background()
     events = sink_for_environment()
-    asker = host_asker(answers_file=args.answers, events=events)
+    from graphchat.host import answering
+
+    asker = answering(args.answers, host_asker(events), events)  # the file first, then the terminal
     ctx = CallContext(asker=asker, events=events, assume_yes=args.yes, surface="plan")
     streamed: list[str] = []
 

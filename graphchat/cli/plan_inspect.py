@@ -175,14 +175,14 @@ def run_show(args: argparse.Namespace) -> int:
 def _validate_one(
     plan: Any, catalog: Any, servers: Any, plans: Any, *, by_path: bool
 ) -> tuple[list[str], list[str]]:
-    from graphchat.plans.validate import missing_servers, validate_against_catalog
+    from graphchat.plans.validate import validate_against_catalog
 
     problems = validate_against_catalog(
         plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path
     )
     notes = []
     if by_path:
-        gone = missing_servers(plan, servers)
+        gone = plan.missing_servers(servers.configured)
         if gone:
             notes.append(
                 f"requires_servers: {', '.join(gone)} not configured here; the plan is hidden from the catalog"
@@ -199,7 +199,7 @@ def run_validate(args: argparse.Namespace) -> int:
         located_problems,
         relative_problems,
     )
-    from graphchat.plans.model import PlanLoadError
+    from graphchat.plans.model import PlanLoadError, plan_identifier
     from graphchat.plans.validate import servers_of
 
     settings = _settings(args)
@@ -238,7 +238,7 @@ def run_validate(args: argparse.Namespace) -> int:
             targets.append((str(path), None, err, True))
     else:
         name = args.plan
-        ident = name[len("plan__") :] if name.startswith("plan__") and name not in index.plans else name
+        ident = name if name in index.plans else plan_identifier(name) or name
         broken = [(p, e) for p, e in index.errors.items() if p.stem == ident or index.raw_ids.get(p) == ident]
         if ident in index.plans:
             plan = index.plans[ident]
@@ -272,6 +272,7 @@ def run_validate(args: argparse.Namespace) -> int:
                 }
             )
             continue
+        assert servers is not None  # read above whenever a target has a plan
         problems, notes = _validate_one(plan, catalog, servers, index.plans, by_path=by_path)
         for server in sorted(_server_prefixes(plan)):
             if server not in servers.configured or servers.cached.get(server):

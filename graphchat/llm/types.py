@@ -1,9 +1,11 @@
-"""What a model call returns: text, tool calls, usage (tokens and cost)."""
+"""What a model call returns (text, tool calls, usage: tokens and cost), and `ModelClient`, what
+the agent loop and the plan executor ask of a model (`graphchat.llm.LLM`, or a test double)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass
@@ -87,3 +89,38 @@ class Completion:
         else:
             message["content"] = self.content
         return message
+
+
+class ModelClient(Protocol):
+    """A model the loop and the plan executor can call; `graphchat.llm.client.LLM` is the real one.
+
+    `usage` is the running total of every call made through it.
+    """
+
+    usage: Usage
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        tool_choice: Any = None,
+        response_format: Any = None,
+        site: str = "chat",
+        stream: bool = True,
+    ) -> Completion:
+        """One model call; text reaches `on_text` as it streams."""
+        ...
+
+    async def structured(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], *, site: str, name: str = "output"
+    ) -> dict[str, Any]:
+        """A reply forced to `schema`, parsed and validated."""
+        ...
+
+    async def complete_with_schema(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any], *, site: str, name: str = "output"
+    ) -> Completion:
+        """One call asking for a reply of `schema`; the reply is neither parsed nor retried."""
+        ...

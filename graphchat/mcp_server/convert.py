@@ -23,7 +23,7 @@ def publicize(result: ToolResult, spec: ToolSpec, arguments: Any) -> ToolResult:
         return result
     from graphchat.catalog.base import ToolResult
 
-    ident = spec.meta.get("plan") or spec.name[len("plan__") :]
+    ident = spec.meta["plan"]
     value = dict(result.value)
     if isinstance(value.get("error"), str):
         value["error"] = value["error"].replace(spec.name, public_name(ident))

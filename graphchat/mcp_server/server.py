@@ -16,6 +16,7 @@ from graphchat.asks import Asker, UnavailableAsker
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
 from graphchat.mcp_server.convert import PREFIX, error_result, public_name, publicize, to_call_result
 from graphchat.mcp_server.runs import Run
+from graphchat.plans.model import PLAN_TOOL_PREFIX
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Approver, CallContext, Catalog, ToolSpec
@@ -47,7 +48,7 @@ class PlanServer:
 
         tools = []
         for spec in self.plan_specs():
-            ident = spec.meta.get("plan") or spec.name[len("plan__") :]
+            ident = spec.meta["plan"]
             annotations = ToolAnnotations(
                 title=spec.meta.get("title"),
                 read_only_hint=spec.family == "read",
@@ -93,7 +94,7 @@ class PlanServer:
             return error_result(f"unknown tool: {name}")
         self.refresh()
         await self.catalog.prepare()  # servers with no cached tool list (only once)
-        catalog_name = "plan__" + name[len(PREFIX) :]
+        catalog_name = PLAN_TOOL_PREFIX + name[len(PREFIX) :]
         spec = self.catalog.get(catalog_name)
         if spec is None or spec.source != "plan":
             return error_result(f"unknown tool: {name}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphchat.errors import GraphchatError
-from graphchat.plans.model import Plan, PlanLoadError
+from graphchat.plans.model import Plan, PlanLoadError, plan_identifier
 
 Warn = Callable[[str], None]
 
@@ -102,7 +102,7 @@ class PlanIndex:
                 return load_cached(path)
             except PlanLoadError as err:
                 raise GraphchatError(load_error_message("plan file", err)) from None
-        ident = name[len("plan__") :] if name.startswith("plan__") and name not in self.plans else name
+        ident = name if name in self.plans else plan_identifier(name) or name
         plan = self.plans.get(ident)
         if plan is not None:
             return plan

@@ -26,7 +26,8 @@ from graphchat.plans.model import Plan, PlanLoadError
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolSpec
-    from graphchat.llm import LLM, Usage
+    from graphchat.llm import Usage
+    from graphchat.llm.types import ModelClient
     from graphchat.workspace import Settings
 
 # Tools a plan may not call: they are left out of what the planner sees.
@@ -266,7 +267,7 @@ def catalog_digest(catalog: Catalog, settings: Settings, *, plans: Mapping[str, 
         plans = workspace_plans(settings)
     shapes = ShapeStore(settings.catalog_dir / "shapes")
     specs = sorted(
-        (s for s in catalog.list() if s.source != "control" and s.name not in NOT_IN_PLANS),
+        (s for s in catalog.list() if s.name not in NOT_IN_PLANS),
         key=lambda s: s.name,
     )
     tools = [_tool_entry(spec, shapes, plans) for spec in specs] or ["(no tools)"]
@@ -539,7 +540,7 @@ OnAttempt = Callable[[int, list[str]], None]
 async def draft_plan(
     goal: str,
     *,
-    llm: LLM,
+    llm: ModelClient,
     catalog: Catalog,
     settings: Settings,
     context: Context = None,

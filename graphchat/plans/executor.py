@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext
@@ -34,6 +34,7 @@ from graphchat.plans.template import EmptyData, TemplateError
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolResult
+    from graphchat.llm.types import ModelClient
 
 MAX_DEPTH = 8
 VERDICT_SCHEMA: dict[str, Any] = {
@@ -178,7 +179,7 @@ class Runner:
 
     # -- models --
 
-    def llm(self, role: str, model: str | None = None) -> Any:
+    def llm(self, role: str, model: str | None = None) -> ModelClient:
         if self.llm_factory is None:
             from graphchat.errors import ConfigError
 
@@ -287,9 +288,7 @@ class Runner:
             ctx = self.ctx
             if is_human_sink(ctx.events):
                 assert ctx.events is not None
-                ctx = CallContext(
-                    ctx.asker, QuietToolEvents(ctx.events), ctx.chain, ctx.assume_yes, ctx.surface, ctx.extra
-                )
+                ctx = replace(ctx, events=QuietToolEvents(ctx.events))
             self._quiet_ctx = ctx
         return self._quiet_ctx
 
@@ -341,7 +340,7 @@ def llm_factory_for(settings: Any) -> LLMFactory:
     litellm. `model` may name a role (`judge`, `solver`, …) or be a litellm model string."""
     from graphchat.workspace import ROLES
 
-    def factory(role: str, model: str | None, events: EventSink | None) -> Any:
+    def factory(role: str, model: str | None, events: EventSink | None) -> ModelClient:
         from graphchat.llm import LLM
 
         if model and model in ROLES:
@@ -392,7 +391,7 @@ async def run_plan(
         outcome.error = f"plan '{plan.identifier}' needs inputs:\n" + "\n".join(f"  - {p}" for p in problems)
         return outcome
 
-    run_ctx = CallContext(ctx.asker, tap, (*ctx.chain, plan.identifier), ctx.assume_yes, "plan", ctx.extra)
+    run_ctx = replace(ctx.child(plan.identifier), events=tap)
     runner = Runner(
         plan, catalog=catalog, ctx=run_ctx, llm_factory=llm_factory, events=tap, settings=settings
     )

@@ -124,17 +124,6 @@ def solver_messages(
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def completion_text(result: Any) -> str:
-    """The text of an LLM completion, whatever object the llm layer returns."""
-    if isinstance(result, str):
-        return result
-    for name in ("content", "text"):
-        value = result.get(name) if isinstance(result, Mapping) else getattr(result, name, None)
-        if isinstance(value, str):
-            return value
-    return "" if result is None else str(result)
-
-
 async def solve(
     runner: Runner,
     scope: Mapping[str, Any],
@@ -166,8 +155,8 @@ async def solve(
     notes.extend(f"not found: {m}" for m in missing_data)
     limit = DATA_LIMIT_CHARS
     settings = runner.settings
-    if settings is not None and getattr(settings, "max_tool_result_chars", None):
-        limit = max(limit, int(settings.max_tool_result_chars) * 3)
+    if settings is not None and settings.max_tool_result_chars:
+        limit = max(limit, settings.max_tool_result_chars * 3)
     data_text, cut = cut_data(data, limit)
     if cut:
         notes.append(cut)
@@ -180,5 +169,5 @@ async def solve(
             system_prompt = solver.system_prompt
     llm = runner.llm("solver", None)
     messages = solver_messages(query, data_text, system_prompt=system_prompt, notes=notes)
-    result = await llm.complete(messages, on_text=on_text, site="solver")
-    return completion_text(result)
+    completion = await llm.complete(messages, on_text=on_text, site="solver")
+    return completion.content

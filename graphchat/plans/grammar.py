@@ -175,7 +175,10 @@ class Site:
 
 
 def yaml_kind(value: Any) -> str:
-    """What a YAML value is, for loader messages (`a mapping`, `a list`, `a number (3)`)."""
+    """What a YAML value is, for loader messages (`a mapping`, `a list`, `a number (3)`).
+
+    In YAML's words, as the plan's author wrote it; `graphchat.plans.template.json_kind` names
+    a rendered JSON value at run time (`an object`, `an array`). The messages are pinned."""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -7,11 +7,20 @@ executor can trust the structure (but not the data templates render to).
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 RESERVED_ROOTS = frozenset({"input", "item", "index", "accumulator", "length"})
+PLAN_TOOL_PREFIX = "plan__"  # a plan is the catalog tool plan__<identifier>
+
+
+def plan_identifier(tool_name: str) -> str | None:
+    """The identifier of the plan that `tool_name` (`plan__<identifier>`) calls, else None."""
+    if tool_name.startswith(PLAN_TOOL_PREFIX):
+        return tool_name[len(PLAN_TOOL_PREFIX) :]
+    return None
 
 
 @dataclass
@@ -77,7 +86,11 @@ class Plan:
 
     @property
     def tool_name(self) -> str:
-        return f"plan__{self.identifier}"
+        return PLAN_TOOL_PREFIX + self.identifier
+
+    def missing_servers(self, configured: Container[str]) -> list[str]:
+        """The `requires_servers` that are not `configured` (the plan is hidden and cannot run)."""
+        return [name for name in self.requires_servers if name not in configured]
 
     def all_steps(self) -> list[Step]:
         """Every step, body steps included, in file order."""

@@ -18,7 +18,7 @@ Every replan is visible: a `replan` event (stderr line `replanning after E2: …
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -161,7 +161,7 @@ async def plan_and_execute(
     factory = llm_factory or llm_factory_for(settings)
     llm = factory("planner", None, tap)
     base = _context_sections(settings, context)
-    run_ctx = CallContext(ctx.asker, tap, (*ctx.chain, PLAN_AND_EXECUTE), ctx.assume_yes, "plan", ctx.extra)
+    run_ctx = replace(ctx, events=tap, chain=(*ctx.chain, PLAN_AND_EXECUTE), surface="plan")
     budget = max(0, int(getattr(settings, "planning_attempts", 2)))
     sections: dict[str, str] = dict(base)
     feedback: list[str] | None = None

@@ -21,10 +21,12 @@ from graphchat.plans.template import render_value as _render_value
 if TYPE_CHECKING:
     from graphchat.catalog.base import CallContext, Catalog
     from graphchat.events import EventSink
+    from graphchat.llm.types import ModelClient
     from graphchat.plans.model import Body, Plan, Step
+    from graphchat.workspace import Settings
 
-# (role, model override or None, events) -> an LLM object (graphchat.llm.LLM or a test double)
-LLMFactory = Callable[[str, "str | None", "EventSink | None"], Any]
+# (role, model override or None, events) -> the model (graphchat.llm.LLM or a test double)
+LLMFactory = Callable[[str, "str | None", "EventSink | None"], "ModelClient"]
 
 
 # --- failures and early ends ---------------------------------------------------------------
@@ -198,9 +200,9 @@ class StepRunner(Protocol):
     @property
     def events(self) -> EventSink: ...
     @property
-    def settings(self) -> Any: ...
+    def settings(self) -> Settings | None: ...
 
-    def llm(self, role: str, model: str | None = None) -> Any:
+    def llm(self, role: str, model: str | None = None) -> ModelClient:
         """The model for `role` (or a named model); ConfigError when none can be used here."""
         ...
 

@@ -81,10 +81,6 @@ def step_labels(plan: Plan) -> list[tuple[str, Step]]:
     return out
 
 
-def missing_servers(plan: Plan, servers: Servers) -> list[str]:
-    return [s for s in plan.requires_servers if s not in servers.configured]
-
-
 def validate_against_catalog(
     plan: Plan,
     catalog: Catalog,
@@ -98,11 +94,11 @@ def validate_against_catalog(
     `plans` is the workspace's plan index (a `plan__x` that loads is accepted even when the
     catalog hides it, with the reason). `soft_required_servers`: when validating a plan *file*,
     servers declared in `requires_servers` but not configured are not problems (see
-    `missing_servers` for the note); by name they are.
+    `Plan.missing_servers` for the note); by name they are.
     """
     info = servers if servers is not None else servers_of(catalog)
     problems: list[str] = []
-    missing = missing_servers(plan, info)
+    missing = plan.missing_servers(info.configured)
     if missing and not soft_required_servers:
         problems.append(
             f"requires_servers: MCP server(s) {', '.join(repr(s) for s in missing)} not configured "
@@ -147,7 +143,7 @@ def tool_problem(
         if rest in known or rest == self_id:
             target = known.get(rest)
             if target is not None and target.requires_servers:
-                gone = missing_servers(target, info)
+                gone = target.missing_servers(info.configured)
                 if gone:
                     return f"plan '{rest}' needs MCP server(s) {', '.join(gone)}, which are not configured"
             return None
@@ -168,7 +164,7 @@ def tool_problem(
 
 
 def _pattern_problem(pattern: str, catalog: Catalog, info: Servers, excused: set[str]) -> str | None:
-    names = [s.name for s in catalog.list() if s.source != "control"]
+    names = [s.name for s in catalog.list()]
     if any(fnmatchcase(name, pattern) for name in names):
         return None
     if "*" not in pattern:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from graphchat.fsutil import read_json, write_atomic
 from graphchat.threads import events as ev
 from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
 
@@ -176,20 +177,6 @@ def _checked_meta(obj: Any, thread_id: str) -> dict[str, Any]:
     return meta
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-
-
-def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
-    # A reader sees the old meta or the new one, never half of one.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps(obj))
-    os.replace(tmp, path)
-
-
 def _pread_all(fd: int, start: int, end: int) -> bytes:
     chunks = []
     while start < end:
@@ -255,7 +242,7 @@ class Thread:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _refresh_meta_locked(self, fd: int, end: int) -> None:
-        meta = _checked_meta(_read_json(self.meta_path), self.id)
+        meta = _checked_meta(read_json(self.meta_path), self.id)
         start = meta.get("size", 0)
         if not 0 <= start <= end:
             meta, start = {}, 0  # meta from another file's history: recount from the start
@@ -264,7 +251,7 @@ class Thread:
         events, _ = parse_lines(_pread_all(fd, start, end))
         _fold(meta, events)
         meta["size"] = end
-        _write_json_atomic(self.meta_path, meta)
+        write_atomic(self.meta_path, orjson.dumps(meta))
 
     # -- the turn lock ---------------------------------------------------------------------------
 
@@ -374,26 +361,12 @@ class Thread:
     def info(self) -> ThreadInfo:
         return _info_for(self.path, self.id)
 
-    def model_messages(self, *, max_tool_result_chars: int = 20000) -> list[dict[str, Any]]:
-        """The thread replayed for the model (failed turns left out, interruptions repaired)."""
-        from graphchat.threads.replay import to_model_messages
-
-        return to_model_messages(self.events(), max_tool_result_chars=max_tool_result_chars)
-
-
-def _read_meta(folder: str) -> Any:
-    try:
-        with open(f"{folder}/{META_FILE}", "rb") as f:
-            return orjson.loads(f.read())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-
 
 def _info_for(folder: str | Path, thread_id: str) -> ThreadInfo:
     """A thread's list row from meta.json plus whatever was appended after it was written.
     Never raises: damage is repaired in memory (and on disk at the next append) with a warning."""
     folder = os.fspath(folder)  # plain strings: pathlib costs as much as the reads here
-    meta = _checked_meta(_read_meta(folder), thread_id)
+    meta = _checked_meta(read_json(f"{folder}/{META_FILE}"), thread_id)
     covered = meta.get("size", 0)
     messages = f"{folder}/{MESSAGES_FILE}"
     try:

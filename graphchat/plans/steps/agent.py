@@ -67,7 +67,7 @@ def load(site: Site) -> None:
 
 def check_patterns(runner: StepRunner, step: Step, patterns: list[str]) -> None:
     """A pattern that matches no tool is an error naming it (a typo must not shrink the set)."""
-    names = [spec.name for spec in runner.catalog.list() if spec.source != "control"]
+    names = [spec.name for spec in runner.catalog.list()]
     for pattern in patterns:
         if not any(fnmatchcase(name, pattern) for name in names):
             raise StepFailed(
@@ -127,38 +127,11 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         if isinstance(exc, GraphchatError) and exc.exit_code == 2:
             raise
         raise StepFailed(step.label, "agent", str(exc) or type(exc).__name__) from None
-    return shape_result(outcome)
-
-
-def shape_result(outcome: Any) -> dict[str, Any]:
-    """The loop's outcome in the spec's shape."""
-
-    def get(name: str, default: Any = None) -> Any:
-        if isinstance(outcome, dict):
-            return outcome.get(name, default)
-        return getattr(outcome, name, default)
-
-    output = get("output")
-    final = isinstance(output, dict)
-    calls = get("tools_called")
-    if calls is None:
-        calls = get("tool_calls_made")
-    if calls is None:
-        calls = []
-        for call in get("tool_calls", None) or []:
-            tool = (
-                call.get("tool") or call.get("name")
-                if isinstance(call, dict)
-                else getattr(call, "name", None)
-            )
-            rnd = call.get("round") if isinstance(call, dict) else getattr(call, "round", None)
-            calls.append({"tool": tool, "round": rnd})
-    iterations = get("iterations")
-    if iterations is None:
-        iterations = get("rounds", 0)
+    output = outcome.output
+    final = isinstance(output, dict)  # the spec's shape: `{}` when there is no object answer
     return {
         "output": output if final else {},
-        "iterations": iterations,
-        "tools_called": calls,
-        "final": bool(get("final", final)) and final,
+        "iterations": outcome.rounds,
+        "tools_called": outcome.tool_calls_made,
+        "final": final,
     }
