@@ -21,11 +21,13 @@ class EventSink:
     def emit(self, event: str, **fields: Any) -> None:
         pass
 
-    def tool_started(self, tool: str, args: Any) -> None:
-        self.emit("tool_started", tool=tool, args=args)
+    def tool_started(self, tool: str, args: Any, call: str | None = None) -> None:
+        self.emit("tool_started", tool=tool, args=args, call=call)
 
-    def tool_finished(self, tool: str, ms: float, is_error: bool, message: str | None = None) -> None:
-        self.emit("tool_finished", tool=tool, ms=round(ms, 1), is_error=is_error, message=message)
+    def tool_finished(
+        self, tool: str, ms: float, is_error: bool, message: str | None = None, call: str | None = None
+    ) -> None:
+        self.emit("tool_finished", tool=tool, ms=round(ms, 1), is_error=is_error, message=message, call=call)
 
     def agent_round(self, n: int) -> None:
         self.emit("agent_round", n=n)
@@ -152,6 +154,34 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class CallLabels:
+    """How a person tells parallel calls of one tool apart: the first is `t__slow`, a second
+    one started while it runs is `t__slow#2`, and so on; the finished line uses the same label."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, list[str]] = {}  # tool -> call ids running
+        self.labels: dict[str, str] = {}  # call id -> label
+
+    def started(self, tool: str, call: str | None) -> str:
+        if call is None:
+            return tool
+        running = self.running.setdefault(tool, [])
+        running.append(call)
+        label = tool if len(running) == 1 else f"{tool}#{len(running)}"
+        self.labels[call] = label
+        return label
+
+    def finished(self, tool: str, call: str | None) -> str:
+        if call is None:
+            return tool
+        running = self.running.get(tool, [])
+        if call in running:
+            running.remove(call)
+        if not running:
+            self.running.pop(tool, None)
+        return self.labels.pop(call, tool)
+
+
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -258,6 +288,7 @@ class TerminalSink(EventSink):
         if spinner is None:
             spinner = tty and not quiet and os.environ.get("TERM") != "dumb"
         self.spinner = Spinner(self.stream, self._lock) if spinner else None
+        self.labels = CallLabels()
 
     def _paint(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.color else text
@@ -292,18 +323,20 @@ class TerminalSink(EventSink):
 
     def emit(self, event: str, **f: Any) -> None:
         if event == "tool_started":
-            self._tools_changed(f["tool"], True)
+            label = self.labels.started(f["tool"], f.get("call"))
+            self._tools_changed(label, True)
         elif event == "tool_finished":
-            self._tools_changed(f["tool"], False)
+            label = self.labels.finished(f["tool"], f.get("call"))
+            self._tools_changed(label, False)
         if event == "tool_started" and not self.quiet:
-            self._line(self._paint(f"→ {f['tool']} {_short(f.get('args') or {})}", "2"))
+            self._line(self._paint(f"→ {label} {_short(f.get('args') or {})}", "2"))
         elif event == "tool_finished" and not self.quiet:
             secs = f"{f['ms'] / 1000:.1f}s"
             if f.get("is_error"):
                 detail = f" {_short(f.get('message') or 'failed', 160)}" if self.error_details else ""
-                self._line(self._paint(f"✗ {f['tool']} {secs}{detail}", "31"))
+                self._line(self._paint(f"✗ {label} {secs}{detail}", "31"))
             else:
-                self._line(self._paint(f"✓ {f['tool']} {secs}", "32"))
+                self._line(self._paint(f"✓ {label} {secs}", "32"))
         elif event == "step_started" and not self.quiet:
             self._line(self._paint(f"▸ step {f['step']} ({f['tool']})", "2"))
         elif event == "progress" and not self.quiet:

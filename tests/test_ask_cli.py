@@ -345,3 +345,23 @@ def test_a_settable_system_prompt_reaches_the_model_first(
     missing = graphchat("ask", "hi", env=env_for(model_server))
     assert missing.returncode == 2
     assert "graphchat.yaml:2: settings.system_prompt_file: cannot read" in missing.stderr
+
+
+def test_parallel_calls_of_one_tool_are_told_apart(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    """Issue 11 point 14: `→ debug__sleep`, `→ debug__sleep#2`; JSONL events carry a call id."""
+    calls = {"tool_calls": [sleep_call(0.3, "a"), sleep_call(0.3, "b")]}
+    model_server.push(calls, {"text": "ok"})
+    done = graphchat("ask", "go", env=env_for(model_server))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert any(line.startswith("→ debug__sleep {") for line in lines)
+    assert any(line.startswith("→ debug__sleep#2 {") for line in lines)
+    assert any(line.startswith("✓ debug__sleep#2 ") for line in lines), lines
+    model_server.push(calls, {"text": "ok"})
+    jsonl = graphchat("ask", "go", env=env_for(model_server, GRAPHCHAT_EVENTS="jsonl"))
+    events = [json.loads(line) for line in jsonl.stderr.splitlines() if line.startswith("{")]
+    started = [e["call"] for e in events if e["event"] == "tool_started"]
+    finished = [e["call"] for e in events if e["event"] == "tool_finished"]
+    assert len(set(started)) == 2 and sorted(started) == sorted(finished)

@@ -8,6 +8,7 @@ recording happen here, once, whatever kind of tool it is (MCP, plan, native).
 from __future__ import annotations
 
 import builtins
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -171,6 +172,7 @@ class Catalog:
         self.record_shape = record_shape
         self._index: dict[str, tuple[ToolSpec, ToolSource]] | None = None
         self._index_warnings: list[str] = []
+        self._call_ids = itertools.count(1)
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
@@ -309,20 +311,21 @@ class Catalog:
             if events:
                 events.tool_finished(name, 0.0, True, problem)
             return result
+        call = f"c{next(self._call_ids)}"  # tells parallel calls of one tool apart in events
         if events:
-            events.tool_started(name, arguments)
+            events.tool_started(name, arguments, call)
         try:
             result = await source.call(spec, arguments, ctx)
         except asyncio.CancelledError:
             if events:
-                events.tool_finished(name, (time.perf_counter() - started) * 1000, True, "cancelled")
+                events.tool_finished(name, (time.perf_counter() - started) * 1000, True, "cancelled", call)
             raise
         except Exception as exc:  # a tool must never take the round down
             result = ToolResult.error(f"{name}: {type(exc).__name__}: {exc}")
         result.ms = (time.perf_counter() - started) * 1000
         if events:
             events.tool_finished(
-                name, result.ms, result.is_error, result.error_message if result.is_error else None
+                name, result.ms, result.is_error, result.error_message if result.is_error else None, call
             )
         if not result.is_error and self.record_shape is not None and spec.source != "core":
             try:

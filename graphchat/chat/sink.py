@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from graphchat.events import EventSink, _short, replan_line
+from graphchat.events import CallLabels, EventSink, _short, replan_line
 
 if TYPE_CHECKING:
     from graphchat.chat.ui import ChatUI
@@ -62,6 +62,7 @@ class ChatSink(EventSink):
     def __init__(self, ui: ChatUI) -> None:
         self.ui = ui
         self.plan: StepList | None = None
+        self.labels = CallLabels()
 
     def waiting(self, what: str | None) -> None:
         self.ui.set_waiting(what)
@@ -69,10 +70,12 @@ class ChatSink(EventSink):
     def emit(self, event: str, **f: Any) -> None:
         ui = self.ui
         if event == "tool_started":
-            ui.activity(started_line(f["tool"], f.get("args")), "dim")
-            ui.tool_started(f["tool"])
+            label = self.labels.started(f["tool"], f.get("call"))
+            ui.activity(started_line(label, f.get("args")), "dim")
+            ui.tool_started(label)
         elif event == "tool_finished":
-            ui.tool_finished(f["tool"])
+            label = self.labels.finished(f["tool"], f.get("call"))
+            ui.tool_finished(label)
             if f["tool"] == "plan_and_execute" and self.plan is not None:
                 self.plan.finish()
                 ui.activity(self.plan.text(), "dim")
@@ -81,7 +84,7 @@ class ChatSink(EventSink):
                 ui.set_status(self.plan.text())  # the list stays while the plan runs
             style = "red" if f.get("is_error") else "green"
             ui.activity(
-                finished_line(f["tool"], f.get("ms") or 0.0, bool(f.get("is_error")), f.get("message")), style
+                finished_line(label, f.get("ms") or 0.0, bool(f.get("is_error")), f.get("message")), style
             )
         elif event == "planned":
             if self.plan is not None:  # a replan: the old list, as it ended, stays in the scrollback

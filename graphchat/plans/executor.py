@@ -120,6 +120,10 @@ class UsageTap(EventSink):
         if self.inner is not None:
             self.inner.emit(event, **fields)
 
+    def waiting(self, what: str | None) -> None:
+        if self.inner is not None:  # the spinner of a model call inside a plan (solver, judge, agent)
+            self.inner.waiting(what)
+
     def usage(self) -> dict[str, Any] | None:
         if not self.calls:
             return None
@@ -140,6 +144,9 @@ class QuietToolEvents(EventSink):
         if event in self.DROPPED or (event == "tool_finished" and not fields.get("is_error")):
             return
         self.inner.emit(event, **fields)
+
+    def waiting(self, what: str | None) -> None:
+        self.inner.waiting(what)
 
 
 def is_human_sink(events: EventSink | None) -> bool:
