@@ -261,3 +261,19 @@ def test_tools_call_prints_an_error_once(workspace: Path, graphchat: GraphchatRu
     assert done.returncode == 1
     assert done.stderr.count("'instruction' is a required property") == 1, done.stderr
     assert done.stderr.splitlines()[0].startswith("✗ builtin__infer")
+
+
+def test_mcp_list_shows_the_expanded_command_with_secrets_redacted(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """Issue 11 point 14: the command as it will start, not its ${VAR}s."""
+    write_servers(
+        workspace,
+        {"t": {"command": "${GRAPHCHAT_PYTHON}", "args": ["-m", "x", "--key", "${DEMO_API_KEY}"]}},
+    )
+    done = graphchat("mcp", "list", env={"DEMO_API_KEY": "sk-very-secret-value"})
+    assert done.returncode == 0, done.stderr
+    assert sys.executable in done.stdout and "${GRAPHCHAT_PYTHON}" not in done.stdout
+    assert "sk-very-secret-value" not in done.stdout and "[redacted]" in done.stdout
+    unset = graphchat("mcp", "list")  # an unset variable: what is written, not a crash
+    assert "${DEMO_API_KEY}" in unset.stdout

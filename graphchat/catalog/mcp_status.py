@@ -52,6 +52,7 @@ def server_rows(
             "name": config.name,
             "transport": config.transport,
             "target": config.where,
+            "expanded": _expanded_where(config, settings),
             "state": state,
             "tools": len(shown) if shown is not None else None,
             "tools_total": len(tools) if tools is not None else None,
@@ -66,6 +67,20 @@ def server_rows(
             row["last_error"] = live[config.name]
         rows.append(row)
     return rows
+
+
+def _expanded_where(config: Any, settings: Settings) -> str | None:
+    """The command line or URL as it will start, `${VAR}`s expanded (secrets redacted); None
+    when a variable is unset (the start would fail, and `target` shows what is written)."""
+    from graphchat.errors import GraphchatError
+    from graphchat.threads.redact import Redactor, settings_secrets
+
+    try:
+        expanded = config.expanded()
+    except GraphchatError:
+        return None
+    text = expanded.url or " ".join([expanded.command or "", *expanded.args]).strip()
+    return Redactor(settings_secrets(settings)).text(text)
 
 
 def fresh_log(settings: Settings, server: str, since: float) -> str | None:

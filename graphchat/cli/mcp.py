@@ -53,7 +53,7 @@ def run_list(args: argparse.Namespace) -> int:
         count = "?" if r["tools"] is None else str(r["tools"])
         if r["tools_total"] is not None and r["tools_total"] != r["tools"]:
             count += f"/{r['tools_total']}"
-        line = f"{r['name']:<{width}}  {r['transport']:<5}  {r['state']:<15}  {count:>7} tools  {r['target']}"
+        line = f"{r['name']:<{width}}  {r['transport']:<5}  {r['state']:<15}  {count:>7} tools  {r['expanded'] or r['target']}"
         if r["last_error"]:
             line += f"\n{'':<{width}}  last error ({r['last_error_at'] or 'now'}): {r['last_error']}"
             if not r.get("retried", True):
