@@ -128,3 +128,28 @@ def test_a_spinner_shows_the_wait_on_a_terminal_and_never_in_a_pipe(
         capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
     )  # fmt: skip
     assert "thinking" not in jsonl.stderr and "\r" not in jsonl.stderr
+
+
+def test_a_pipe_that_stays_open_is_reported_on_the_terminal(
+    workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """Issue 11 point 14: stdin that never closes is said on stderr after a second."""
+    import os
+
+    model_server.push({"text": "read it"})
+    fifo = tmp_path / "stdin.fifo"
+    os.mkfifo(fifo)
+    child = pexpect.spawn(
+        "/bin/sh",
+        ["-c", f'exec "{sys.executable}" -m graphchat --home "{workspace}" ask "summarise" < "{fifo}"'],
+        env=clean_env({**model_server.env(), "TERM": "xterm-256color", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace), dimensions=(30, 100), encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    with open(fifo, "w") as writer:  # opens once the shell opened the other end: stdin stays open
+        child.expect_exact("reading stdin…")
+        writer.write("some context\n")
+    child.expect_exact("read it")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "some context" in model_server.requests[-1]["messages"][-1]["content"]

@@ -61,12 +61,41 @@ def _message_with_stdin(message: str) -> str:
         return message
     from graphchat.cli.output import read_piped_text
 
-    data = read_piped_text(stdin)  # binary input: a usage error before anything is written
+    data = _read_with_notice(stdin, read_piped_text)  # binary input: a usage error, nothing written
     if not data.strip():
+        if message.strip() and _person_reads_stderr():
+            sys.stderr.write("note: piped stdin was empty; asking the message alone\n")
         return message
     if not message.strip():  # `… | graphchat ask ""`: the piped text is the question
         return data.strip()
     return f"{message}\n\n{STDIN_CONTEXT_HEADER}\n{data.rstrip()}"
+
+
+def _person_reads_stderr() -> bool:
+    err = sys.stderr
+    return err is not None and err.isatty() and os.environ.get("GRAPHCHAT_EVENTS", "").lower() != "jsonl"
+
+
+def _read_with_notice(stdin: Any, read: Any) -> str:
+    """Read piped stdin whole; when that takes over a second (a pipe nobody closes), say so on
+    a terminal, so a waiting `ask` never looks hung."""
+    import threading
+
+    timer = None
+    if _person_reads_stderr():
+
+        def notice() -> None:
+            sys.stderr.write("reading stdin… (it is still open: end it with Ctrl-D, or pipe a file)\n")
+            sys.stderr.flush()
+
+        timer = threading.Timer(1.0, notice)
+        timer.daemon = True
+        timer.start()
+    try:
+        return str(read(stdin))
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def _thread_flags(args: argparse.Namespace) -> None:
