@@ -153,3 +153,23 @@ def test_a_pipe_that_stays_open_is_reported_on_the_terminal(
     child.close()
     assert child.exitstatus == 0
     assert "some context" in model_server.requests[-1]["messages"][-1]["content"]
+
+
+def test_ask_on_a_terminal_renders_markdown_and_a_pipe_gets_the_text(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    """Issue 11 point 13: as the chat renders it on a terminal; byte for byte on a pipe."""
+    import subprocess
+
+    answer = "# Plan\n\nUse **bold** moves.\n\n- one\n- two\n"
+    model_server.push({"text": answer})
+    shown = run_on_terminal(workspace, model_server, "plan?")
+    assert "Use bold moves." in shown and "**" not in shown and "# Plan" not in shown
+    assert "• one" in shown
+    model_server.push({"text": answer})
+    piped = subprocess.run(
+        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "plan?"],
+        env=clean_env(model_server.env(), workspace.parent),
+        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
+    )  # fmt: skip
+    assert piped.stdout == answer

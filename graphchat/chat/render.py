@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 FENCES = ("```", "~~~")
+CODE_THEME = "monokai"
 
 
 def split_stable(text: str) -> tuple[str, str]:
@@ -73,3 +74,76 @@ class TailView:
                 yield from line
                 yield Segment.line()
         yield from self.status
+
+
+class MarkdownStream:
+    """Streamed markdown printed on a terminal as it arrives, one finished block at a time:
+    what ends up on the screen is exactly the whole text rendered at once (`ask` on a terminal
+    renders as the chat does; on a pipe the text is written as it is)."""
+
+    def __init__(self, stream: Any) -> None:
+        from rich.console import Console
+
+        self.console = Console(file=stream, highlight=False, soft_wrap=False)
+        self.pending = ""  # text of a block not finished yet
+        self.segment = ""  # finished text since the last `end()`
+        self.printed = 0  # rendered lines of `segment` already printed
+
+    def write(self, text: str) -> None:
+        self.pending += text
+        stable, tail = split_stable(self.pending)
+        if stable:
+            self.pending = tail
+            self.segment += stable
+            if stable.strip():
+                self._print()
+
+    def end(self) -> None:
+        """Print what is pending (before a tool line, at the end of the answer); the next text
+        starts a new segment."""
+        pending, self.pending = self.pending, ""
+        if pending.strip():
+            self.segment += pending
+            self._print()
+        self.segment, self.printed = "", 0
+
+    def _print(self) -> None:
+        from rich.markdown import Markdown
+
+        lines = self.console.render_lines(
+            Markdown(self.segment.strip("\n"), code_theme=CODE_THEME), self.console.options, pad=False
+        )
+        fresh, self.printed = lines[self.printed :], len(lines)
+        if fresh:
+            self.console.print(Segments(fresh))
+
+
+class Segments:
+    """Rendered lines, printed as they are, each ending its line."""
+
+    def __init__(self, lines: list[Any]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.segment import Segment
+
+        for line in self.lines:
+            yield from _without_trailing_blanks(list(line))
+            yield Segment.line()
+
+
+def _without_trailing_blanks(line: list[Any]) -> list[Any]:
+    """A rendered line without the blanks that pad it to the width (a terminal copies them
+    along with the text); padding with a background colour (a code block) stays."""
+    from rich.segment import Segment
+
+    while line and not line[-1].control and not line[-1].text.strip():
+        style = line[-1].style
+        if style is not None and style.bgcolor is not None:
+            return line
+        line.pop()
+    if line and not line[-1].control:
+        last = line[-1]
+        if last.style is None or last.style.bgcolor is None:
+            line[-1] = Segment(last.text.rstrip(), last.style, last.control)
+    return line

@@ -18,13 +18,12 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from graphchat.chat.render import TailView, split_stable
+from graphchat.chat.render import CODE_THEME, TailView, split_stable
 
 MESSAGE_PROMPT = "you> "
 ANSWER_PROMPT = "answer> "
 REFRESH_S = 0.08  # live region redraws at most ~12 times a second: no flicker, still fluid
 TICK_S = 0.25  # running-tool timers
-CODE_THEME = "monokai"
 
 
 class Lines:

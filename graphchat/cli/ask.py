@@ -230,10 +230,19 @@ class _StdoutWriter:
         self.tty = self.stream.isatty()
         self.last = ""
         self.held: list[str] = []
+        self.markdown: Any = None
+        if self.tty and os.environ.get("TERM") != "dumb":
+            from graphchat.chat.render import MarkdownStream
+
+            self.markdown = MarkdownStream(self.stream)  # rendered as the chat renders it
 
     def write(self, text: str) -> None:
         if not self.tty:
             self.held.append(text)
+            return
+        if self.markdown is not None:
+            self.markdown.write(text)
+            self.stream.flush()
             return
         self.stream.write(text)
         self.stream.flush()
@@ -242,6 +251,10 @@ class _StdoutWriter:
     def narration(self, text: str) -> None:
         """The round's text was narration: tools run next."""
         if self.tty:
+            if self.markdown is not None:
+                self.markdown.end()  # printed whole, ending its line, before the tool line
+                self.stream.flush()
+                return
             if self.last and self.last != "\n":
                 self.stream.write("\n")
                 self.stream.flush()
@@ -256,6 +269,10 @@ class _StdoutWriter:
             err.flush()
 
     def finish(self) -> None:
+        if self.markdown is not None:
+            self.markdown.end()
+            self.stream.flush()
+            return
         if self.held:
             self.stream.write("".join(self.held))
             self.held.clear()
