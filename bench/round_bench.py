@@ -1,0 +1,154 @@
+"""The tool round and the cold `ask`, through the real command (figures and ratios, no asserts).
+
+Each run, interleaved so machine load affects all alike:
+- `python -c "import litellm"` (the floor of any cold `ask`);
+- `graphchat ask` (subprocess, real catalog with shape recording, events on stderr as JSONL) whose
+  scripted model asks for 8 calls of `t__slow` (0.5 s each) in one round on one real stdio MCP
+  server, then answers.
+
+Measured at the model server (tests/scripted_server.py, in this process):
+- the round: from the arrival of the request whose reply asked for the 8 calls to the arrival of
+  the request carrying their results (physical limit 0.5 s);
+- graphchat's own part of it: the round minus the server's reply time and minus the slowest call
+  (the longest `tool_finished` ms, which includes the MCP round trip);
+- a model call's overhead: its `llm_call` ms minus the server's time on that request; the first
+  call's extra over the second is litellm's one-time lazy set-up (and graphchat's first-call work).
+
+Run: python bench/round_bench.py [--runs N]   (median of N, default 5)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.conftest import clean_env  # noqa: E402
+from tests.scripted_server import ScriptedModelServer  # noqa: E402
+from tests.servers.support import stdio, write_servers  # noqa: E402
+
+CALLS = 8
+SECONDS = 0.5
+
+
+class TimedServer(ScriptedModelServer):
+    """The scripted server, also recording when each model request arrived and was answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[tuple[float, float]] = []  # (arrived, answered), perf_counter
+        self._times_lock = threading.Lock()
+        base: Any = self.http.RequestHandlerClass
+        owner = self
+
+        class Timed(base):  # type: ignore[misc, valid-type]
+            def do_POST(self) -> None:
+                arrived = time.perf_counter()
+                super().do_POST()
+                if self.path.endswith("/chat/completions"):
+                    with owner._times_lock:
+                        owner.times.append((arrived, time.perf_counter()))
+
+        self.http.RequestHandlerClass = Timed
+
+    def take(self) -> list[tuple[float, float]]:
+        with self._times_lock:
+            times, self.times = self.times, []
+        return sorted(times)
+
+
+def _wall(command: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+    return time.perf_counter() - started
+
+
+def _round_script() -> list[dict[str, Any]]:
+    calls = [{"name": "t__slow", "arguments": {"seconds": SECONDS, "label": str(i)}} for i in range(CALLS)]
+    return [{"tool_calls": calls}, {"text": "done"}]
+
+
+def one_ask(ask: list[str], env: dict[str, str], server: TimedServer) -> dict[str, float]:
+    server.take()
+    server.push(*_round_script())
+    started = time.perf_counter()
+    done = subprocess.run(ask, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    whole = time.perf_counter() - started
+    if done.returncode != 0 or done.stdout.strip() != "done":
+        raise SystemExit(f"graphchat ask failed ({done.returncode}): {done.stderr[-2000:]}")
+    times = server.take()
+    if len(times) != 2:
+        raise SystemExit(f"expected 2 model requests, the server saw {len(times)}")
+    events = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    llm = [e["ms"] / 1000 for e in events if e.get("event") == "llm_call"]
+    tools = [e["ms"] / 1000 for e in events if e.get("event") == "tool_finished"]
+    (arrived1, answered1), (arrived2, answered2) = times
+    round_s = arrived2 - arrived1
+    return {
+        "whole": whole,
+        "round": round_s,
+        "slowest_call": max(tools),
+        "own": arrived2 - answered1 - max(tools),
+        "first_overhead": llm[0] - (answered1 - arrived1),
+        "second_overhead": llm[1] - (answered2 - arrived2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="graphchat-round-bench-"))
+    workspace = root / "ws"
+    for sub in ("catalog", "plans", "threads"):
+        (workspace / sub).mkdir(parents=True)
+    (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iterations: 15\n")
+    write_servers(workspace, {"t": stdio()})
+    server = TimedServer().start()
+    env = clean_env({**server.env(), "GRAPHCHAT_EVENTS": "jsonl"}, root)
+    import_env = {**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    ask = [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "go"]
+
+    one_ask(ask, env, server)  # warm-up: OS caches, the server's tool list cached as any first use would
+    imports, runs = [], []
+    for _ in range(args.runs):
+        imports.append(_wall([sys.executable, "-c", "import litellm"], import_env))
+        runs.append(one_ask(ask, env, server))
+    server.stop()
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    imp, whole, round_s = statistics.median(imports), med("whole"), med("round")
+    first, second = med("first_overhead"), med("second_overhead")
+    n = args.runs
+    print(f"graphchat round bench: {CALLS} x {SECONDS} s calls on one stdio MCP server, median of {n} runs")
+    print(f'python -c "import litellm"            {imp:6.3f} s')
+    print(
+        f"round at the model server             {round_s:6.3f} s   = {round_s / SECONDS:.2f} x the {SECONDS} s limit"
+    )
+    print(f"  slowest call (tool_finished)        {med('slowest_call'):6.3f} s")
+    print(
+        f"  graphchat's own part of the round   {med('own') * 1000:6.1f} ms  (round - server reply - slowest call)"
+    )
+    print(f"first model call overhead             {first * 1000:6.1f} ms  (llm_call ms - server time)")
+    print(f"second model call overhead            {second * 1000:6.1f} ms")
+    print(f"  one-time set-up on the first call   {(first - second) * 1000:6.1f} ms  (first - second)")
+    print(f"cold whole ask with that round        {whole:6.3f} s")
+    print(f"  ratio to import litellm             {whole / imp:6.2f}")
+    print(f"  ratio to (import litellm + 0.55 s)  {whole / (imp + 0.55):6.2f}")
+    print(f"  overhead beyond import + round      {(whole - imp - round_s) * 1000:6.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
