@@ -17,6 +17,28 @@ _cache: dict[bytes, tuple[Callable[[Any], bool], Any]] = {}
 # Look the schema object up by identity first; the entry keeps the schema alive so its id
 # cannot be reused by another object.
 _by_id: dict[int, tuple[dict[str, Any], tuple[Callable[[Any], bool], Any]]] = {}
+_preload: Any = None
+
+
+def preload_in_background() -> None:
+    """Import jsonschema and fastjsonschema in a daemon thread (once): the first tool call
+    validates its arguments, and paying their import (~50 ms) there, on the event loop, would
+    hold up every call of the round. A call that comes first waits on the import lock."""
+    global _preload
+    if _preload is not None:
+        return
+
+    def run() -> None:
+        try:
+            import fastjsonschema  # noqa: F401
+            import jsonschema  # noqa: F401
+        except Exception:  # the call that needs them will raise it, with context
+            pass
+
+    import threading
+
+    _preload = threading.Thread(target=run, name="graphchat-import-jsonschema", daemon=True)
+    _preload.start()
 
 
 def _reference_validator(schema: dict[str, Any]) -> Any:
