@@ -12,7 +12,9 @@ Measured at the model server (tests/scripted_server.py, in this process):
 - graphchat's own part of it: the round minus the server's reply time and minus the slowest call
   (the longest `tool_finished` ms, which includes the MCP round trip);
 - a model call's overhead: its `llm_call` ms minus the server's time on that request; the first
-  call's extra over the second is litellm's one-time lazy set-up (and graphchat's first-call work).
+  call's extra over the second is litellm's one-time lazy set-up (and graphchat's first-call work);
+- the CPU time (user + sys) of the import and of the whole ask (with its MCP server), which a
+  busy machine disturbs far less than wall-clock time.
 
 Run: python bench/round_bench.py [--runs N]   (median of N, default 5)
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -67,10 +70,16 @@ class TimedServer(ScriptedModelServer):
         return sorted(times)
 
 
-def _wall(command: list[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
+def _cpu() -> float:
+    """CPU seconds (user + sys) of the finished child processes so far (with their children)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wall(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    cpu, started = _cpu(), time.perf_counter()
     subprocess.run(command, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _cpu() - cpu
 
 
 def _round_script() -> list[dict[str, Any]]:
@@ -81,9 +90,10 @@ def _round_script() -> list[dict[str, Any]]:
 def one_ask(ask: list[str], env: dict[str, str], server: TimedServer) -> dict[str, float]:
     server.take()
     server.push(*_round_script())
-    started = time.perf_counter()
+    cpu, started = _cpu(), time.perf_counter()
     done = subprocess.run(ask, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     whole = time.perf_counter() - started
+    cpu = _cpu() - cpu
     if done.returncode != 0 or done.stdout.strip() != "done":
         raise SystemExit(f"graphchat ask failed ({done.returncode}): {done.stderr[-2000:]}")
     times = server.take()
@@ -96,6 +106,7 @@ def one_ask(ask: list[str], env: dict[str, str], server: TimedServer) -> dict[st
     round_s = arrived2 - arrived1
     return {
         "whole": whole,
+        "cpu": cpu,
         "round": round_s,
         "slowest_call": max(tools),
         "own": arrived2 - answered1 - max(tools),
@@ -120,9 +131,11 @@ def main() -> None:
     ask = [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "go"]
 
     one_ask(ask, env, server)  # warm-up: OS caches, the server's tool list cached as any first use would
-    imports, runs = [], []
+    imports, import_cpus, runs = [], [], []
     for _ in range(args.runs):
-        imports.append(_wall([sys.executable, "-c", "import litellm"], import_env))
+        wall, cpu = _wall([sys.executable, "-c", "import litellm"], import_env)
+        imports.append(wall)
+        import_cpus.append(cpu)
         runs.append(one_ask(ask, env, server))
     server.stop()
 
@@ -148,6 +161,10 @@ def main() -> None:
     print(f"  ratio to import litellm             {whole / imp:6.2f}")
     print(f"  ratio to (import litellm + 0.55 s)  {whole / (imp + 0.55):6.2f}")
     print(f"  overhead beyond import + round      {(whole - imp - round_s) * 1000:6.0f} ms")
+    imp_cpu, ask_cpu = statistics.median(import_cpus), med("cpu")
+    print("CPU time (user + sys; steadier than wall clock on a busy machine):")
+    print(f'  python -c "import litellm"          {imp_cpu:6.3f} s')
+    print(f"  whole ask (with its MCP server)     {ask_cpu:6.3f} s   = {ask_cpu / imp_cpu:.2f} x the import")
 
 
 if __name__ == "__main__":
