@@ -14,7 +14,8 @@ Measured at the model server (tests/scripted_server.py, in this process):
 - a model call's overhead: its `llm_call` ms minus the server's time on that request; the first
   call's extra over the second is litellm's one-time lazy set-up (and graphchat's first-call work);
 - the CPU time (user + sys) of the import and of the whole ask (with its MCP server), which a
-  busy machine disturbs far less than wall-clock time.
+  busy machine disturbs far less than wall-clock time; and, with the same ask run once inside
+  this process, the CPU time of graphchat's main thread (its event loop) during the round.
 
 Run: python bench/round_bench.py [--runs N]   (median of N, default 5)
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -50,6 +52,8 @@ class TimedServer(ScriptedModelServer):
     def __init__(self) -> None:
         super().__init__()
         self.times: list[tuple[float, float]] = []  # (arrived, answered), perf_counter
+        self.cpu_clock: int | None = None  # a thread's CPU clock to read at each arrival
+        self.cpus: list[float] = []
         self._times_lock = threading.Lock()
         base: Any = self.http.RequestHandlerClass
         owner = self
@@ -57,6 +61,8 @@ class TimedServer(ScriptedModelServer):
         class Timed(base):  # type: ignore[misc, valid-type]
             def do_POST(self) -> None:
                 arrived = time.perf_counter()
+                if owner.cpu_clock is not None and self.path.endswith("/chat/completions"):
+                    owner.cpus.append(time.clock_gettime(owner.cpu_clock))
                 super().do_POST()
                 if self.path.endswith("/chat/completions"):
                     with owner._times_lock:
@@ -115,6 +121,28 @@ def one_ask(ask: list[str], env: dict[str, str], server: TimedServer) -> dict[st
     }
 
 
+def in_process_round_cpu(workspace: Path, env: dict[str, str], server: TimedServer) -> float:
+    """The CPU time graphchat's main thread (its event loop) spends between the two requests,
+    with the same `ask` run once in this process (cold: litellm is imported by it)."""
+    import contextlib
+    import io
+
+    os.environ.clear()
+    os.environ.update(env)
+    server.cpu_clock = time.pthread_getcpuclockid(threading.main_thread().ident)  # type: ignore[arg-type]
+    server.cpus.clear()
+    server.take()
+    server.push(*_round_script())
+    from graphchat.cli.main import main as graphchat_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = graphchat_main(["--home", str(workspace), "ask", "go"])
+    if code != 0 or len(server.cpus) != 2:
+        raise SystemExit(f"in-process ask failed ({code}): {err.getvalue()[-2000:]}")
+    return server.cpus[1] - server.cpus[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -137,6 +165,7 @@ def main() -> None:
         imports.append(wall)
         import_cpus.append(cpu)
         runs.append(one_ask(ask, env, server))
+    round_cpu = in_process_round_cpu(workspace, env, server)
     server.stop()
 
     def med(key: str) -> float:
@@ -163,6 +192,9 @@ def main() -> None:
     print(f"  overhead beyond import + round      {(whole - imp - round_s) * 1000:6.0f} ms")
     imp_cpu, ask_cpu = statistics.median(import_cpus), med("cpu")
     print("CPU time (user + sys; steadier than wall clock on a busy machine):")
+    print(
+        f"  graphchat's main thread in the round{round_cpu * 1000:6.1f} ms  (the same ask run once in-process)"
+    )
     print(f'  python -c "import litellm"          {imp_cpu:6.3f} s')
     print(f"  whole ask (with its MCP server)     {ask_cpu:6.3f} s   = {ask_cpu / imp_cpu:.2f} x the import")
 
