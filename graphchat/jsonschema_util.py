@@ -118,6 +118,30 @@ def _registry() -> Any:
     return REGISTRY  # the bundled meta-schemas; no `retrieve`, so nothing else resolves
 
 
+_preload: Any = None
+
+
+def preload_in_background() -> None:
+    """Import jsonschema and fastjsonschema in a daemon thread (once): the first tool call
+    validates its arguments, and paying their import (~50 ms) there, on the event loop, would
+    hold up every call of the round. A call that comes first waits on the import lock."""
+    global _preload
+    if _preload is not None:
+        return
+
+    def run() -> None:
+        try:
+            import fastjsonschema  # noqa: F401
+            import jsonschema  # noqa: F401
+        except Exception:  # the call that needs them will raise it, with context
+            pass
+
+    import threading
+
+    _preload = threading.Thread(target=run, name="graphchat-import-jsonschema", daemon=True)
+    _preload.start()
+
+
 def _reference_validator(schema: dict[str, Any]) -> Any:
     import jsonschema
 

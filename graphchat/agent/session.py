@@ -144,7 +144,9 @@ class Session:
         from graphchat.agent.loop import run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
+        from graphchat.jsonschema_util import preload_in_background
 
+        preload_in_background()  # tool calls validate their arguments: import that while we wait
         thread.append(dict(ev.user(message)))
         llm = self.llm()
         before = llm.usage

@@ -58,7 +58,7 @@ class LLM:
         stream: bool = True,
     ) -> Completion:
         """One model call. Text reaches `on_text` as it streams; errors are GraphchatError (exit 1)."""
-        litellm = await alitellm_module()
+        litellm = await alitellm_module(warm=self.config.model)
         if not self._checked:
             from graphchat.llm.errors import check_configuration
 

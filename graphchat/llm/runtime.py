@@ -17,6 +17,8 @@ from typing import Any
 _lock = threading.Lock()
 _module: ModuleType | None = None
 _preload: threading.Thread | None = None
+_warm_lock = threading.Lock()
+_warmed: set[str] = set()
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
 
@@ -54,13 +56,80 @@ def litellm_module() -> ModuleType:
     return _module
 
 
-async def alitellm_module() -> ModuleType:
-    """Like `litellm_module()` but never blocks the event loop while the import runs.
+# What litellm builds lazily inside the first call (pydantic models defined with deferred
+# schemas, modules imported on first use): (module, [class names]) — built here instead.
+_FIRST_CALL_MODELS = (
+    ("litellm.types.router", ("GenericLiteLLMParams", "LiteLLM_Params")),
+    (
+        "litellm.types.utils",
+        (
+            "Message",
+            "Choices",
+            "ModelResponse",
+            "Usage",
+            "Delta",
+            "StreamingChoices",
+            "ModelResponseStream",
+            "ChatCompletionDeltaToolCall",
+            "ChatCompletionMessageToolCall",
+            "Function",
+            "PromptTokensDetailsWrapper",
+        ),
+    ),
+    ("litellm.types.services", ("ServiceLoggerPayload",)),
+    ("openai.types.chat.chat_completion_chunk", ("ChoiceDelta", "Choice", "ChatCompletionChunk")),
+    ("openai.types.completion_usage", ("CompletionUsage",)),
+    ("litellm.litellm_core_utils.streaming_handler", ()),
+    ("litellm._service_logger", ()),
+    ("litellm.llms.github_copilot.per_user_auth", ()),  # reached by provider resolution
+    ("litellm.llms.litellm_proxy.chat.transformation", ()),
+    ("anyio._backends._asyncio", ()),  # httpx's async transport
+    # imported by every call's message preparation (file ids), in the loop's executor: ~90 ms
+    # of CPU the first request waits for
+    ("litellm.proxy.openai_files_endpoints.common_utils", ()),
+)
+
+
+def warm_up(model: str) -> None:
+    """Do litellm's one-time lazy set-up for `model` now, off the event loop (once per model).
+
+    Left to itself, litellm does it inside the first call, on the event loop: after the reply's
+    headers arrive it prices the stream by counting the request's tokens, which first loads the
+    model's tokenizer (0.13-0.4 s of CPU: tiktoken's cl100k, o200k...), and it builds
+    lazily-defined pydantic models and imports modules as the request is made and the stream is
+    read. Nothing here reaches the network. Best effort: should a step fail (another litellm
+    version), the first call simply pays for it as before.
+    """
+    if model in _warmed:
+        return
+    with _warm_lock:
+        if model in _warmed:
+            return
+        litellm = litellm_module()
+        try:
+            litellm.token_counter(model=model, messages=[{"role": "user", "content": "hi"}])
+        except Exception:
+            pass
+        import importlib
+
+        for module_name, names in _FIRST_CALL_MODELS:
+            try:
+                module = importlib.import_module(module_name)
+                for name in names:
+                    getattr(module, name).model_rebuild()
+            except Exception:
+                pass
+        _warmed.add(model)  # only now: a caller that sees it warmed must not race the warm-up
+
+
+async def alitellm_module(warm: str | None = None) -> ModuleType:
+    """Like `litellm_module()` but never blocks the event loop while the import runs; with
+    `warm`, also `warm_up(warm)` before returning (a model call follows).
 
     The wait happens on a daemon thread, not the loop's default executor: `asyncio.run` joins
     that executor on the way out, so Ctrl-C during the import would wait seconds for it.
     """
-    if _module is not None:
+    if _module is not None and (warm is None or warm in _warmed):
         return _module
     import asyncio
 
@@ -78,6 +147,8 @@ async def alitellm_module() -> ModuleType:
     def run() -> None:
         try:
             module = litellm_module()
+            if warm is not None:
+                warm_up(warm)
         except BaseException as exc:
             loop.call_soon_threadsafe(settle, None, exc)
         else:
