@@ -22,6 +22,8 @@ from graphchat.plans.runtime import (
     ExitFired,
     Frame,
     LLMFactory,
+    Parked,
+    Parking,
     StepFailed,
     describe,
     prepare_servers,
@@ -55,6 +57,8 @@ JUDGE_SYSTEM = (
 class PlanOutcome:
     """What a run produced. `kind`: ok | exit | failed | input.
 
+    `parked`: the run waits for a person (`requests`, issue 9).
+
     Its presentation belongs to its callers: `plan run` (exit code, `--json` envelope) and the
     `plan__<id>` tool (`tool_result`, still here: catalog/plan_tools.py should own it)."""
 
@@ -70,6 +74,7 @@ class PlanOutcome:
     empty_data: bool = False
     steps_executed: int = 0
     usage: dict[str, Any] | None = None
+    requests: list[Any] = field(default_factory=list)
 
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
@@ -162,8 +167,10 @@ class Runner:
         llm_factory: LLMFactory | None,
         events: UsageTap,
         settings: Any = None,
+        parking: Parking | None = None,
     ) -> None:
         self.plan = plan
+        self.parking = parking
         self.catalog = catalog
         self.ctx = ctx
         self.llm_factory = llm_factory
@@ -223,6 +230,8 @@ class Runner:
 
     async def run_steps(self, steps: list[Step], scope: dict[str, Any], frame: Frame = TOP) -> Any:
         """Run steps in order, each result stored under its id in `scope`; the last result."""
+        if steps is self.plan.steps and self.parking is not None:
+            return await self.run_parkable(steps, scope)
         result: Any = None
         top = frame is TOP
         events = self.events
@@ -242,6 +251,25 @@ class Runner:
                 result = await self.run_step(step, scope, frame)
             if step.id is not None:
                 scope[step.id] = result
+        return result
+
+    async def run_parkable(self, steps: list[Step], scope: dict[str, Any]) -> Any:
+        """The plan's top-level steps when the run may park (issue 9): the steps a parked run
+        already did are skipped (their results are in the restored scope), each finished step
+        is reported to the parking (a resumed run checkpoints there), and a question nobody
+        can answer parks the run at its step."""
+        assert self.parking is not None
+        done, saved, executed = self.parking.resumed_at()
+        scope.update(saved)
+        self.steps_executed += executed
+        result: Any = None
+        for index in range(done, len(steps)):
+            try:
+                result = await self.run_steps([steps[index]], scope)
+            except Parked as parked:
+                self.parking.parked(index, scope, self.steps_executed, parked.requests)
+                raise
+            self.parking.step_done(index + 1, scope, self.steps_executed)
         return result
 
     async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
@@ -354,12 +382,14 @@ async def run_plan(
     events: EventSink | None = None,
     on_text: Callable[[str], None] | None = None,
     settings: Any = None,
+    parking: Parking | None = None,
 ) -> PlanOutcome:
     """Run `plan` with `inputs`. `ctx` is the CALLER's context: the run itself uses
     `ctx.child(plan.identifier)` (depth limit and cycle detection are checked here).
 
     `on_text` receives the solver's report as it streams (plan run); `llm_factory` is only
     called when the plan actually reaches a model (so output/silent plans never import litellm).
+    `parking`: a question nobody can answer parks the run (outcome `parked`) instead of failing.
     """
     tap = UsageTap(events if events is not None else ctx.events)
     outcome = PlanOutcome(plan=plan.identifier, kind="ok", finish=plan.finish)
@@ -380,7 +410,13 @@ async def run_plan(
 
     run_ctx = CallContext(ctx.asker, tap, (*ctx.chain, plan.identifier), ctx.assume_yes, "plan", ctx.extra)
     runner = Runner(
-        plan, catalog=catalog, ctx=run_ctx, llm_factory=llm_factory, events=tap, settings=settings
+        plan,
+        catalog=catalog,
+        ctx=run_ctx,
+        llm_factory=llm_factory,
+        events=tap,
+        settings=settings,
+        parking=parking,
     )
     scope: dict[str, Any] = {"input": inputs}
     not_found: str | None = None
@@ -391,6 +427,9 @@ async def run_plan(
             step, name = unknown[0]
             raise StepFailed(step, name, f"unknown tool: {name}")
         await runner.run_steps(plan.steps, scope)
+    except Parked as parked:
+        outcome.kind = "parked"
+        outcome.requests = parked.requests
     except ExitFired as fired:
         outcome.kind = "exit"
         outcome.exit = fired.to_json()
