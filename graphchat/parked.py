@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Answer, Asker, ParkedCall, Question
 from graphchat.errors import GraphchatError
 
 if TYPE_CHECKING:
-    from graphchat.asks import Answer, Question
     from graphchat.events import EventSink
     from graphchat.plans.model import Plan
     from graphchat.requests import RequestStore
@@ -177,8 +177,6 @@ class PlanParking:
             self._load_answers()
 
     def _load_answers(self) -> None:
-        from graphchat.asks import Answer
-
         for request_id in self.record.data.get("requests") or []:
             request = self.store.find(request_id)
             if request is None or request.key is None or request.state == "open":
@@ -242,3 +240,47 @@ class PlanParking:
     def finished(self) -> None:
         """The run ended (any way but parked): its record goes."""
         self.record.delete()
+
+
+# --- the asker of a headless `ask` -----------------------------------------------------------
+
+
+class ParkingAsker(Asker):
+    """The asker of a headless `ask` (nobody here): wraps `inner`, and a question it cannot
+    answer — an approval of a sensitive tool, the model's `ask_user` — is opened as a request
+    and its call parks (`asks.ParkedCall`); the agent loop holds the call, the turn parks."""
+
+    def __init__(self, inner: Asker, store: RequestStore, events: EventSink | None = None) -> None:
+        super().__init__(inner.events)
+        self.inner = inner
+        self.store = store
+        self.sink = events
+        self.thread_id: str | None = None
+
+    @property
+    def can_answer(self) -> bool:
+        return self.inner.can_answer
+
+    async def _ask(self, question: Question) -> Answer:
+        return await self.inner._ask(question)
+
+    def park(self, question: Question) -> None:
+        mode, options, _schema = request_mode(question)
+        source: dict[str, Any] = {"thread": self.thread_id}
+        if question.kind == "approval":
+            source["tool"] = question.context.get("tool")
+            source["arguments"] = question.context.get("arguments")
+        else:
+            source["tool"] = "ask_user"
+        request = self.store.open(
+            kind="approval" if mode == "approval" else "question",
+            mode=mode,
+            question=question.prompt,
+            source=source,
+            options=options,
+            schema=question.schema if mode == "form" else None,
+            free=True,
+        )
+        if self.sink is not None:
+            self.sink.emit("request_opened", **request.public())
+        raise ParkedCall(request.public())

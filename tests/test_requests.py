@@ -283,3 +283,92 @@ def test_prune_removes_finished_requests(graphchat: GraphchatRunner, ship: Path)
     pruned = graphchat("requests", "prune", "--older-than", "2")
     assert pruned.returncode == 0 and "removed 1" in pruned.stderr
     assert not path.exists()
+
+
+# --- a headless `ask` parks on an approval or an ask_user --------------------------------------
+
+
+@pytest.fixture
+def tools(workspace: Path) -> Path:
+    write_servers(workspace, {"t": stdio()})
+    seed_cache(workspace)
+    return workspace
+
+
+def tool_messages(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m.get("role") == "tool"]
+
+
+def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
+    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "made.txt"
+    model_server.push(
+        {"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]},
+        {"text": "I made the file."},
+    )
+    run = graphchat("ask", "Make the file.", env=model_server.env())
+    request_id = parked_id(run)
+    assert run.stdout == "" and not target.exists()
+    assert len(model_server.requests) == 1
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    assert request["kind"] == "approval" and request["mode"] == "approval"
+    assert request["source"]["tool"] == "t__touch" and request["source"]["arguments"] == {"path": str(target)}
+    thread_id = request["source"]["thread"]
+    busy = graphchat("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
+    assert busy.returncode == 1 and f"waits on request {request_id}" in busy.stderr
+    wrong = graphchat("answer", request_id, "yes", env=model_server.env())
+    assert wrong.returncode == 2 and f"graphchat permit {request_id}" in wrong.stderr
+
+    permitted = graphchat("permit", request_id, env=model_server.env())
+    assert permitted.returncode == 0, permitted.stderr
+    assert permitted.stdout == "I made the file."
+    assert target.exists()
+    assert len(model_server.requests) == 2
+    assert [json.loads(m) for m in tool_messages(model_server.requests[1])] == [
+        {"result": f"touched {target}"}
+    ]
+    # the thread goes on as any other
+    model_server.push({"text": "Nothing else."})
+    more = graphchat("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
+    assert more.returncode == 0 and more.stdout == "Nothing else.", more.stderr
+
+
+def test_deny_gives_the_model_a_refusal(
+    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "made.txt"
+    model_server.push(
+        {"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]},
+        {"text": "I was not allowed to."},
+    )
+    request_id = parked_id(graphchat("ask", "Make the file.", env=model_server.env()))
+    denied = graphchat("deny", request_id, "--reason", "not today", env=model_server.env())
+    assert denied.returncode == 0, denied.stderr
+    assert denied.stdout == "I was not allowed to."
+    assert not target.exists()
+    (refusal,) = tool_messages(model_server.requests[1])
+    assert "t__touch was not run: the user refused it (not today)" in refusal
+
+
+def test_ask_user_with_options_parks_and_takes_a_free_answer_as_typed(
+    graphchat: GraphchatRunner, workspace: Path, model_server: Any
+) -> None:
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "ask_user", "arguments": {"question": "Which color?", "options": ["red", "blue"]}}
+            ]
+        },
+        {"text": "Teal it is."},
+    )
+    run = graphchat("ask", "Paint it.", env=model_server.env())
+    request_id = parked_id(run)
+    assert "1. red" in run.stderr and "2. blue" in run.stderr
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    assert request["mode"] == "options" and request["options"] == ["red", "blue"]
+    answered = graphchat("answer", request_id, '["teal", 2]', env=model_server.env())
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout == "Teal it is."
+    (result,) = tool_messages(model_server.requests[1])
+    assert json.loads(result) == {"answer": '["teal", 2]', "answered": True}

@@ -70,6 +70,18 @@ def _result_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     )
 
 
+class ParkedRound(Exception):  # noqa: N818 - the round waits, it did not fail
+    """Calls of a round wait for a person (issue 9): `parked` maps a call's position to its
+    request; `held` are the results of the calls after the first parked one (recorded once
+    the parked ones have theirs, so results stay paired with calls by position)."""
+
+    def __init__(self, calls: list[ToolCall], parked: dict[int, dict[str, Any]], held: dict[int, ToolResult]):
+        super().__init__(f"{len(parked)} tool call(s) wait for a person")
+        self.calls = calls
+        self.parked = parked
+        self.held = held
+
+
 async def run_tool_round(
     catalog: Catalog, calls: list[ToolCall], ctx: CallContext, record: Record | None = None
 ) -> list[ToolResult]:
@@ -78,29 +90,47 @@ async def run_tool_round(
     One failing call never cancels the others. On cancellation the in-flight calls are cancelled
     and every call not yet recorded is recorded in order: its result if it completed, else a
     "cancelled" error — positions stay aligned with the calls (replay pairs them by position).
+    A call whose question was opened as a request (`ParkedCall`) waits: the others finish, and
+    the round raises `ParkedRound`.
     """
+    from graphchat.asks import ParkedCall
+
     tasks = [asyncio.create_task(_call_one(catalog, call, ctx), name=f"tool:{call.name}") for call in calls]
     results: list[ToolResult] = []
+    parked: dict[int, dict[str, Any]] = {}
+    held: dict[int, ToolResult] = {}
+    recorded = 0
     try:
-        for call, task in zip(calls, tasks, strict=True):
-            result = await task
+        for k, (call, task) in enumerate(zip(calls, tasks, strict=True)):
+            try:
+                result = await task
+            except ParkedCall as waiting:
+                parked[k] = waiting.request
+                result = ToolResult.error("waiting for a person")
             results.append(result)
+            if parked:
+                if k not in parked:
+                    held[k] = result
+                continue
+            recorded += 1
             if record is not None:
                 record(_result_event(call, result))
-        return results
     except BaseException:
         for task in tasks:
             if not task.done():
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if record is not None:
-            for call, task in list(zip(calls, tasks, strict=True))[len(results) :]:
+            for call, task in list(zip(calls, tasks, strict=True))[recorded:]:
                 if task.cancelled() or task.exception() is not None:
                     result = ToolResult.error(CANCELLED_MESSAGE)
                 else:
                     result = task.result()
                 record(_result_event(call, result))
         raise
+    if parked:
+        raise ParkedRound(calls, parked, held)
+    return results
 
 
 def _assistant_event(content: str, calls: list[ToolCall]) -> dict[str, Any]:

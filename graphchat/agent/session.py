@@ -35,6 +35,16 @@ class TurnResult:
     usage: dict[str, Any] = field(default_factory=dict)
 
 
+class TurnParked(Exception):  # noqa: N818 - the turn waits, it did not fail
+    """A turn's tool calls wait for a person (requests, issue 9): the thread keeps the turn
+    open, marked `turn_parked`; `round` says which calls wait and holds the others' results."""
+
+    def __init__(self, thread_id: str, round: Any) -> None:
+        super().__init__(f"thread {thread_id} waits for a person")
+        self.thread_id = thread_id
+        self.round = round
+
+
 class Session:
     """Turns over one thread at a time. The thread is created on first use (no empty threads)."""
 
@@ -118,12 +128,35 @@ class Session:
         on_text: Callable[[str], None] | None = None,
         on_tools: Callable[[str], None] | None = None,
     ) -> TurnResult:
-        from graphchat.agent.loop import run_loop
+        thread = self.thread
+        thread.append(dict(ev.user(message)))
+        return await self._run(thread, on_text, on_tools)
+
+    async def resume(
+        self,
+        results: list[dict[str, Any]],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_tools: Callable[[str], None] | None = None,
+    ) -> TurnResult:
+        """Go on with a parked turn (issue 9): `results` (tool_result events, in call order) are
+        the answers of the calls it waited on; the model goes on from there."""
+        thread = self.thread
+        thread.append(dict(ev.turn_resumed()))
+        for event in results:
+            thread.append(event)
+        return await self._run(thread, on_text, on_tools)
+
+    async def _run(
+        self,
+        thread: Thread,
+        on_text: Callable[[str], None] | None,
+        on_tools: Callable[[str], None] | None,
+    ) -> TurnResult:
+        from graphchat.agent.loop import ParkedRound, run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
 
-        thread = self.thread
-        thread.append(dict(ev.user(message)))
         llm = self.llm()
         before = llm.usage
         extra_usage: list[Usage] = []
@@ -153,6 +186,11 @@ class Session:
                 max_tool_result_chars=self.settings.max_tool_result_chars,
                 stream=self.stream,
             )
+        except ParkedRound as parked:  # the turn waits for a person: it stays open, marked
+            self._spent(llm, before, extra_usage)
+            requests = [parked.parked[k]["id"] for k in sorted(parked.parked)]
+            thread.append(dict(ev.turn_parked(requests)))
+            raise TurnParked(thread.id, parked) from None
         except asyncio.CancelledError:
             self._close_failed(thread, "interrupted (Ctrl-C)", llm, before, extra_usage)
             raise
