@@ -372,3 +372,11 @@ def test_ask_user_with_options_parks_and_takes_a_free_answer_as_typed(
     assert answered.stdout == "Teal it is."
     (result,) = tool_messages(model_server.requests[1])
     assert json.loads(result) == {"answer": '["teal", 2]', "answered": True}
+
+
+def test_jsonl_events_carry_the_request_and_stderr_stays_json(graphchat: GraphchatRunner, ship: Path) -> None:
+    run = graphchat("plan", "run", "ship", '{"wait": 0}', env={"GRAPHCHAT_EVENTS": "jsonl"})
+    assert run.returncode == 5, run.stderr
+    events = [json.loads(line) for line in run.stderr.splitlines()]
+    (opened,) = [e for e in events if e["event"] == "request_opened"]
+    assert opened["question"] == "Which channel?" and opened["state"] == "open"

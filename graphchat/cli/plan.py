@@ -252,10 +252,13 @@ def answer_command(request: dict[str, Any], home: str | None = None) -> str:
 def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | None = None) -> int:
     """A parked run: each request, its question and the command that answers it on stderr
     (`--json`: the `{parked, requests, resume}` object on stdout); exit 5."""
+    import os
+
     from graphchat.cli.output import note, print_json
     from graphchat.errors import EXIT_WAITING
 
-    for request in requests:
+    jsonl = os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl"  # request_opened said it
+    for request in [] if jsonl else requests:
         note(f"⏸ waiting for a person: request {request['id']}: {request['question']}")
         for i, option in enumerate(request.get("options") or [], 1):
             note(f"    {i}. {option}")
