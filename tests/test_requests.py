@@ -380,3 +380,29 @@ def test_jsonl_events_carry_the_request_and_stderr_stays_json(graphchat: Graphch
     events = [json.loads(line) for line in run.stderr.splitlines()]
     (opened,) = [e for e in events if e["event"] == "request_opened"]
     assert opened["question"] == "Which channel?" and opened["state"] == "open"
+
+
+# --- chat shows what waits and answers it inline -----------------------------------------------
+
+from tests.test_chat_pty import Spawn, leave, send_message  # noqa: E402
+from tests.test_chat_pty import chat as chat  # noqa: E402,F401 - the pseudo-terminal fixture
+
+
+def test_chat_shows_waiting_requests_and_answers_one_inline(
+    graphchat: GraphchatRunner, ship: Path, chat: Spawn
+) -> None:
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        child = chat()
+        child.expect_exact("1 request waits: /requests")
+        send_message(child, "/requests")
+        child.expect_exact(f"{request_id}  form: Which channel?")
+        send_message(child, f'/requests {request_id} {{"channel": "beta"}}')
+        child.expect_exact(f"request {request_id} answered")
+        out = leave(child)
+        assert '"channel": "beta"' in out  # what the resumed run printed, as a block
+        assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
+        assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    finally:
+        fifo.close()
