@@ -201,8 +201,16 @@ class PlanParking:
             self._position(done, scope, steps_executed)
             self.record.save()
 
-    def parked(self, done: int, scope: dict[str, Any], steps_executed: int, requests: list[Any]) -> None:
+    def parked(
+        self,
+        done: int,
+        scope: dict[str, Any],
+        steps_executed: int,
+        requests: list[Any],
+        frames: dict[str, Any],
+    ) -> None:
         self._position(done, scope, steps_executed)
+        self.record.data["position"]["frames"] = frames
         self.record.data["requests"] = [r["id"] for r in requests]
         self.record.data["parked_at"] = time.time()
         self.record.save()
@@ -213,6 +221,10 @@ class PlanParking:
             "scope": {k: v for k, v in scope.items() if k != "input"},
             "steps_executed": steps_executed,
         }
+
+    def saved_frame(self, key: str) -> Any:
+        position = self.record.data.get("position") or {}
+        return (position.get("frames") or {}).get(key) if self.resumed else None
 
     # -- the ask step's side --
 

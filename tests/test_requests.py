@@ -406,3 +406,48 @@ def test_chat_shows_waiting_requests_and_answers_one_inline(
         assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
     finally:
         fifo.close()
+
+
+PICK = """identifier: pick
+name: Pick
+description: Look up each item and ask whether to keep it.
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: [a, b, c]
+      concurrency: 2
+      do:
+        - id: G
+          tool_name: shop__get_item
+          input: {id: "boo-{{index}}"}
+        - id: Q
+          tool_name: ask
+          input:
+            prompt: "Keep {{item}}?"
+            output_schema:
+              type: object
+              properties: {keep: {type: boolean}}
+              required: [keep]
+output:
+  kept: "{{E0.results}}"
+"""
+
+
+def test_parking_inside_a_map_keeps_the_finished_items(
+    graphchat: GraphchatRunner, ship: Path, tmp_path: Path
+) -> None:
+    (ship / "plans" / "pick.yaml").write_text(PICK)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("'Keep a?': {keep: true}\n'Keep c?': {keep: false}\n")
+    run = graphchat("plan", "run", "pick", "--answers", str(answers))
+    request_id = parked_id(run)
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    assert request["question"] == "Keep b?" and request["source"]["step"] == "E0/do/Q[1]"
+    assert sorted(c["args"]["id"] for c in shop_calls(ship)) == ["boo-0", "boo-1", "boo-2"]
+    answered = graphchat("answer", request_id, "yes")  # a one-field form takes a bare value
+    assert answered.returncode == 0, answered.stderr
+    kept = [r["answer"]["keep"] for r in json.loads(answered.stdout)["kept"]]
+    assert kept == [True, True, False]
+    # the finished items a and c were kept; only b, which had not finished, ran again
+    assert sorted(c["args"]["id"] for c in shop_calls(ship)) == ["boo-0", "boo-1", "boo-1", "boo-2"]

@@ -267,7 +267,7 @@ class Runner:
             try:
                 result = await self.run_steps([steps[index]], scope)
             except Parked as parked:
-                self.parking.parked(index, scope, self.steps_executed, parked.requests)
+                self.parking.parked(index, scope, self.steps_executed, parked.requests, parked.frames)
                 raise
             self.parking.step_done(index + 1, scope, self.steps_executed)
         return result

@@ -72,9 +72,10 @@ class Parked(Exception):
     where it is and waits for a person (`plan run` exits 5). Its position is kept by the run's
     `Parking` (see the executor)."""
 
-    def __init__(self, requests: list[Any]) -> None:
+    def __init__(self, requests: list[Any], frames: dict[str, Any] | None = None) -> None:
         super().__init__(f"waiting for {len(requests)} request(s)")
         self.requests = requests
+        self.frames = frames or {}  # where inside a step the run stopped: a map's finished items
 
 
 class Parking(Protocol):
@@ -88,7 +89,18 @@ class Parking(Protocol):
 
     def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None: ...
 
-    def parked(self, done: int, scope: dict[str, Any], steps_executed: int, requests: list[Any]) -> None: ...
+    def parked(
+        self,
+        done: int,
+        scope: dict[str, Any],
+        steps_executed: int,
+        requests: list[Any],
+        frames: dict[str, Any],
+    ) -> None: ...
+
+    def saved_frame(self, key: str) -> Any:
+        """What a step at `key` kept when the run parked inside it (a map's finished items)."""
+        ...
 
     def answer_for(self, key: str) -> Any:
         """The settled answer (an `asks.Answer`) of the request at `key`, None when none."""
