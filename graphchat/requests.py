@@ -150,6 +150,13 @@ class RequestStore:
             )
         return self._expire(request)
 
+    def _raw(self, request_id: str) -> Request:
+        """The request as stored (no expiry check)."""
+        request = self._read(self.path(request_id)) if _valid_id(request_id) else None
+        if request is None:
+            raise GraphchatError(f"no request {request_id!r} in {self.dir}")
+        return request
+
     def find(self, request_id: str) -> Request | None:
         try:
             return self.get(request_id)
@@ -181,7 +188,7 @@ class RequestStore:
         """Claim the request and settle it (answered, declined, expired, cancelled) exactly once:
         a second claim, from any process, raises AlreadySettled."""
         assert state in FINISHED
-        request = self.get(request_id)
+        request = self._raw(request_id)
         if request.state != "open":
             raise AlreadySettled(f"request {request_id} was already {request.state}")
         try:
@@ -190,7 +197,7 @@ class RequestStore:
             raise AlreadySettled(f"request {request_id} was already answered") from None
         with os.fdopen(fd, "w") as handle:
             handle.write(f"{os.getpid()}\n")
-        request = self.get(request_id)
+        request = self._raw(request_id)
         request.state, request.answer, request.reason = state, answer, reason
         request.settled_at = time.time()
         self.save(request)

@@ -451,3 +451,38 @@ def test_parking_inside_a_map_keeps_the_finished_items(
     assert kept == [True, True, False]
     # the finished items a and c were kept; only b, which had not finished, ran again
     assert sorted(c["args"]["id"] for c in shop_calls(ship)) == ["boo-0", "boo-1", "boo-1", "boo-2"]
+
+
+def test_two_waiting_items_resume_when_the_last_is_answered(
+    graphchat: GraphchatRunner, ship: Path, tmp_path: Path
+) -> None:
+    (ship / "plans" / "pick.yaml").write_text(PICK)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("'Keep a?': {keep: true}\n")
+    run = graphchat("plan", "run", "pick", "--answers", str(answers))
+    assert run.returncode == 5, run.stderr
+    waiting = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    assert sorted(r["question"] for r in waiting) == ["Keep b?", "Keep c?"]
+    by_question = {r["question"]: r["id"] for r in waiting}
+    first = graphchat("answer", by_question["Keep c?"], '{"keep": false}')
+    assert first.returncode == 0 and first.stdout == ""
+    assert f"1 more still wait: {by_question['Keep b?']}" in first.stderr
+    last = graphchat("answer", by_question["Keep b?"], "no")
+    assert last.returncode == 0, last.stderr
+    assert [r["answer"]["keep"] for r in json.loads(last.stdout)["kept"]] == [True, False, False]
+
+
+def test_an_expired_question_resumes_down_the_unanswered_path(graphchat: GraphchatRunner, ship: Path) -> None:
+    plan = SHIP.replace("      prompt: Which channel?", "      prompt: Which channel?\n      timeout: 0.001")
+    plan = plan.replace(
+        "        required: [channel]", "        required: [channel]\n      when_unanswered: fail"
+    )
+    (ship / "plans" / "ship.yaml").write_text(plan)
+    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    (request,) = json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]
+    assert request["id"] == request_id and request["state"] == "expired"
+    late = graphchat("answer", request_id, '{"channel": "beta"}')
+    assert late.returncode == 1 and "already expired" in late.stderr
+    run = graphchat("resume", request_id)
+    assert run.returncode == 1
+    assert "the question was not answered (expired)" in run.stderr
