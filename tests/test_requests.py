@@ -320,10 +320,11 @@ def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
     wrong = graphchat("answer", request_id, "yes", env=model_server.env())
     assert wrong.returncode == 2 and f"graphchat permit {request_id}" in wrong.stderr
 
-    permitted = graphchat("permit", request_id, env=model_server.env())
+    permitted = graphchat("permit", request_id, "--always", env=model_server.env())
     assert permitted.returncode == 0, permitted.stderr
     assert permitted.stdout == "I made the file."
     assert target.exists()
+    assert "t__touch" in (tools / "graphchat.yaml").read_text()  # --always: remembered
     assert len(model_server.requests) == 2
     assert [json.loads(m) for m in tool_messages(model_server.requests[1])] == [
         {"result": f"touched {target}"}
