@@ -487,3 +487,31 @@ def test_an_expired_question_resumes_down_the_unanswered_path(graphchat: Graphch
     run = graphchat("resume", request_id)
     assert run.returncode == 1
     assert "the question was not answered (expired)" in run.stderr
+
+
+def test_answer_without_a_value_asks_on_the_terminal(graphchat: GraphchatRunner, ship: Path) -> None:
+    import pexpect
+
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "graphchat", "--home", str(ship), "answer", request_id],
+            env=clean_env({"TERM": "dumb", "NO_COLOR": "1"}, ship.parent),
+            cwd=str(ship),
+            encoding="utf-8",
+            timeout=60,
+        )
+        child.expect_exact("? Which channel?")
+        child.expect_exact("channel (stable/beta")
+        child.sendline("beta")
+        child.expect_exact("count (integer)")
+        child.sendline("")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0, child.before
+        assert '"channel": "beta"' in (child.before or "")
+        assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
+    finally:
+        fifo.close()
