@@ -204,10 +204,12 @@ def test_a_changed_plan_refuses_to_resume_naming_the_change(graphchat: Graphchat
     run = graphchat("answer", request_id, '{"channel": "beta"}')
     assert run.returncode == 1
     assert "changed since the run parked" in run.stderr and "step E0 changed" in run.stderr
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    assert request["state"] == "open"  # the answer was refused, not used up
     plan.write_text(SHIP)
     fifo = FifoReader(ship / "called.fifo")
     try:
-        run = graphchat("resume", request_id)
+        run = graphchat("answer", request_id, '{"channel": "beta"}')
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["channel"] == "beta"
     finally:

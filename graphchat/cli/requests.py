@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
@@ -140,6 +141,7 @@ def answer_command(args: argparse.Namespace) -> int:
             raise GraphchatError(
                 f"answer refused: {exc} (request {args.id} stays open)", EXIT_FAILURE
             ) from None
+    _check_resumable(store, request, args)
     store.settle(args.id, "answered", value)
     return _after(store, args.id, args)
 
@@ -173,9 +175,40 @@ def deny_command(args: argparse.Namespace) -> int:
 
 def decline_command(args: argparse.Namespace) -> int:
     store = _store(args)
-    _open_request(store, args.id, approval=False)
+    _check_resumable(store, _open_request(store, args.id, approval=False), args)
     store.settle(args.id, "declined", None, reason=args.reason or "declined")
     return _after(store, args.id, args)
+
+
+def _check_resumable(store: Any, request: Any, args: argparse.Namespace) -> None:
+    """Before an answer is recorded: a parked plan whose file changed cannot resume, so the
+    answer is refused and the request stays open (`--no-resume` records it all the same)."""
+    from graphchat.parked import RunRecord
+
+    if getattr(args, "no_resume", False) or request.run is None:
+        return
+    record = RunRecord.load(store, request.run)
+    if record is not None and record.data.get("command") == "plan run":
+        plan_of(record)
+
+
+def plan_of(record: Any) -> Any:
+    """The parked run's plan, loaded again; a changed plan file is refused, naming the change."""
+    from graphchat.cli.output import warn
+    from graphchat.parked import plan_change, plan_fingerprint
+    from graphchat.plans.discovery import find_plan
+
+    saved = record.data["plan"]
+    if not saved.get("path"):
+        raise GraphchatError(f"plan '{saved.get('identifier')}' has no file to resume from")
+    plan = find_plan(saved["path"], Path(record.data["workspace"]) / "plans", warn=warn)
+    change = plan_change(saved, plan_fingerprint(plan))
+    if change is not None:
+        raise GraphchatError(
+            f"plan '{saved['identifier']}' changed since the run parked ({saved['path']}): {change}",
+            hint="put the plan back as it was, or run it again from the start with `graphchat plan run`",
+        )
+    return plan
 
 
 def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
@@ -241,24 +274,13 @@ def resume(store: Any, request: Any) -> int:
 
 
 def resume_plan(store: Any, record: Any) -> int:
-    from graphchat.cli.output import warn
     from graphchat.cli.plan import RunFlags, execute
     from graphchat.host import load_settings
-    from graphchat.parked import PlanParking, plan_change, plan_fingerprint
-    from graphchat.plans.discovery import find_plan
+    from graphchat.parked import PlanParking
 
     data = record.data
     flags = RunFlags(**data["flags"])
     settings = load_settings(data["workspace"], model=flags.model)
-    saved = data["plan"]
-    if not saved.get("path"):
-        raise GraphchatError(f"plan '{saved.get('identifier')}' has no file to resume from")
-    plan = find_plan(saved["path"], settings.plans_dir, warn=warn)
-    change = plan_change(saved, plan_fingerprint(plan))
-    if change is not None:
-        raise GraphchatError(
-            f"plan '{saved['identifier']}' changed since the run parked ({saved['path']}): {change}",
-            hint="run it again from the start with `graphchat plan run`",
-        )
+    plan = plan_of(record)
     parking = PlanParking(store, record, None, resumed=True)
     return execute(settings, plan, data.get("inputs"), flags, parking)
