@@ -317,6 +317,8 @@ def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
     assert request["kind"] == "approval" and request["mode"] == "approval"
     assert request["source"]["tool"] == "t__touch" and request["source"]["arguments"] == {"path": str(target)}
     thread_id = request["source"]["thread"]
+    shown = graphchat("threads", "show", thread_id)
+    assert f"waiting for a person: request {request_id}" in shown.stdout, shown.stderr
     busy = graphchat("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
     assert busy.returncode == 1 and f"waits on request {request_id}" in busy.stderr
     wrong = graphchat("answer", request_id, "yes", env=model_server.env())
