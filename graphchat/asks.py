@@ -50,6 +50,16 @@ class Answer:
         return cls(False, None, "unavailable")
 
 
+class ParkedCall(BaseException):  # noqa: N818 - a control-flow signal, like CancelledError
+    """A tool call's question was opened as a request (`graphchat.requests`): the call waits
+    for a person. A BaseException so that no tool-error handler turns it into a result; the
+    agent loop holds the call and the turn parks (issue 9)."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        super().__init__(f"waiting for request {request.get('id')}")
+        self.request = request
+
+
 class Asker:
     """Base asker: serializes questions and reports each one as an `ask` event."""
 
@@ -74,6 +84,11 @@ class Asker:
 
     async def _ask(self, question: Question) -> Answer:
         raise NotImplementedError
+
+    def park(self, question: Question) -> None:
+        """Nobody here answered `question`: a host whose runs can wait opens it as a request
+        and raises ParkedCall; the others return (the question stays unavailable)."""
+        return None
 
 
 class UnavailableAsker(Asker):
@@ -112,6 +127,9 @@ class ScriptedAsker(Asker):
     def unused(self) -> list[str]:
         """Keys of the file that answered no question (a typo, or a question never asked)."""
         return [key for key in self.answers if key not in self.used]
+
+    def park(self, question: Question) -> None:
+        self.fallback.park(question)
 
 
 def load_answers(path: str) -> dict[str, Any]:

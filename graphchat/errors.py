@@ -7,6 +7,7 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INPUT_NEEDED = 3
 EXIT_PLAN_ERROR_EXIT = 4
+EXIT_WAITING = 5  # parked: the run waits for a person (`graphchat requests`, issue 9)
 EXIT_INTERRUPTED = 130
 
 

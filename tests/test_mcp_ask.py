@@ -95,7 +95,8 @@ def test_a_destructive_tool_in_a_headless_ask_is_refused_and_the_model_is_told(
     seed_cache(workspace)  # as a first `tools list` would
     call = {"tool_calls": [{"name": "t__delete_file", "arguments": {"path": str(victim)}}]}
     model_server.push(call, {"text": "I could not delete it."})
-    done = graphchat("ask", "delete it", env=model_server.env())
+    # --no-park: refused at once (without it the turn parks for a person: test_requests.py)
+    done = graphchat("ask", "delete it", "--no-park", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == "I could not delete it."
     told = tool_messages(model_server.requests[1])[0]["content"]

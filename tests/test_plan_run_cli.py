@@ -228,7 +228,9 @@ def test_events_jsonl(graphchat: GraphchatRunner, plans: Path) -> None:
 
 
 def test_ask_unavailable_without_a_terminal(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "release")
+    parked = graphchat("plan", "run", "release")  # nobody here: the run waits for a person
+    assert parked.returncode == 5 and parked.stdout == "" and "waiting for a person" in parked.stderr
+    run = graphchat("plan", "run", "release", "--no-park")  # as graph does
     assert run.returncode == 1 and run.stdout == ""
     assert "plan failed at step E0 (ask): the question was not answered (unavailable)" in run.stderr
     run = graphchat("plan", "run", "release_default")

@@ -72,6 +72,18 @@ def _result_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     )
 
 
+class ParkedRound(Exception):  # noqa: N818 - the round waits, it did not fail
+    """Calls of a round wait for a person (issue 9): `parked` maps a call's position to its
+    request; `held` are the results of the calls after the first parked one (recorded once
+    the parked ones have theirs, so results stay paired with calls by position)."""
+
+    def __init__(self, calls: list[ToolCall], parked: dict[int, dict[str, Any]], held: dict[int, ToolResult]):
+        super().__init__(f"{len(parked)} tool call(s) wait for a person")
+        self.calls = calls
+        self.parked = parked
+        self.held = held
+
+
 async def run_tool_round(
     catalog: Catalog, calls: list[ToolCall], ctx: CallContext, record: Record | None = None
 ) -> list[ToolResult]:
@@ -79,21 +91,30 @@ async def run_tool_round(
 
     One failing call never cancels the others. Returns the results in call order. On
     cancellation the in-flight calls are cancelled, and each call not yet recorded is recorded:
-    its result if it completed meanwhile, else a "cancelled" error.
+    its result if it completed meanwhile, else a "cancelled" error. A call whose question was
+    opened as a request (`ParkedCall`) waits, unrecorded: the others finish and are recorded
+    (replay pairs results with calls by id), and the round raises `ParkedRound`.
     """
+    from graphchat.asks import ParkedCall
+
     tasks = [asyncio.create_task(_call_one(catalog, call, ctx), name=f"tool:{call.name}") for call in calls]
     position = {task: k for k, task in enumerate(tasks)}
     results: dict[int, ToolResult] = {}
+    parked: dict[int, dict[str, Any]] = {}
     try:
         pending = set(tasks)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in sorted(done, key=position.__getitem__):
                 k = position[task]
-                results[k] = task.result()
+                try:
+                    results[k] = task.result()
+                except ParkedCall as waiting:
+                    parked[k] = waiting.request
+                    results[k] = ToolResult.error("waiting for a person")
+                    continue
                 if record is not None:
                     record(_result_event(calls[k], results[k]))
-        return [results[k] for k in range(len(calls))]
     except BaseException:
         for task in tasks:
             if not task.done():
@@ -109,6 +130,9 @@ async def run_tool_round(
                     result = task.result()
                 record(_result_event(call, result))
         raise
+    if parked:
+        raise ParkedRound(calls, parked, {})
+    return [results[k] for k in range(len(calls))]
 
 
 def _assistant_event(content: str, calls: list[ToolCall]) -> dict[str, Any]:

@@ -36,6 +36,16 @@ class TurnResult:
     usage: dict[str, Any] = field(default_factory=dict)
 
 
+class TurnParked(Exception):  # noqa: N818 - the turn waits, it did not fail
+    """A turn's tool calls wait for a person (requests, issue 9): the thread keeps the turn
+    open, marked `turn_parked`; `round` says which calls wait and holds the others' results."""
+
+    def __init__(self, thread_id: str, round: Any) -> None:
+        super().__init__(f"thread {thread_id} waits for a person")
+        self.thread_id = thread_id
+        self.round = round
+
+
 class Session:
     """Turns over one thread at a time. The thread is created on first use (no empty threads)."""
 
@@ -126,7 +136,8 @@ class Session:
         # One turn at a time a thread, across processes: held from the user's message (and the
         # replay it starts) to the turn's closing event.
         async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
-            return await self._turn(thread, message, on_text, on_tools)
+            thread.append(dict(ev.user(message)))
+            return await self._run(thread, on_text, on_tools)
 
     def _say(self, message: str) -> None:
         if self.events is not None:
@@ -134,20 +145,34 @@ class Session:
         else:
             print(message, file=sys.stderr, flush=True)
 
-    async def _turn(
+    async def resume(
+        self,
+        results: list[dict[str, Any]],
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_tools: Callable[[str], None] | None = None,
+    ) -> TurnResult:
+        """Go on with a parked turn (issue 9): `results` (tool_result events) are the answers
+        of the calls it waited on; the model goes on from there."""
+        thread = self.thread
+        async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
+            thread.append(dict(ev.turn_resumed()))
+            for event in results:
+                thread.append(event)
+            return await self._run(thread, on_text, on_tools)
+
+    async def _run(
         self,
         thread: Thread,
-        message: str,
         on_text: Callable[[str], None] | None,
         on_tools: Callable[[str], None] | None,
     ) -> TurnResult:
-        from graphchat.agent.loop import run_loop
+        from graphchat.agent.loop import ParkedRound, run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
         from graphchat.jsonschema_util import preload_in_background
 
         preload_in_background()  # tool calls validate their arguments: import that while we wait
-        thread.append(dict(ev.user(message)))
         llm = self.llm()
         before = llm.usage
         roles_before = self.events.snapshot()
@@ -178,6 +203,11 @@ class Session:
                 max_tool_result_chars=self.settings.max_tool_result_chars,
                 stream=self.stream,
             )
+        except ParkedRound as parked:  # the turn waits for a person: it stays open, marked
+            self._spent(llm, before, extra_usage)
+            requests = [parked.parked[k]["id"] for k in sorted(parked.parked)]
+            thread.append(dict(ev.turn_parked(requests)))
+            raise TurnParked(thread.id, parked) from None
         except asyncio.CancelledError:
             from graphchat.interrupts import reason
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
+    from graphchat.asks import Question
     from graphchat.catalog.base import Approver, CallContext, ToolSpec
     from graphchat.workspace import Settings
 
@@ -108,6 +109,8 @@ class PolicyApprover:
         if decided:
             return refusal
         asker = ctx.asker
+        if asker is not None and not asker.can_answer:
+            asker.park(self._question(spec, arguments))  # a host that can wait parks the call
         if asker is None or not asker.can_answer:
             return self._refusal(
                 spec,
@@ -115,8 +118,6 @@ class PolicyApprover:
                 "(the user can rerun with --yes or add it to approvals.allow in graphchat.yaml)",
                 ctx,
             )
-        from graphchat.asks import Question
-
         if self._lock is None:
             self._lock = asyncio.Lock()
         # One approval question at a time, re-checking after the wait: an "always" given to
@@ -125,16 +126,13 @@ class PolicyApprover:
             decided, refusal = self.decide_without_asking(spec, ctx)
             if decided:
                 return refusal
-            question = Question(
-                prompt=f"Allow {spec.name} ({spec.family}) with {_short_args(arguments)}?",
-                options=list(OPTIONS),
-                kind="approval",
-                context={"tool": spec.name, "family": spec.family, "arguments": arguments},
-            )
+            question = self._question(spec, arguments)
             try:
                 answer = await asker.ask(question)
             except Exception as exc:  # a broken asker must refuse, not run the tool
                 return self._refusal(spec, f"the approval question failed ({exc})", ctx)
+            if not answer.answered and answer.reason == "unavailable":
+                asker.park(question)
             if not answer.answered:
                 reason = "the user declined" if answer.reason == "declined" else "nobody could answer"
                 return self._refusal(spec, f"approval was not given ({reason})", ctx)
@@ -153,6 +151,17 @@ class PolicyApprover:
             if choice in ("once", "o", "yes", "y"):
                 return None
             return self._refusal(spec, "the user refused it", ctx)
+
+    @staticmethod
+    def _question(spec: ToolSpec, arguments: dict[str, Any]) -> Question:
+        from graphchat.asks import Question
+
+        return Question(
+            prompt=f"Allow {spec.name} ({spec.family}) with {_short_args(arguments)}?",
+            options=list(OPTIONS),
+            kind="approval",
+            context={"tool": spec.name, "family": spec.family, "arguments": arguments},
+        )
 
 
 def make_approver(settings: Settings) -> Approver:

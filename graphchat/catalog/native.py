@@ -148,7 +148,10 @@ async def ask_user(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
     asker = ctx.asker
     if asker is None:  # no host to ask through: never hang
         return ToolResult({"answered": False, "reason": "unavailable"})
-    answer = await asker.ask(_question(arguments))  # an unavailable host answers at once
+    question = _question(arguments)
+    answer = await asker.ask(question)  # an unavailable host answers at once
+    if not answer.answered and answer.reason == "unavailable":
+        asker.park(question)  # a host whose runs can wait parks the call (issue 9)
     if answer.answered:
         return ToolResult({"answer": answer.value, "answered": True})
     return ToolResult({"answered": False, "reason": answer.reason or "declined"})

@@ -70,6 +70,7 @@ class ChatApp:
         try:
             if self.catalog is not None:
                 self.prepare_tools()
+            self.show_waiting_requests()
             while True:
                 line = await self.ui.read_message()
                 if line is None:
@@ -87,6 +88,14 @@ class ChatApp:
             self.ui.close()
             if self._tools_task is not None:
                 self._tools_task.cancel()
+
+    def show_waiting_requests(self) -> None:
+        """Requests parked by other runs of this workspace wait for a person: say so at start."""
+        from graphchat.chat.commands import waiting_requests
+
+        count = len(waiting_requests(self))
+        if count:
+            self.ui.print(f"{count} request{'s wait' if count != 1 else ' waits'}: /requests", style="yellow")
 
     async def run_turn(self, message: str) -> Any:
         """One turn with its live display; never raises for a turn that failed or was cancelled."""

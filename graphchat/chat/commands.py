@@ -26,10 +26,12 @@ Commands:
   /freeze [NAME]   save this thread's successful tool calls as plans/NAME.yaml, then
                    offer to run it once (add --force to overwrite an existing file)
   /usage           tokens (and cost, when known) used in this session
+  /requests [ID [VALUE]]  the questions parked runs of this workspace wait on; answer one
+                   (an approval: permit or deny) and see what its run printed
   /quit            leave (prints how to resume the thread)
 A message that starts with // is sent as text starting with /."""
 
-COMMANDS = ("help", "tools", "thread", "new", "model", "freeze", "usage", "quit")
+COMMANDS = ("help", "tools", "thread", "new", "model", "freeze", "usage", "requests", "quit")
 
 Handler = Callable[["ChatApp", str], Awaitable[bool]]
 
@@ -205,6 +207,85 @@ async def _usage(app: ChatApp, arg: str) -> bool:
     return True
 
 
+def waiting_requests(app: ChatApp) -> list[Any]:
+    """The open requests of this workspace (parked runs waiting for a person, issue 9)."""
+    if app.settings is None:
+        return []
+    from graphchat.requests import RequestStore
+
+    try:
+        return RequestStore(app.settings.workspace).all()
+    except OSError:
+        return []
+
+
+async def _requests(app: ChatApp, arg: str) -> bool:
+    """`/requests` lists what waits; `/requests ID VALUE` answers one (`permit`/`deny` for an
+    approval) with `graphchat answer`, whose run resumes in its own process; what it printed
+    is shown here as a block."""
+    import asyncio
+    import sys
+
+    from rich.panel import Panel
+    from rich.text import Text
+
+    ui = app.ui
+    found = waiting_requests(app)
+    request_id, _, value = arg.partition(" ")
+    if not request_id:
+        if not found:
+            ui.print("no requests wait")
+            return True
+        for request in found:
+            ui.print(f"{request.id}  {request.mode}: {request.question}", markup=False)
+            for i, option in enumerate(request.options or [], 1):
+                ui.print(f"    {i}. {option}", markup=False)
+        ui.print("answer one: /requests ID VALUE (an approval: /requests ID permit|deny)", style="dim")
+        return True
+    request = next((r for r in found if r.id == request_id), None)
+    if request is None or app.settings is None:
+        ui.print(f"no open request {request_id}: /requests lists them", style="yellow", markup=False)
+        return True
+    value = value.strip()
+    if request.kind == "approval":
+        if value not in ("permit", "deny"):
+            ui.print(
+                f"request {request_id} is an approval: /requests {request_id} permit|deny", style="yellow"
+            )
+            return True
+        argv = [value, request_id]
+    else:
+        if not value:
+            ui.print(f"give the answer: /requests {request_id} VALUE", style="yellow", markup=False)
+            return True
+        argv = ["answer", request_id, value]
+    home = str(app.settings.workspace)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "graphchat",
+        "--home",
+        home,
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    text = out.decode("utf-8", "replace").rstrip("\n")
+    if text:
+        ui.print(Panel(Text(text), title=f"request {request_id}", title_align="left"))
+    lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
+    problem = [line for line in lines if line.startswith("error:")]
+    if proc.returncode == 0:
+        ui.print(f"✓ request {request_id} answered", style="green", markup=False)
+    else:
+        ui.print(
+            f"{(problem or lines or ['failed'])[-1]} (exit {proc.returncode})", style="yellow", markup=False
+        )
+    return True
+
+
 async def _quit(app: ChatApp, arg: str) -> bool:
     return False
 
@@ -217,6 +298,7 @@ HANDLERS: dict[str, Handler] = {
     "model": _model,
     "freeze": _freeze,
     "usage": _usage,
+    "requests": _requests,
     "quit": _quit,
 }
 

@@ -51,6 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="fail at once if another process is running a turn on the thread",
     )
+    parser.add_argument(
+        "--no-park",
+        action="store_true",
+        help="a question or approval nobody here can answer is refused (instead of parking the turn, exit 5)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -169,51 +174,232 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_ask(args, settings, message))
 
 
-async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
-    from graphchat.cli.output import print_json, warn
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that change what a turn does (kept in a parked turn's record)."""
+    return {
+        "json": bool(args.json),
+        "yes": bool(args.yes),
+        "model": args.model,
+        "answers": os.path.abspath(args.answers) if args.answers else None,
+        "no_stream": bool(args.no_stream),
+        "park": not getattr(args, "no_park", False),
+        "home": getattr(args, "home", None),
+    }
+
+
+def _open(settings: Any, flags: dict[str, Any]) -> tuple[Any, Any]:
+    """The host of `ask`; headless (nobody can answer here), its asker parks what it cannot
+    answer (issue 9). Returns (host, the parking asker or None)."""
     from graphchat.host import open_host
 
-    host = open_host(settings, answers=args.answers)
+    if not flags.get("park"):
+        return open_host(settings, answers=flags.get("answers")), None
+    from graphchat.asks import host_asker
+    from graphchat.parked import ParkingAsker
+    from graphchat.requests import RequestStore
+
+    made: list[ParkingAsker] = []
+
+    def here(sink: Any) -> Any:
+        inner = host_asker(sink)
+        if inner.can_answer:
+            return inner
+        made.append(ParkingAsker(inner, RequestStore(settings.workspace), sink))
+        return made[0]
+
+    host = open_host(settings, answers=flags.get("answers"), here=here)
+    return host, (made[0] if made else None)
+
+
+def refuse_parked_thread(thread: Any) -> None:
+    """`ask --thread ID` on a thread whose turn waits for a person: exit 1 naming the request."""
+    from graphchat.errors import GraphchatError
+    from graphchat.threads import events as ev
+
+    waiting: list[str] | None = None
+    for event in thread.events():
+        if event.get("kind") == ev.TURN_PARKED:
+            waiting = list(event.get("requests") or [])
+        elif event.get("kind") in (ev.TURN_RESUMED, ev.TURN_END, ev.TURN_FAILED, ev.USER):
+            waiting = None
+    if waiting:
+        ids = ", ".join(waiting)
+        raise GraphchatError(
+            f"thread {thread.id} waits on request {ids}",
+            hint=f"answer it first: graphchat answer {waiting[0]} … (or permit/deny/decline), then resume",
+        )
+
+
+async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
+    from graphchat.cli.output import warn
+
+    flags = _flags(args)
+    host, parking = _open(settings, flags)
     try:
         thread = host.continued(args.thread)
         if thread is None and args.thread is not None:
             warn("there is no thread to continue yet: starting a new one")
+        if thread is not None:
+            refuse_parked_thread(thread)
         session = host.session(thread, model_override=args.model, assume_yes=args.yes)
         session.stream = not args.no_stream
         session.wait_for_thread = not args.no_wait
+        if parking is not None:
+            parking.thread_id = session.thread.id
         await host.warm_up()
-        streaming = not (args.json or args.no_stream)
-        writer = _StdoutWriter() if streaming else None
-        try:
-            result = await session.turn(
-                message,
-                on_text=writer.write if writer else None,
-                on_tools=writer.narration if writer else None,
-            )
-        except BaseException:
-            if writer is not None:
-                writer.finish()  # on a terminal, the error line must not start after a partial answer
-            raise
-        if args.json:
-            print_json(
-                {
-                    "content": result.content,
-                    "thread_id": result.thread_id,
-                    "tool_calls_made": result.tool_calls_made,
-                    "usage": result.usage,
-                }
-            )
-        elif writer is not None:
-            writer.finish()
-        else:
-            sys.stdout.write(result.content)
-            if sys.stdout.isatty() and not result.content.endswith("\n"):
-                sys.stdout.write("\n")
-            sys.stdout.flush()
-        host.events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
-        return 0
+        return await _turn(host, session, flags, lambda **kw: session.turn(message, **kw))
     finally:
         await host.aclose()  # no server process is left behind, whatever happened
+
+
+async def _turn(host: Any, session: Any, flags: dict[str, Any], start: Any, record: Any = None) -> int:
+    """Run (or resume) the turn and present it: the answer on stdout; a parked turn exit 5."""
+    from graphchat.agent.session import TurnParked
+    from graphchat.cli.output import print_json
+
+    streaming = not (flags["json"] or flags["no_stream"])
+    writer = _StdoutWriter() if streaming else None
+    try:
+        result = await start(
+            on_text=writer.write if writer else None,
+            on_tools=writer.narration if writer else None,
+        )
+    except TurnParked as parked:
+        if writer is not None:
+            writer.finish()
+        return park_turn(host, flags, parked, record)
+    except BaseException:
+        if writer is not None:
+            writer.finish()  # on a terminal, the error line must not start after a partial answer
+        raise
+    if record is not None:
+        record.delete()  # the resumed turn ended
+    if flags["json"]:
+        print_json(
+            {
+                "content": result.content,
+                "thread_id": result.thread_id,
+                "tool_calls_made": result.tool_calls_made,
+                "usage": result.usage,
+            }
+        )
+    elif writer is not None:
+        writer.finish()
+    else:
+        sys.stdout.write(result.content)
+        if sys.stdout.isatty() and not result.content.endswith("\n"):
+            sys.stdout.write("\n")
+        sys.stdout.flush()
+    host.events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
+    return 0
+
+
+def park_turn(host: Any, flags: dict[str, Any], parked: Any, record: Any = None) -> int:
+    """Keep a parked turn's position (the calls, which wait, the others' results) and report
+    it (exit 5)."""
+    from graphchat.cli.plan import report_parked
+    from graphchat.parked import RunRecord
+    from graphchat.requests import RequestStore
+
+    store = RequestStore(host.settings.workspace)
+    round = parked.round
+    data = {
+        "command": "ask",
+        "flags": flags,
+        "cwd": os.getcwd(),
+        "workspace": str(host.settings.workspace),
+        "thread": parked.thread_id,
+        "calls": [call.to_event() for call in round.calls],
+        "parked": {str(k): r["id"] for k, r in round.parked.items()},
+        "held": {str(k): {"value": r.value, "is_error": r.is_error} for k, r in round.held.items()},
+        "requests": [round.parked[k]["id"] for k in sorted(round.parked)],
+    }
+    if record is None:
+        record = RunRecord.new(store, data)
+    else:
+        record.data = data
+    record.save()
+    for request_id in data["requests"]:
+        request = store.get(request_id)
+        request.run = record.id
+        store.save(request)
+    requests = [store.get(i).public() for i in data["requests"]]
+    return report_parked(requests, json=flags["json"], home=flags.get("home"))
+
+
+async def _resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, Any]]:
+    """The results of the calls a parked turn waited on, in call order: an approved call runs
+    now, a refused one is a refusal, an answered `ask_user` gets its answer as typed."""
+    from graphchat.catalog.approvals import remember_allow
+    from graphchat.catalog.base import CallContext, ToolResult
+    from graphchat.threads import events as ev
+
+    data = record.data
+    calls = data["calls"]
+    parked = {int(k): v for k, v in data["parked"].items()}
+    held = {int(k): v for k, v in data["held"].items()}
+    events: list[dict[str, Any]] = []
+    for k in range(min(parked), len(calls)):
+        call = calls[k]
+        name = call["name"]
+        if k in held:
+            result = ToolResult(held[k]["value"], bool(held[k]["is_error"]))
+        else:
+            request = store.get(parked[k])
+            if request.kind == "approval":
+                if request.state == "answered":
+                    if isinstance(request.answer, dict) and request.answer.get("always"):
+                        remember_allow(host.settings, name)
+                    import json
+
+                    try:
+                        arguments = json.loads(call.get("arguments") or "{}")
+                    except ValueError:
+                        arguments = {}
+                    ctx = CallContext(asker=host.asker, events=host.events, assume_yes=True, surface="agent")
+                    result = await host.catalog.call(name, arguments, ctx)
+                else:
+                    why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
+                    result = ToolResult.error(
+                        f"{name} was not run: the user refused it{why}. "
+                        "Do not retry it; continue without it or tell the user what you wanted to do."
+                    )
+            elif request.state == "answered":
+                result = ToolResult({"answer": request.answer, "answered": True})
+            else:
+                result = ToolResult({"answered": False, "reason": request.state})
+        events.append(
+            dict(ev.tool_result(call.get("id") or "", name, result.to_text(), is_error=result.is_error))
+        )
+    return events
+
+
+def resume_ask(store: Any, record: Any) -> int:
+    """Resume a parked `ask` turn in this process (issue 9)."""
+    import asyncio
+
+    from graphchat.host import load_settings
+
+    flags = record.data["flags"]
+    settings = load_settings(record.data["workspace"], model=flags.get("model"), needs="chat")
+
+    async def go() -> int:
+        host, parking = _open(settings, flags)
+        try:
+            thread = host.threads.open(record.data["thread"])
+            session = host.session(
+                thread, model_override=flags.get("model"), assume_yes=flags.get("yes", False)
+            )
+            session.stream = not flags.get("no_stream")
+            if parking is not None:
+                parking.thread_id = thread.id
+            await host.warm_up()
+            results = await _resumed_results(host, store, record)
+            return await _turn(host, session, flags, lambda **kw: session.resume(results, **kw), record)
+        finally:
+            await host.aclose()
+
+    return asyncio.run(go())
 
 
 class _StdoutWriter:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,6 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     run.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
+    run.add_argument(
+        "--no-park",
+        action="store_true",
+        help="a question nobody here can answer fails the run (as in graph) instead of parking it (exit 5)",
+    )
     run.set_defaults(func=run_command)
     from graphchat.cli.plan_draft import register_draft
 
@@ -78,13 +84,24 @@ def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
 # --- running -----------------------------------------------------------------------------------
 
 
-def run_command(args: argparse.Namespace) -> int:
-    import asyncio
+@dataclass
+class RunFlags:
+    """The flags that change what a run does (kept in a parked run's record)."""
 
-    from graphchat.cli.output import apply_input_flags, note, print_json, read_document_arg
+    json: bool = False
+    yes: bool = False
+    model: str | None = None
+    answers: str | None = None  # an absolute path
+    park: bool = True
+    home: str | None = None  # --home as given (for the command that answers)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import os
+
+    from graphchat.cli.output import apply_input_flags, read_document_arg
     from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
-    from graphchat.host import load_settings, needs_model, open_host
-    from graphchat.plans.executor import llm_factory_for, run_plan
+    from graphchat.host import load_settings, needs_model
 
     settings = load_settings(args.home, model=args.model)
     try:
@@ -104,9 +121,57 @@ def run_command(args: argparse.Namespace) -> int:
         )
     if plan.finish == "solver":
         needs_model(settings, "solver")  # no model configured: exit 2 now, before any step runs
-    host = open_host(settings, answers=args.answers)
+    flags = RunFlags(
+        json=args.json,
+        yes=args.yes,
+        model=args.model,
+        answers=os.path.abspath(args.answers) if args.answers else None,
+        park=not args.no_park,
+        home=args.home,
+    )
+    return execute(settings, plan, inputs, flags)
+
+
+def parking_for(settings: Any, plan: Any, inputs: Any, flags: RunFlags, events: Any) -> Any:
+    """A fresh run's parking (issue 9): its record is written only if the run parks."""
+    import os
+    from dataclasses import asdict
+
+    from graphchat.parked import PlanParking, RunRecord, plan_fingerprint
+    from graphchat.requests import RequestStore
+
+    store = RequestStore(settings.workspace)
+    record = RunRecord.new(
+        store,
+        {
+            "command": "plan run",
+            "flags": asdict(flags),
+            "cwd": os.getcwd(),
+            "workspace": str(settings.workspace),
+            "plan": plan_fingerprint(plan),
+            "inputs": inputs,
+        },
+    )
+    return PlanParking(store, record, events)
+
+
+def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any = None) -> int:
+    """Run `plan` and present its outcome: the deliverable on stdout, the exit code. A fresh
+    run may park (`flags.park`); `parking` is given when a parked run resumes."""
+    import asyncio
+
+    from graphchat.cli.output import note, print_json
+    from graphchat.errors import GraphchatError
+    from graphchat.host import open_host
+    from graphchat.plans.executor import llm_factory_for, run_plan
+
+    host = open_host(settings, answers=flags.answers)
     events = host.events
-    ctx = host.context(surface="plan", assume_yes=args.yes)
+    if parking is None and flags.park:
+        parking = parking_for(settings, plan, inputs, flags, events)
+    elif parking is not None:
+        parking.events = events
+    ctx = host.context(surface="plan", assume_yes=flags.yes)
     streamed: list[str] = []
 
     def on_text(text: str) -> None:
@@ -124,8 +189,9 @@ def run_command(args: argparse.Namespace) -> int:
                 ctx=ctx,
                 llm_factory=llm_factory_for(settings),
                 events=events,
-                on_text=None if args.json else on_text,
+                on_text=None if flags.json else on_text,
                 settings=settings,
+                parking=parking,
             )
         finally:
             await host.aclose()
@@ -136,7 +202,11 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     if outcome.usage:
         events.usage_summary(outcome.usage)
-    if args.json:
+    if outcome.kind == "parked":
+        return report_parked(outcome.requests, json=flags.json, home=flags.home)
+    if parking is not None:
+        parking.finished()
+    if flags.json:
         print_json(envelope(outcome))
     if outcome.kind == "input":
         import orjson
@@ -152,10 +222,10 @@ def run_command(args: argparse.Namespace) -> int:
         assert outcome.exit is not None
         mark = "✓" if outcome.exit["status"] == "success" else "✗"
         note(f"{mark} {outcome.exit['message']}")
-        if not args.json and "output" in outcome.exit:
+        if not flags.json and "output" in outcome.exit:
             print_json(outcome.exit["output"])
         return exit_code(outcome)
-    if not args.json:
+    if not flags.json:
         if plan.finish == "output":
             print_json(outcome.output)
         elif plan.finish == "solver" and not streamed and outcome.answer:
@@ -165,8 +235,39 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def answer_command(request: dict[str, Any], home: str | None = None) -> str:
+    """The command that answers a request (`--home` when the run was given one)."""
+    where = f" --home {home}" if home else ""
+    if request.get("kind") == "approval":
+        return f"graphchat{where} permit {request['id']}"
+    return f"graphchat{where} answer {request['id']} …"
+
+
+def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | None = None) -> int:
+    """A parked run: each request, its question and the command that answers it on stderr
+    (`--json`: the `{parked, requests, resume}` object on stdout); exit 5."""
+    import os
+
+    from graphchat.cli.output import note, print_json
+    from graphchat.errors import EXIT_WAITING
+
+    jsonl = os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl"  # request_opened said it
+    for request in [] if jsonl else requests:
+        note(f"⏸ waiting for a person: request {request['id']}: {request['question']}")
+        for i, option in enumerate(request.get("options") or [], 1):
+            note(f"    {i}. {option}")
+        note(f"  answer it: {answer_command(request, home)}")
+    if json:
+        resume = answer_command(requests[0], home) if requests else ""
+        print_json({"parked": True, "requests": requests, "resume": resume})
+    return EXIT_WAITING
+
+
 def exit_code(outcome: PlanOutcome) -> int:
-    """The exit code of `plan run` for a run's outcome (0 ok, 1 failed, 3 input, 4 exit error)."""
+    """The exit code of `plan run` for a run's outcome (0 ok, 1 failed, 3 input, 4 exit error,
+    5 parked)."""
+    if outcome.kind == "parked":
+        return 5
     if outcome.kind == "ok":
         return 0
     if outcome.kind == "exit":

@@ -165,5 +165,8 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
                 console.print(Text(usage, style="dim italic"))
         elif kind == ev.TURN_FAILED:
             console.print(Text(f"turn failed: {event.get('error', '')}", style="bold red"))
+        elif kind == ev.TURN_PARKED:
+            waiting = ", ".join(str(r) for r in event.get("requests") or [])
+            console.print(Text(f"waiting for a person: request {waiting}", style="yellow"))
         elif kind == ev.META and event.get("title"):
             console.print(Text(f"title: {event['title']}", style="dim"))

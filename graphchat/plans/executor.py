@@ -22,6 +22,8 @@ from graphchat.plans.runtime import (
     ExitFired,
     Frame,
     LLMFactory,
+    Parked,
+    Parking,
     StepFailed,
     describe,
     prepare_servers,
@@ -56,6 +58,8 @@ JUDGE_SYSTEM = (
 class PlanOutcome:
     """What a run produced. `kind`: ok | exit | failed | input.
 
+    `parked`: the run waits for a person (`requests`, issue 9).
+
     Its presentation belongs to its callers: `plan run` (exit code, `--json` envelope) and the
     `plan__<id>` tool (`tool_result`, still here: catalog/plan_tools.py should own it)."""
 
@@ -75,6 +79,7 @@ class PlanOutcome:
     # the steps that completed before it, by id (what a replanner reads and reuses).
     failure: StepFailed | None = None
     results: dict[str, Any] | None = None
+    requests: list[Any] = field(default_factory=list)
 
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
@@ -174,8 +179,10 @@ class Runner:
         llm_factory: LLMFactory | None,
         events: UsageTap,
         settings: Any = None,
+        parking: Parking | None = None,
     ) -> None:
         self.plan = plan
+        self.parking = parking
         self.catalog = catalog
         self.ctx = ctx
         self.llm_factory = llm_factory
@@ -239,6 +246,8 @@ class Runner:
 
     async def run_steps(self, steps: list[Step], scope: dict[str, Any], frame: Frame = TOP) -> Any:
         """Run steps in order, each result stored under its id in `scope`; the last result."""
+        if steps is self.plan.steps and self.parking is not None:
+            return await self.run_parkable(steps, scope)
         result: Any = None
         top = frame is TOP
         events = self.events
@@ -258,6 +267,25 @@ class Runner:
                 result = await self.run_step(step, scope, frame)
             if step.id is not None:
                 scope[step.id] = result
+        return result
+
+    async def run_parkable(self, steps: list[Step], scope: dict[str, Any]) -> Any:
+        """The plan's top-level steps when the run may park (issue 9): the steps a parked run
+        already did are skipped (their results are in the restored scope), each finished step
+        is reported to the parking (a resumed run checkpoints there), and a question nobody
+        can answer parks the run at its step."""
+        assert self.parking is not None
+        done, saved, executed = self.parking.resumed_at()
+        scope.update(saved)
+        self.steps_executed += executed
+        result: Any = None
+        for index in range(done, len(steps)):
+            try:
+                result = await self.run_steps([steps[index]], scope)
+            except Parked as parked:
+                self.parking.parked(index, scope, self.steps_executed, parked.requests, parked.frames)
+                raise
+            self.parking.step_done(index + 1, scope, self.steps_executed)
         return result
 
     async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
@@ -371,6 +399,7 @@ async def run_plan(
     on_text: Callable[[str], None] | None = None,
     settings: Any = None,
     reuse: Mapping[str, Any] | None = None,
+    parking: Parking | None = None,
 ) -> PlanOutcome:
     """Run `plan` with `inputs`. `ctx` is the CALLER's context: the run itself uses
     `ctx.child(plan.identifier)` (depth limit and cycle detection are checked here).
@@ -380,6 +409,7 @@ async def run_plan(
     `reuse` (step id → result): the leading top-level steps whose ids it holds are not run, their
     results are taken from it (a repaired plan keeping what already ran; the caller checks
     that those steps are unchanged).
+    `parking`: a question nobody can answer parks the run (outcome `parked`) instead of failing.
     """
     tap = UsageTap(events if events is not None else ctx.events)
     outcome = PlanOutcome(plan=plan.identifier, kind="ok", finish=plan.finish)
@@ -400,7 +430,13 @@ async def run_plan(
 
     run_ctx = replace(ctx.child(plan.identifier), events=tap)
     runner = Runner(
-        plan, catalog=catalog, ctx=run_ctx, llm_factory=llm_factory, events=tap, settings=settings
+        plan,
+        catalog=catalog,
+        ctx=run_ctx,
+        llm_factory=llm_factory,
+        events=tap,
+        settings=settings,
+        parking=parking,
     )
     scope: dict[str, Any] = {"input": inputs}
     not_found: str | None = None
@@ -418,6 +454,9 @@ async def run_plan(
                 kept += 1
             steps = steps[kept:]
         await runner.run_steps(steps, scope)
+    except Parked as parked:
+        outcome.kind = "parked"
+        outcome.requests = parked.requests
     except ExitFired as fired:
         outcome.kind = "exit"
         outcome.exit = fired.to_json()

@@ -76,6 +76,50 @@ class ExitFired(Exception):
         return data
 
 
+class Parked(Exception):
+    """A question nobody here can answer was opened as a request (`requests`): the run stops
+    where it is and waits for a person (`plan run` exits 5). Its position is kept by the run's
+    `Parking` (see the executor)."""
+
+    def __init__(self, requests: list[Any], frames: dict[str, Any] | None = None) -> None:
+        super().__init__(f"waiting for {len(requests)} request(s)")
+        self.requests = requests
+        self.frames = frames or {}  # where inside a step the run stopped: a map's finished items
+
+
+class Parking(Protocol):
+    """How a run parks and resumes (issue 9). The executor reports its top-level position
+    (`resumed_at`, `step_done`, `parked`); an `ask` step takes a stored answer (`answer_for`)
+    or opens a request (`open`) when nobody here can answer."""
+
+    def resumed_at(self) -> tuple[int, dict[str, Any], int]:
+        """(top-level steps already done, their scope, steps executed so far); (0, {}, 0) fresh."""
+        ...
+
+    def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None: ...
+
+    def parked(
+        self,
+        done: int,
+        scope: dict[str, Any],
+        steps_executed: int,
+        requests: list[Any],
+        frames: dict[str, Any],
+    ) -> None: ...
+
+    def saved_frame(self, key: str) -> Any:
+        """What a step at `key` kept when the run parked inside it (a map's finished items)."""
+        ...
+
+    def answer_for(self, key: str) -> Any:
+        """The settled answer (an `asks.Answer`) of the request at `key`, None when none."""
+        ...
+
+    def open(self, question: Any, key: str, source: dict[str, Any], timeout: float | None) -> Any:
+        """Open a request for `question` at `key`; the request (its `public()` shape)."""
+        ...
+
+
 # --- rendering a step's templates ----------------------------------------------------------
 
 
@@ -218,6 +262,11 @@ class StepRunner(Protocol):
 
     def quiet_ctx(self) -> CallContext:
         """The context for calls inside a map/filter body (quiet tool lines on a terminal)."""
+        ...
+
+    @property
+    def parking(self) -> Parking | None:
+        """Where a question nobody here can answer parks the run (None: it fails as in graph)."""
         ...
 
 

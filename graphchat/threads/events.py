@@ -14,6 +14,8 @@ ASSISTANT = "assistant"
 TOOL_RESULT = "tool_result"
 TURN_END = "turn_end"
 TURN_FAILED = "turn_failed"
+TURN_PARKED = "turn_parked"
+TURN_RESUMED = "turn_resumed"
 META = "meta"
 
 # Kinds that become a model message (and count as a message in `threads list`).
@@ -113,6 +115,16 @@ def turn_failed(error: str, *, interrupted: bool = False) -> TurnFailedEvent:
     if interrupted:
         event["interrupted"] = True
     return event
+
+
+def turn_parked(requests: list[str]) -> dict[str, Any]:
+    """The turn waits for a person on `requests` (issue 9): it stays open, and crash repair
+    leaves it alone until `turn_resumed` (then the waited-on calls' results follow)."""
+    return {"kind": TURN_PARKED, "ts": now_ts(), "requests": requests}
+
+
+def turn_resumed() -> dict[str, Any]:
+    return {"kind": TURN_RESUMED, "ts": now_ts()}
 
 
 def meta(*, title: str | None = None, model: str | None = None) -> MetaEvent:

@@ -9,9 +9,9 @@ from typing import Any
 from graphchat.asks import Question, UnavailableAsker
 from graphchat.plans.grammar import Site, has_template, yaml_kind
 from graphchat.plans.model import Step
-from graphchat.plans.runtime import Frame, StepFailed, StepRunner, render, render_text
+from graphchat.plans.runtime import Frame, Parked, StepFailed, StepRunner, render, render_text
 
-FIELDS = ("prompt", "output_schema", "when_unanswered", "default")
+FIELDS = ("prompt", "output_schema", "when_unanswered", "default", "timeout")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
 ASK_TYPES = ("string", "number", "integer", "boolean")
@@ -22,6 +22,12 @@ def load(site: Site) -> None:
     fail | default, and a `default` answer that fits the schema."""
     spec, report = site.spec, site.report
     site.string("prompt", required=True)
+    if "timeout" in spec:  # graphchat's addition: seconds a parked question waits (issue 9)
+        timeout = spec["timeout"]
+        if has_template(timeout):
+            site.templates(timeout, "timeout")
+        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            report("timeout", f"must be a number of seconds > 0, got {yaml_kind(timeout)}")
     schema_ok = False
     if "output_schema" not in spec:
         report(
@@ -154,20 +160,31 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     question = Question(
         prompt, schema=schema, key=step.id, context={"plan": runner.plan.identifier, "step": step.label}
     )
-    if frame.turn is not None and frame.index is not None:
-        await frame.turn.wait(frame.index)
-    try:
-        answer = await asker.ask(question)
-    finally:
+    parking = runner.parking
+    key = frame.prefix + step.label + (f"[{frame.index}]" if frame.index is not None else "")
+    stored = parking.answer_for(key) if parking is not None else None
+    if stored is not None:  # a parked run resumed: the request's answer
+        answer = stored
+    else:
         if frame.turn is not None and frame.index is not None:
-            await frame.turn.release(frame.index)
+            await frame.turn.wait(frame.index)
+        try:
+            answer = await asker.ask(question)
+        finally:
+            if frame.turn is not None and frame.index is not None:
+                await frame.turn.release(frame.index)
+    mode = data.get("when_unanswered", "fail")
+    if not answer.answered and answer.reason == "unavailable" and mode != "default" and parking is not None:
+        # Nobody here can answer and no default settles it: the run waits for a person.
+        source = {"plan": runner.plan.identifier, "step": key}
+        raise Parked([parking.open(question, key, source, timeout_of(step, scope))])
     if answer.answered:
         problems = errors(schema, answer.value)
         if problems:
             raise StepFailed(step.label, "ask", "the answer does not fit the schema: " + "; ".join(problems))
         return {"answer": answer.value, "answered": True}
     reason = answer.reason or "unavailable"
-    if data.get("when_unanswered", "fail") == "default":
+    if mode == "default":
         default = render(step, data.get("default"), scope)
         problems = errors(schema, default)
         if problems:
@@ -176,3 +193,15 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
             )
         return {"answer": default, "answered": False, "reason": reason}
     raise StepFailed(step.label, "ask", f"the question was not answered ({reason}): {prompt}")
+
+
+def timeout_of(step: Step, scope: dict[str, Any]) -> float | None:
+    """The `timeout` (seconds) of a parked question (graphchat's addition), None: no expiry."""
+    value = step.input.get("timeout")
+    if isinstance(value, str):
+        value = render(step, value, scope)
+    if value is None:
+        return None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise StepFailed(step.label, "ask", f"`timeout` must be a number of seconds > 0, got {value!r}")
+    return float(value)

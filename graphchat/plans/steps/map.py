@@ -10,6 +10,7 @@ from graphchat.plans.model import Step
 from graphchat.plans.runtime import (
     AskTurn,
     Frame,
+    Parked,
     Progress,
     StepFailed,
     StepRunner,
@@ -54,8 +55,29 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     turn = AskTurn() if concurrency > 1 and total > 1 else None
     ctx = runner.quiet_ctx() if total > 1 else frame.ctx
     prefix = f"{frame.prefix}{step.label}/do/"
+    # Parking (issue 9): an item whose question waits parks; the others go on, and the items
+    # that finished are kept, so a resumed map runs only the items that had not.
+    key = f"{frame.prefix}{step.label}" + (f"[{frame.index}]" if frame.index is not None else "")
+    saved = runner.parking.saved_frame(key) if runner.parking is not None else None
+    finished = {int(k): v for k, v in (saved or {}).items()}
+    waiting: list[Any] = []
 
     async def one(index: int, item: Any) -> Any:
+        if index in finished:
+            if turn is not None:
+                await turn.release(index)
+            return finished[index]
+        if runner.parking is None:
+            return await item_run(index, item)
+        try:
+            result = await item_run(index, item)
+        except Parked as parked:
+            waiting.extend(parked.requests)
+            return PARKED
+        finished[index] = result
+        return result
+
+    async def item_run(index: int, item: Any) -> Any:
         item_scope = dict(scope)
         item_scope["item"] = item
         item_scope["index"] = index
@@ -68,4 +90,9 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
                 await turn.release(index)
 
     results = await run_pool(over, one, concurrency, progress.tick)
+    if waiting:
+        raise Parked(waiting, {key: finished})
     return {"count": total, "results": results}
+
+
+PARKED: Any = object()  # an item that waits for a person

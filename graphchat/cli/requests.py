@@ -1,0 +1,286 @@
+"""`graphchat requests`, `answer`, `permit`, `deny`, `decline`, `resume`: what waits for a
+person, and answering it — which resumes the parked run in this process (issue 9)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "requests",
+        help="questions and approvals waiting for a person",
+        description="List the requests parked runs wait on (exit 5 of plan run and ask).",
+    )
+    parser.add_argument("--all", action="store_true", help="also answered, declined, expired ones")
+    parser.add_argument("--json", action="store_true", help="print {requests: [...], count}")
+    parser.set_defaults(func=list_command)
+    req_sub = parser.add_subparsers(dest="requests_command", metavar="SUBCOMMAND")
+    prune = req_sub.add_parser("prune", help="remove finished requests older than DAYS")
+    prune.add_argument("--older-than", type=float, default=30, metavar="DAYS", help="default 30")
+    prune.set_defaults(func=prune_command)
+
+    answer = sub.add_parser(
+        "answer",
+        help="answer a question a parked run waits on, and resume it",
+        description="Answer a request. A form takes a JSON object (or, with one field, its bare "
+        "value); an options request takes an option's exact text, its number, or a free answer; "
+        "a text request takes the text as typed. Without VALUE it is asked on the terminal.",
+    )
+    answer.add_argument("id", metavar="ID")
+    answer.add_argument("value", nargs="?", metavar="VALUE")
+    answer.add_argument("--no-resume", action="store_true", help="only record the answer")
+    answer.set_defaults(func=answer_command)
+
+    permit = sub.add_parser("permit", help="approve a tool call a parked run waits on, and resume it")
+    permit.add_argument("id", metavar="ID")
+    permit.add_argument("--always", action="store_true", help="and remember the approval for this tool")
+    permit.add_argument("--no-resume", action="store_true", help="only record the approval")
+    permit.set_defaults(func=permit_command)
+
+    deny = sub.add_parser("deny", help="refuse a tool call a parked run waits on, and resume it")
+    deny.add_argument("id", metavar="ID")
+    deny.add_argument("--reason", metavar="R", help="passed on as the refusal's reason")
+    deny.add_argument("--no-resume", action="store_true", help="only record the refusal")
+    deny.set_defaults(func=deny_command)
+
+    decline = sub.add_parser("decline", help="decline a question a parked run waits on, and resume it")
+    decline.add_argument("id", metavar="ID")
+    decline.add_argument("--reason", metavar="R")
+    decline.add_argument("--no-resume", action="store_true", help="only record the decline")
+    decline.set_defaults(func=decline_command)
+
+    resume = sub.add_parser("resume", help="resume the run of an answered request")
+    resume.add_argument("id", metavar="ID", help="the request id")
+    resume.set_defaults(func=resume_command)
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from graphchat.requests import RequestStore
+    from graphchat.workspace import find_workspace
+
+    return RequestStore(find_workspace(args.home))
+
+
+# --- listing -----------------------------------------------------------------------------------
+
+
+def list_command(args: argparse.Namespace) -> int:
+    from graphchat.cli.output import note, print_json
+
+    store = _store(args)
+    found = store.all(finished=args.all)
+    if args.json:
+        print_json({"requests": [r.public() for r in found], "count": len(found)})
+        return 0
+    if not found:
+        note("no requests wait" if not args.all else "no requests")
+        return 0
+    for request in found:
+        where = request.source.get("plan") or request.source.get("thread") or ""
+        step = request.source.get("step") or request.source.get("tool") or ""
+        origin = f"{where} {step}".strip()
+        state = "" if request.state == "open" else f" [{request.state}]"
+        sys.stdout.write(f"{request.id}  {request.mode:<8} {origin}{state}: {request.question}\n")
+        for i, option in enumerate(request.options or [], 1):
+            sys.stdout.write(f"    {i}. {option}\n")
+    return 0
+
+
+def prune_command(args: argparse.Namespace) -> int:
+    from graphchat.cli.output import note
+
+    removed = _store(args).prune(args.older_than)
+    note(f"removed {removed} finished request{'s' if removed != 1 else ''}")
+    return 0
+
+
+# --- answering -----------------------------------------------------------------------------------
+
+
+def _open_request(store: Any, request_id: str, *, approval: bool) -> Any:
+    """The request, checked to be of the kind this command answers (exit 2 naming the right one)."""
+    from graphchat.requests import AlreadySettled
+
+    request = store.get(request_id)
+    if approval and request.kind != "approval":
+        raise GraphchatError(
+            f"request {request_id} is a question, not an approval",
+            EXIT_USAGE,
+            hint=f"answer it with `graphchat answer {request_id} VALUE` (or `graphchat decline {request_id}`)",
+        )
+    if not approval and request.kind == "approval":
+        raise GraphchatError(
+            f"request {request_id} is an approval",
+            EXIT_USAGE,
+            hint=f"use `graphchat permit {request_id}` or `graphchat deny {request_id}`",
+        )
+    if request.state != "open":
+        raise AlreadySettled(f"request {request_id} was already {request.state}")
+    return request
+
+
+def answer_command(args: argparse.Namespace) -> int:
+    from graphchat.requests import read_answer
+
+    store = _store(args)
+    request = _open_request(store, args.id, approval=False)
+    if args.value is None:
+        value = _ask_on_terminal(request)
+        if value is None:
+            raise GraphchatError(f"request {args.id} was not answered (it stays open)")
+    else:
+        try:
+            value = read_answer(request, args.value)
+        except ValueError as exc:
+            raise GraphchatError(
+                f"answer refused: {exc} (request {args.id} stays open)", EXIT_FAILURE
+            ) from None
+    _check_resumable(store, request, args)
+    store.settle(args.id, "answered", value)
+    return _after(store, args.id, args)
+
+
+def _ask_on_terminal(request: Any) -> Any:
+    """No VALUE: ask on the terminal with the usual prompt (a form field by field)."""
+    import asyncio
+
+    from graphchat.asks import Question, StderrLineReader, ask_by_lines, terminal_available
+
+    if not terminal_available():
+        raise GraphchatError(f"give the answer: graphchat answer {request.id} VALUE", EXIT_USAGE)
+    question = Question(request.question, schema=request.schema, options=request.options)
+    answer = asyncio.run(ask_by_lines(question, StderrLineReader()))
+    return answer.value if answer.answered else None
+
+
+def permit_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    _open_request(store, args.id, approval=True)
+    store.settle(args.id, "answered", {"approved": True, "always": bool(args.always)})
+    return _after(store, args.id, args)
+
+
+def deny_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    _open_request(store, args.id, approval=True)
+    store.settle(args.id, "declined", {"approved": False}, reason=args.reason or "denied")
+    return _after(store, args.id, args)
+
+
+def decline_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    _check_resumable(store, _open_request(store, args.id, approval=False), args)
+    store.settle(args.id, "declined", None, reason=args.reason or "declined")
+    return _after(store, args.id, args)
+
+
+def _check_resumable(store: Any, request: Any, args: argparse.Namespace) -> None:
+    """Before an answer is recorded: a parked plan whose file changed cannot resume, so the
+    answer is refused and the request stays open (`--no-resume` records it all the same)."""
+    from graphchat.parked import RunRecord
+
+    if getattr(args, "no_resume", False) or request.run is None:
+        return
+    record = RunRecord.load(store, request.run)
+    if record is not None and record.data.get("command") == "plan run":
+        plan_of(record)
+
+
+def plan_of(record: Any) -> Any:
+    """The parked run's plan, loaded again; a changed plan file is refused, naming the change."""
+    from graphchat.cli.output import warn
+    from graphchat.parked import plan_change, plan_fingerprint
+    from graphchat.plans.discovery import find_plan
+
+    saved = record.data["plan"]
+    if not saved.get("path"):
+        raise GraphchatError(f"plan '{saved.get('identifier')}' has no file to resume from")
+    plan = find_plan(saved["path"], Path(record.data["workspace"]) / "plans", warn=warn)
+    change = plan_change(saved, plan_fingerprint(plan))
+    if change is not None:
+        raise GraphchatError(
+            f"plan '{saved['identifier']}' changed since the run parked ({saved['path']}): {change}",
+            hint="put the plan back as it was, or run it again from the start with `graphchat plan run`",
+        )
+    return plan
+
+
+def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
+    """The answer is recorded: resume the run now, unless --no-resume or others still wait."""
+    from graphchat.cli.output import note
+
+    request = store.get(request_id)
+    waiting = _still_waiting(store, request)
+    if waiting:
+        note(f"✓ request {request_id} {request.state}; {len(waiting)} more still wait: {', '.join(waiting)}")
+        return 0
+    if getattr(args, "no_resume", False):
+        note(f"✓ request {request_id} {request.state}; resume the run with `graphchat resume {request_id}`")
+        return 0
+    note(f"✓ request {request_id} {request.state}; resuming the run")
+    return resume(store, request)
+
+
+def _still_waiting(store: Any, request: Any) -> list[str]:
+    from graphchat.parked import RunRecord
+
+    if request.run is None:
+        return []
+    record = RunRecord.load(store, request.run)
+    if record is None:
+        return []
+    ids = record.data.get("requests") or []
+    return [i for i in ids if (r := store.find(i)) is not None and r.state == "open"]
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    store = _store(args)
+    request = store.get(args.id)
+    if request.state == "open":
+        raise GraphchatError(
+            f"request {args.id} is still open",
+            hint=f"answer it: {'graphchat permit' if request.kind == 'approval' else 'graphchat answer'} {args.id}",
+        )
+    waiting = _still_waiting(store, request)
+    if waiting:
+        raise GraphchatError(f"the run of request {args.id} still waits on: {', '.join(waiting)}")
+    return resume(store, request)
+
+
+def resume(store: Any, request: Any) -> int:
+    """Resume the parked run `request` belongs to, in this process."""
+    from graphchat.parked import RunRecord
+
+    record = RunRecord.load(store, request.run) if request.run else None
+    if record is None:
+        raise GraphchatError(
+            f"the run of request {request.id} is not parked (it has finished, or never parked)"
+        )
+    record.lock(request.id)
+    command = record.data.get("command")
+    if command == "plan run":
+        return resume_plan(store, record)
+    if command == "ask":
+        from graphchat.cli.ask import resume_ask
+
+        return int(resume_ask(store, record))
+    raise GraphchatError(f"the run of request {request.id} is a {command!r} run, which cannot resume here")
+
+
+def resume_plan(store: Any, record: Any) -> int:
+    from graphchat.cli.plan import RunFlags, execute
+    from graphchat.host import load_settings
+    from graphchat.parked import PlanParking
+
+    data = record.data
+    flags = RunFlags(**data["flags"])
+    settings = load_settings(data["workspace"], model=flags.model)
+    plan = plan_of(record)
+    parking = PlanParking(store, record, None, resumed=True)
+    return execute(settings, plan, data.get("inputs"), flags, parking)

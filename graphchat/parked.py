@@ -1,0 +1,298 @@
+"""A parked run: where a run that waits for a person stopped, so that answering resumes it
+(issue 9).
+
+The record is `requests/runs/<id>.json` (mode 0600, written atomically, deleted when the run
+ends). It holds the command and the flags that change its behaviour, the working directory and
+workspace, the plan's identifier, file and hash, the inputs, and the position: the top-level
+steps done and their results (the scope), the steps executed so far, and the requests the run
+waits on. Credentials are never in it: a resumed run takes them from its own environment.
+
+`PlanParking` is the executor's `Parking` for `plan run`: it opens the requests, writes the
+position when the run parks, and — in a resumed run — hands the answers to the `ask` steps
+and checkpoints after every top-level step, so a resumed run killed mid-way resumes again
+without running a finished step twice. While a process resumes a run it holds an exclusive
+lock on `<id>.lock` (released by the kernel even on `kill -9`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graphchat.asks import Answer, Asker, ParkedCall, Question
+from graphchat.errors import GraphchatError
+
+if TYPE_CHECKING:
+    from graphchat.events import EventSink
+    from graphchat.plans.model import Plan
+    from graphchat.requests import RequestStore
+
+
+class RunRecord:
+    def __init__(self, folder: Path, run_id: str, data: dict[str, Any]) -> None:
+        self.folder = folder
+        self.id = run_id
+        self.data = data
+        self._lock_fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"{self.id}.json"
+
+    @classmethod
+    def new(cls, store: RequestStore, data: dict[str, Any]) -> RunRecord:
+        return cls(store.dir / "runs", secrets.token_hex(6), data)
+
+    @classmethod
+    def load(cls, store: RequestStore, run_id: str) -> RunRecord | None:
+        import orjson
+
+        folder = store.dir / "runs"
+        try:
+            data = orjson.loads((folder / f"{run_id}.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        return cls(folder, run_id, data)
+
+    def save(self) -> None:
+        import orjson
+
+        from graphchat.fsutil import write_atomic
+
+        data = orjson.dumps(self.data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
+        write_atomic(self.path, data)  # a temp file of mode 0600, renamed
+
+    def delete(self) -> None:
+        for path in (self.path, self.folder / f"{self.id}.lock"):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def lock(self, request_id: str) -> None:
+        """Hold the run for this process (until it exits); another holder: exit 1."""
+        import fcntl
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / f"{self.id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise GraphchatError(
+                f"the run of request {request_id} is being resumed by another process"
+            ) from None
+        self._lock_fd = fd
+
+
+# --- the plan's fingerprint ------------------------------------------------------------------
+
+
+def plan_fingerprint(plan: Plan) -> dict[str, Any]:
+    """What a resumed run checks: the plan's file hash and one hash per top-level step."""
+    import orjson
+
+    digest = None
+    if plan.path is not None:
+        try:
+            digest = hashlib.sha256(Path(plan.path).read_bytes()).hexdigest()
+        except OSError:
+            digest = None
+    steps = []
+    for step in plan.steps:
+        raw = orjson.dumps(
+            [step.id, step.tool_name, step.input, repr(step.bodies)], option=orjson.OPT_SORT_KEYS, default=str
+        )
+        steps.append({"step": step.label, "hash": hashlib.sha256(raw).hexdigest()[:16]})
+    return {
+        "identifier": plan.identifier,
+        "path": str(plan.path) if plan.path else None,
+        "sha256": digest,
+        "steps": steps,
+    }
+
+
+def plan_change(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
+    """How the plan changed since the run parked (None: it did not)."""
+    if saved.get("sha256") == now.get("sha256") and saved.get("steps") == now.get("steps"):
+        return None
+    old = {s["step"]: s["hash"] for s in saved.get("steps") or []}
+    new = {s["step"]: s["hash"] for s in now.get("steps") or []}
+    changed = [name for name in old if name in new and old[name] != new[name]]
+    removed = [name for name in old if name not in new]
+    added = [name for name in new if name not in old]
+    parts = []
+    if changed:
+        parts.append("step " + ", ".join(changed) + " changed")
+    if removed:
+        parts.append("step " + ", ".join(removed) + " removed")
+    if added:
+        parts.append("step " + ", ".join(added) + " added")
+    if not parts:
+        parts.append(
+            "its file changed (sha256 "
+            + str(saved.get("sha256"))[:12]
+            + " → "
+            + str(now.get("sha256"))[:12]
+            + ")"
+        )
+    return "; ".join(parts)
+
+
+# --- the executor's parking for plan run -----------------------------------------------------
+
+
+def request_mode(question: Question) -> tuple[str, list[str] | None, dict[str, Any] | None]:
+    """(mode, options, schema) of a question."""
+    if question.kind == "approval":
+        return "approval", None, None
+    if question.schema and (question.schema.get("properties") or {}):
+        return "form", None, question.schema
+    if question.options:
+        return "options", list(question.options), None
+    return "text", None, None
+
+
+class PlanParking:
+    """The `Parking` of one `plan run` (fresh or resumed)."""
+
+    def __init__(
+        self,
+        store: RequestStore,
+        record: RunRecord,
+        events: EventSink | None = None,
+        *,
+        resumed: bool = False,
+    ) -> None:
+        self.store = store
+        self.record = record
+        self.events = events
+        self.resumed = resumed
+        self.answers: dict[str, Answer] = {}
+        if resumed:
+            self._load_answers()
+
+    def _load_answers(self) -> None:
+        for request_id in self.record.data.get("requests") or []:
+            request = self.store.find(request_id)
+            if request is None or request.key is None or request.state == "open":
+                continue
+            if request.state == "answered":
+                self.answers[request.key] = Answer(True, request.answer)
+            else:  # declined, expired, cancelled: the unanswered path
+                self.answers[request.key] = Answer(
+                    False, None, request.state if request.state != "declined" else "declined"
+                )
+
+    # -- the executor's side --
+
+    def resumed_at(self) -> tuple[int, dict[str, Any], int]:
+        position = self.record.data.get("position")
+        if not self.resumed or not position:
+            return 0, {}, 0
+        return int(position["done"]), dict(position["scope"]), int(position.get("steps_executed") or 0)
+
+    def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
+        if self.resumed:  # a checkpoint: a resumed run killed now resumes after this step
+            self._position(done, scope, steps_executed)
+            self.record.save()
+
+    def parked(
+        self,
+        done: int,
+        scope: dict[str, Any],
+        steps_executed: int,
+        requests: list[Any],
+        frames: dict[str, Any],
+    ) -> None:
+        self._position(done, scope, steps_executed)
+        self.record.data["position"]["frames"] = frames
+        self.record.data["requests"] = [r["id"] for r in requests]
+        self.record.data["parked_at"] = time.time()
+        self.record.save()
+
+    def _position(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
+        self.record.data["position"] = {
+            "done": done,
+            "scope": {k: v for k, v in scope.items() if k != "input"},
+            "steps_executed": steps_executed,
+        }
+
+    def saved_frame(self, key: str) -> Any:
+        position = self.record.data.get("position") or {}
+        return (position.get("frames") or {}).get(key) if self.resumed else None
+
+    # -- the ask step's side --
+
+    def answer_for(self, key: str) -> Answer | None:
+        return self.answers.pop(key, None)
+
+    def open(self, question: Question, key: str, source: dict[str, Any], timeout: float | None) -> Any:
+        mode, options, schema = request_mode(question)
+        request = self.store.open(
+            kind="approval" if mode == "approval" else "question",
+            mode=mode,
+            question=question.prompt,
+            source=source,
+            options=options,
+            schema=schema,
+            free=True,
+            run=self.record.id,
+            key=key,
+            timeout=timeout,
+        )
+        if self.events is not None:
+            self.events.emit("request_opened", **request.public())
+        return request.public()
+
+    def finished(self) -> None:
+        """The run ended (any way but parked): its record goes."""
+        self.record.delete()
+
+
+# --- the asker of a headless `ask` -----------------------------------------------------------
+
+
+class ParkingAsker(Asker):
+    """The asker of a headless `ask` (nobody here): wraps `inner`, and a question it cannot
+    answer — an approval of a sensitive tool, the model's `ask_user` — is opened as a request
+    and its call parks (`asks.ParkedCall`); the agent loop holds the call, the turn parks."""
+
+    def __init__(self, inner: Asker, store: RequestStore, events: EventSink | None = None) -> None:
+        super().__init__(inner.events)
+        self.inner = inner
+        self.store = store
+        self.sink = events
+        self.thread_id: str | None = None
+
+    @property
+    def can_answer(self) -> bool:
+        return self.inner.can_answer
+
+    async def _ask(self, question: Question) -> Answer:
+        return await self.inner._ask(question)
+
+    def park(self, question: Question) -> None:
+        mode, options, _schema = request_mode(question)
+        source: dict[str, Any] = {"thread": self.thread_id}
+        if question.kind == "approval":
+            source["tool"] = question.context.get("tool")
+            source["arguments"] = question.context.get("arguments")
+        else:
+            source["tool"] = "ask_user"
+        request = self.store.open(
+            kind="approval" if mode == "approval" else "question",
+            mode=mode,
+            question=question.prompt,
+            source=source,
+            options=options,
+            schema=question.schema if mode == "form" else None,
+            free=True,
+        )
+        if self.sink is not None:
+            self.sink.emit("request_opened", **request.public())
+        raise ParkedCall(request.public())
