@@ -26,13 +26,15 @@ def read_object(path: str | Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False) -> None:
+def write_atomic(path: Path, data: bytes | str, *, keep_mode: bool = False, parents: bool = True) -> None:
     """Write `data` to a temp file beside `path`, then rename it over `path`.
 
     No fsync: these are caches and settings where a power cut may lose the last write but a
     crash never leaves a torn file. `keep_mode` keeps the permissions of the file replaced.
+    `parents=False`: a missing folder is FileNotFoundError (it was removed: do not bring it back).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

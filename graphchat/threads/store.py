@@ -251,7 +251,7 @@ class Thread:
         events, _ = parse_lines(_pread_all(fd, start, end))
         _fold(meta, events)
         meta["size"] = end
-        write_atomic(self.meta_path, orjson.dumps(meta))
+        write_atomic(self.meta_path, orjson.dumps(meta), parents=False)  # a removed thread stays removed
 
     # -- the turn lock ---------------------------------------------------------------------------
 
