@@ -106,7 +106,10 @@ async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
         elif writer is not None:
             writer.finish()
         else:
-            sys.stdout.write(result.content)
+            from graphchat.display import safe
+
+            # On a terminal a person reads it: escaped; on a pipe the answer stays byte-exact.
+            sys.stdout.write(safe(result.content) if sys.stdout.isatty() else result.content)
             if sys.stdout.isatty() and not result.content.endswith("\n"):
                 sys.stdout.write("\n")
             sys.stdout.flush()
@@ -135,7 +138,9 @@ class _StdoutWriter:
         if not self.tty:
             self.held.append(text)
             return
-        self.stream.write(text)
+        from graphchat.display import safe
+
+        self.stream.write(safe(text))  # a terminal acts on control characters: escaped
         self.stream.flush()
         self.last = text[-1:] or self.last
 
@@ -148,7 +153,9 @@ class _StdoutWriter:
                 self.last = "\n"
             return
         self.held.clear()
-        said = text.strip()
+        from graphchat.display import safe
+
+        said = safe(text.strip())
         if said:
             err = sys.stderr
             paint = err.isatty() and "NO_COLOR" not in os.environ
