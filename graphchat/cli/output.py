@@ -7,19 +7,33 @@ from typing import Any
 
 
 def report_error(message: str, hint: str | None = None) -> None:
-    sys.stderr.write(f"error: {message}\n")
+    from graphchat.display import safe
+
+    # An error may quote a tool, a server or a model: its control characters are escaped.
+    sys.stderr.write(f"error: {safe(message)}\n")
     if hint:
-        sys.stderr.write(f"  {hint}\n")
+        sys.stderr.write(f"  {safe(hint)}\n")
     sys.stderr.flush()
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    from graphchat.display import safe
+
+    sys.stderr.write(f"warning: {safe(message)}\n")
     sys.stderr.flush()
 
 
+def warn_catalog(catalog: Any) -> None:
+    """The catalog's warnings (skipped servers, names wanted by two sources): every command
+    that builds a catalog says them."""
+    for message in catalog.warnings:
+        warn(message)
+
+
 def note(message: str) -> None:
-    sys.stderr.write(message + "\n")
+    from graphchat.display import safe
+
+    sys.stderr.write(safe(message) + "\n")
     sys.stderr.flush()
 
 
