@@ -138,6 +138,8 @@ class Connection:
         self._inflight: dict[int, CallContext] = {}
         self._call_ids = 0
         self._closed = False
+        # Calls waiting for an answer: told at once when the SDK drops an answer it cannot read.
+        self._unreadable: set[asyncio.Future[str]] = set()
 
     # lifecycle -------------------------------------------------------------------------------
 
@@ -287,7 +289,9 @@ class Connection:
         # legacy = the initialize handshake (2025-11-25): every server speaks it, v1-style
         # `ctx.elicit` pushes work on it (they fail on 2026-07-28), and a silent server
         # fails in seconds instead of the fixed 10 s discover probe.
-        client = Client(transport, mode="legacy", elicitation_callback=self._on_elicit)
+        client = Client(
+            transport, mode="legacy", elicitation_callback=self._on_elicit, message_handler=self._on_message
+        )
         return await stack.enter_async_context(client)
 
     @staticmethod
@@ -373,7 +377,9 @@ class Connection:
         token = _current_call.set(ctx)
         call_task = asyncio.ensure_future(client.call_tool(tool, arguments, read_timeout_seconds=timeout))
         _current_call.reset(token)
-        waiters: set[asyncio.Future[Any]] = {call_task}
+        unreadable: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._unreadable.add(unreadable)
+        waiters: set[asyncio.Future[Any]] = {call_task, unreadable}
         if runner is not None:
             waiters.add(runner)
         try:
@@ -387,6 +393,10 @@ class Connection:
             raise
         finally:
             self._inflight.pop(call_id, None)
+            self._unreadable.discard(unreadable)
+        if call_task not in done and unreadable in done:
+            call_task.cancel()
+            return self._error(f"{tool} failed: its answer could not be read ({unreadable.result()})")
         if call_task not in done:
             call_task.cancel()
             if runner is not None and runner in done:
@@ -432,6 +442,15 @@ class Connection:
         if mapped.is_error and isinstance(mapped.value, dict):
             mapped.value.setdefault("server", self.name)
         return mapped
+
+    async def _on_message(self, message: Any) -> None:
+        """What the SDK surfaces besides answers. A JSON-RPC answer it cannot read (nested
+        deeper than its parser allows) is dropped by the SDK: the calls waiting on this server
+        fail at once rather than waiting out their timeout. Junk lines are not answers: ignored."""
+        if isinstance(message, Exception) and "recursion limit" in str(message):
+            for waiter in list(self._unreadable):
+                if not waiter.done():
+                    waiter.set_result("the server sent a message nested too deep to parse")
 
     # the elicitation bridge ------------------------------------------------------------------
 
