@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pexpect
-import yaml
 from mcp.types import ElicitResult
 
 from tests.conftest import clean_env
@@ -96,15 +95,26 @@ def test_long_arguments_are_paged_and_quitting_the_pager_refuses(
     assert target.read_text().startswith("line 000")
 
 
-async def test_an_elicited_approval_shows_every_argument_and_always_is_not_saved(
+async def test_an_elicited_approval_shows_every_argument(workspace: Path, tmp_path: Path) -> None:
+    write_servers(workspace, {"t": stdio()})
+    (workspace / "plans" / "touch_it.yaml").write_text(TOUCH)
+    target = tmp_path / ("a" * 120) / ("b" * 120) / "first.txt"  # a path longer than 200 characters
+    target.parent.mkdir(parents=True)
+    callback, seen = answering(ElicitResult(action="accept", content={"answer": "refuse"}))
+    async with serve(workspace, elicit=callback) as client:
+        refused = await client.call_tool("plan_touch_it", {"path": str(target)})
+    assert refused.is_error and not target.exists()
+    assert len(seen) == 1
+    assert str(target) in seen[0].message  # the whole path, not its first 200 characters
+
+
+async def test_always_from_an_mcp_client_lasts_for_that_serve_session_only(
     workspace: Path, tmp_path: Path
 ) -> None:
     config_before = (workspace / "graphchat.yaml").read_text()
     write_servers(workspace, {"t": stdio()})
     (workspace / "plans" / "touch_it.yaml").write_text(TOUCH)
-    first = tmp_path / ("a" * 120) / ("b" * 120) / "first.txt"  # a path longer than 200 characters
-    first.parent.mkdir(parents=True)
-    second = tmp_path / "second.txt"
+    first, second, third = (tmp_path / f"{n}.txt" for n in ("first", "second", "third"))
     callback, seen = answering(ElicitResult(action="accept", content={"answer": "always"}))
     async with serve(workspace, elicit=callback) as client:
         one = await client.call_tool("plan_touch_it", {"path": str(first)})
@@ -112,12 +122,8 @@ async def test_an_elicited_approval_shows_every_argument_and_always_is_not_saved
     assert not one.is_error and not two.is_error, (text_of(one), text_of(two))
     assert first.exists() and second.exists()
     assert len(seen) == 1
-    assert str(first) in seen[0].message  # the whole path, not its first 200 characters
-    # "always" from an MCP client lasts for that serve session only
-    assert (workspace / "graphchat.yaml").read_text() == config_before
-    assert "t__touch" not in str((yaml.safe_load(config_before) or {}).get("approvals"))
+    assert (workspace / "graphchat.yaml").read_text() == config_before  # nothing written
 
-    third = tmp_path / "third.txt"
     callback, seen = answering(ElicitResult(action="accept", content={"answer": "refuse"}))
     async with serve(workspace, elicit=callback) as client:
         refused = await client.call_tool("plan_touch_it", {"path": str(third)})
