@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextvars
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +34,6 @@ START_TIMEOUT_S = 30.0  # connect + list tools; the SDK alone may wait 15 s on a
 MAX_START_FAILURES = 2  # a failed start is retried once by the next call, then given up
 CLOSE_TIMEOUT_S = 8.0  # the SDK's own shutdown escalation is bounded (≈ 2 s + 2 s + 2 s)
 CALL_GRACE_S = 5.0  # backstop over the SDK's per-call read timeout
-LOG_MAX_BYTES = 1_000_000
 
 # The CallContext of the tool call being made: elicitation callbacks use its asker.
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
@@ -72,6 +72,8 @@ def _log_tail(path: Path, offset: int, lines: int = 2) -> str:
     """The last lines the server wrote to its log since `offset` (for error messages)."""
     try:
         with open(path, "rb") as handle:
+            if offset > os.fstat(handle.fileno()).st_size:  # rotated since: read what there is
+                offset = 0
             handle.seek(offset)
             data = handle.read()[-4000:]
     except OSError:
@@ -92,13 +94,10 @@ def _quiet_sdk_logs(log_dir: Path) -> None:
         return
     import logging
 
+    from graphchat.catalog.mcp_logs import sdk_log_handler
+
     _sdk_logs_routed = True
-    try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(log_dir / "client.log", encoding="utf-8", delay=True)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    except OSError:
-        handler = logging.NullHandler()
+    handler = sdk_log_handler(log_dir)  # capped, rotated, repeated complaints counted
     for name in ("mcp", "httpx2", "httpx"):
         logger = logging.getLogger(name)
         if not logger.handlers:
@@ -188,16 +187,19 @@ class Connection:
 
         log_path = self.log_path
         offset = 0
+        capped = None
         try:
             expanded = self.config.expanded()  # an unset ${VAR}: fail before any process/request
             async with AsyncExitStack() as stack:
-                log_path.parent.mkdir(parents=True, exist_ok=True)
-                if log_path.exists() and log_path.stat().st_size > LOG_MAX_BYTES:
-                    log_path.unlink()
-                errlog = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: SIM115
-                errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n")
-                errlog.flush()
-                offset = errlog.tell()
+                from graphchat.catalog.mcp_logs import CappedLog
+
+                # The server's stderr through a pipe into a capped, rotated log file.
+                capped = CappedLog(
+                    log_path, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n"
+                )
+                stack.callback(capped.close)
+                errlog = capped.stream
+                offset = capped.offset
                 try:
                     async with asyncio.timeout(START_TIMEOUT_S) as deadline:
                         # aclose() ends a start by moving this deadline to now: the same single
@@ -230,6 +232,8 @@ class Connection:
                 message = f"no answer to the MCP handshake within {START_TIMEOUT_S:g} s"
             else:
                 message = describe(exc).removeprefix(f"MCP server '{self.name}': ")
+            if capped is not None:
+                capped.wait(1.0)  # the last lines of a server that died are still in the pipe
             tail = _log_tail(log_path, offset) if offset else ""
             if tail and "command not found" not in message:
                 message = f"{message}; server log: {tail}"
