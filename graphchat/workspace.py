@@ -16,7 +16,12 @@ from graphchat.errors import ConfigError
 CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner")
 APPROVAL_MODES = ("ask", "auto", "deny")
-SETTINGS_KEYS = ("max_agent_iterations", "max_tool_result_chars")
+SETTINGS_KEYS = (
+    "max_agent_iterations",
+    "max_tool_result_chars",
+    "max_thread_result_chars",
+    "max_tools_offered",
+)
 # Builtin tool packs enabled with `tools: {packs: [...]}` (graph's names; `github` also brings the
 # git tools, as graph's github pack does). `data` and `llm` are always on and may be listed.
 TOOL_PACKS = ("git", "github")
@@ -90,6 +95,10 @@ class Settings:
     models: dict[str, ModelConfig]
     max_agent_iterations: int = 15
     max_tool_result_chars: int = 20000
+    # A tool result longer than this is cut, with a note, in the thread (issue 10 point 14).
+    max_thread_result_chars: int = 1_000_000
+    # At most this many tools are offered to the model on a request, the most relevant first.
+    max_tools_offered: int = 128
     approvals: Approvals = field(default_factory=Approvals)
     model_override: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
@@ -287,6 +296,8 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
         models=models,
         max_agent_iterations=parsed.get("max_agent_iterations", 15),
         max_tool_result_chars=parsed.get("max_tool_result_chars", 20000),
+        max_thread_result_chars=parsed.get("max_thread_result_chars", 1_000_000),
+        max_tools_offered=parsed.get("max_tools_offered", 128),
         approvals=parsed.get("approvals", Approvals()),
         model_override=model_override,
         raw=raw,

@@ -40,12 +40,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+# Piped stdin is put in the message; more than this is refused (`yes | graphchat ask` would
+# otherwise fill the memory, and no model takes 4 million characters in one message).
+MAX_STDIN_CHARS = 4_000_000
+
+
 def _message_with_stdin(message: str) -> str:
     """Piped stdin (not a terminal) is appended to the message as context."""
     stdin = sys.stdin
     if stdin is None or stdin.closed or stdin.isatty():
         return message
-    data = stdin.read()
+    data = stdin.read(MAX_STDIN_CHARS + 1)  # never more than the limit in memory
+    if len(data) > MAX_STDIN_CHARS:
+        from graphchat.errors import EXIT_USAGE, GraphchatError
+
+        raise GraphchatError(
+            f"piped input is too long: ask reads at most {MAX_STDIN_CHARS:,} characters from stdin",
+            EXIT_USAGE,
+            hint="pipe a smaller part (head -c, a grep), or give the file's path in the message for a tool to read",
+        )
     if not data.strip():
         return message
     if not message.strip():  # `… | graphchat ask ""`: the piped text is the question

@@ -9,6 +9,9 @@ from typing import Any
 SHOW_RESULT_CHARS = 600
 SHOW_RESULT_LINES = 12
 SHOW_ARGS_CHARS = 300
+# A message longer than this is shown cut (rendering 10 MB of Markdown takes minutes);
+# `threads export` has it whole.
+SHOW_MESSAGE_CHARS = 50_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -116,6 +119,16 @@ def _shorten(text: str, max_chars: int, max_lines: int) -> str:
     return short
 
 
+def _message_view(text: str) -> str:
+    """A message as `threads show` shows it: whole up to SHOW_MESSAGE_CHARS, then cut with a note."""
+    if len(text) <= SHOW_MESSAGE_CHARS:
+        return text
+    left = len(text) - SHOW_MESSAGE_CHARS
+    return (
+        f"{text[:SHOW_MESSAGE_CHARS]}\n\n… ({left:,} more characters: `graphchat threads export` shows them)"
+    )
+
+
 def _render(info: Any, events: list[dict[str, Any]]) -> None:
     """The thread for a reader: user turns, assistant markdown, tool calls and shortened results."""
     from rich.console import Console
@@ -140,11 +153,11 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
         kind = event.get("kind")
         if kind == ev.USER:
             console.print(Rule(Text("you", style="bold cyan"), align="left", style="cyan"))
-            console.print(Text(safe(ev.text_of(event.get("content")))))
+            console.print(Text(safe(_message_view(ev.text_of(event.get("content"))))))
         elif kind == ev.ASSISTANT:
             console.print(Rule(Text("assistant", style="bold green"), align="left", style="green"))
             if event.get("content"):
-                console.print(Markdown(safe(str(event["content"]))))
+                console.print(Markdown(safe(_message_view(str(event["content"])))))
             for call in event.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
