@@ -60,13 +60,17 @@ def test_the_thread_keeps_a_big_result_cut_with_a_note(
     assert "kept the first 100,000 of 524,2" in content  # the note says what was cut
 
 
-def test_piped_stdin_over_the_limit_is_a_clear_error(workspace: Path, graphchat: GraphchatRunner) -> None:
-    done = graphchat("ask", "summarize this", input="y\n" * 2_000_001, env={"GRAPHCHAT_MODEL": "openai/x"})
+def test_piped_stdin_over_the_limit_is_a_clear_error(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    model_server.push({"text": "a summary"})
+    done = graphchat("ask", "summarize this", input="y\n" * 2_000_001, env=model_server.env())
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith("error: piped input is too long"), done.stderr
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
     assert not any((workspace / "threads").iterdir())  # nothing written
+    assert model_server.requests == []
 
 
 def test_the_tools_offered_to_the_model_are_capped(
