@@ -115,9 +115,13 @@ def run_command(args: argparse.Namespace) -> int:
     ctx = host.context(surface="plan", assume_yes=args.yes)
     streamed: list[str] = []
 
+    from graphchat.display import safe
+
+    shown = safe if sys.stdout.isatty() else str  # a terminal: escaped; a pipe: byte-exact
+
     def on_text(text: str) -> None:
         streamed.append(text)
-        sys.stdout.write(text)
+        sys.stdout.write(shown(text))
         sys.stdout.flush()
 
     async def go() -> Any:
@@ -165,7 +169,7 @@ def run_command(args: argparse.Namespace) -> int:
         if plan.finish == "output":
             print_json(outcome.output)
         elif plan.finish == "solver" and not streamed and outcome.answer:
-            sys.stdout.write(outcome.answer.rstrip("\n") + "\n")
+            sys.stdout.write(shown(outcome.answer.rstrip("\n")) + "\n")
     if plan.finish == "silent":
         note(f"✓ plan '{plan.identifier}' completed ({outcome.steps_executed} steps)")
     return 0
