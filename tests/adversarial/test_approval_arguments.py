@@ -13,7 +13,7 @@ from mcp.types import ElicitResult
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
-from tests.test_chat_pty import plain
+from tests.test_chat_pty import Spawn, chat, leave, plain, send_message  # noqa: F401 - `chat` is a fixture
 from tests.test_mcp_serve import TOUCH, answering, serve, text_of
 
 # A path whose dangerous end sits far past any "short" display of the arguments.
@@ -129,3 +129,23 @@ async def test_always_from_an_mcp_client_lasts_for_that_serve_session_only(
         refused = await client.call_tool("plan_touch_it", {"path": str(third)})
     assert len(seen) == 1, "a new serve session asks again"
     assert refused.is_error and not third.exists()
+
+
+def test_a_chat_approval_shows_the_whole_argument(
+    chat: Spawn, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    write_servers(workspace, {"files": stdio()})
+    model_server.push(
+        {"tool_calls": [{"name": "files__touch", "arguments": {"path": HIDDEN}}]},
+        {"text": "Left it alone."},
+    )
+    child = chat()
+    send_message(child, "touch it")
+    child.expect_exact("? Allow files__touch (destructive)")
+    child.expect_exact("answer>")
+    child.sendline("refuse")
+    child.expect_exact("Left it alone.")
+    out = leave(child)
+    shown = out.replace("\n", "").replace(" ", "")
+    assert ".ssh/authorized_keys" in shown
+    assert not Path(HIDDEN).exists()
