@@ -13,7 +13,7 @@ from mcp.types import ElicitResult
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
-from tests.test_chat_pty import Spawn, chat, leave, plain, send_message  # noqa: F401 - `chat` is a fixture
+from tests.test_chat_pty import TIMEOUT, leave, plain, send_message
 from tests.test_mcp_serve import TOUCH, answering, serve, text_of
 
 # A path whose dangerous end sits far past any "short" display of the arguments.
@@ -131,15 +131,35 @@ async def test_always_from_an_mcp_client_lasts_for_that_serve_session_only(
     assert refused.is_error and not third.exists()
 
 
-def test_a_chat_approval_shows_the_whole_argument(
-    chat: Spawn, model_server: ScriptedModelServer, workspace: Path
-) -> None:
+def test_a_chat_approval_shows_the_whole_argument(model_server: ScriptedModelServer, workspace: Path) -> None:
     write_servers(workspace, {"files": stdio()})
     model_server.push(
         {"tool_calls": [{"name": "files__touch", "arguments": {"path": HIDDEN}}]},
         {"text": "Left it alone."},
     )
-    child = chat()
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "chat"],
+        env=clean_env(
+            {**model_server.env(), "TERM": "xterm-256color", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"},
+            workspace.parent,
+        ),
+        cwd=str(workspace),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=TIMEOUT,
+    )
+    child.transcript = []  # type: ignore[attr-defined]
+
+    class Tee:
+        def write(self, data: str) -> None:
+            child.transcript.append(data)  # type: ignore[attr-defined]
+
+        def flush(self) -> None:
+            pass
+
+    child.logfile_read = Tee()
     send_message(child, "touch it")
     child.expect_exact("? Allow files__touch (destructive)")
     child.expect_exact("answer>")
