@@ -115,14 +115,6 @@ class PolicyApprover:
         from graphchat.asks import Question
         from graphchat.display import safe
 
-        shown = argument_text(arguments)
-        if len(shown) > MAX_SHOWN_ARGUMENTS:  # never ask to approve what nobody can read
-            return self._refusal(
-                spec,
-                f"its arguments are too long to show for approval ({len(shown):,} characters; "
-                "the user can rerun with --yes or add it to approvals.allow in graphchat.yaml)",
-                ctx,
-            )
         if self._lock is None:
             self._lock = asyncio.Lock()
         # One approval question at a time, re-checking after the wait: an "always" given to
@@ -131,6 +123,14 @@ class PolicyApprover:
             decided, refusal = self.decide_without_asking(spec, ctx)
             if decided:
                 return refusal
+            shown = argument_text(arguments)
+            if len(shown) > MAX_SHOWN_ARGUMENTS:  # never ask to approve what nobody can read
+                return self._refusal(
+                    spec,
+                    f"its arguments are too long to show for approval ({len(shown):,} characters; "
+                    "the user can rerun with --yes or add it to approvals.allow in graphchat.yaml)",
+                    ctx,
+                )
             question = Question(
                 prompt=f"Allow {safe(spec.name, newlines=False)} ({spec.family}) with these arguments?",
                 detail=shown,

@@ -169,3 +169,23 @@ def test_a_chat_approval_shows_the_whole_argument(model_server: ScriptedModelSer
     shown = out.replace("\n", "").replace(" ", "")
     assert ".ssh/authorized_keys" in shown
     assert not Path(HIDDEN).exists()
+
+
+def test_arguments_too_long_to_read_are_refused_not_asked(
+    workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    write_servers(workspace, {"files": stdio()})
+    target = tmp_path / "notes.txt"
+    model_server.push(
+        {"tool_calls": [{"name": "files__note", "arguments": {"path": str(target), "text": "z" * 150_000}}]},
+        {"text": "It was refused."},
+    )
+    child = ask_on_terminal(workspace, model_server)
+    index = child.expect_exact(["? Allow", "It was refused."])  # not asked: refused at once
+    assert index == 1
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not target.exists()
+    told = str(model_server.requests[-1]["messages"][-1]["content"])
+    assert "too long to show for approval" in told
