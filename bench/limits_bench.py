@@ -56,13 +56,15 @@ def env() -> dict[str, str]:
     return {**keep, "GRAPHCHAT_TEST_TOOLS": "1"}
 
 
-def run(ws: Path, *args: str) -> tuple[float, int, subprocess.CompletedProcess[str]]:
+def run(
+    ws: Path, *args: str, extra: dict[str, str] | None = None
+) -> tuple[float, int, subprocess.CompletedProcess[str]]:
     """Wall seconds, peak RSS (bytes) of the child, the finished process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "graphchat", "--home", str(ws), *args],
-        env=env(), cwd=str(ws), capture_output=True, text=True,
+        env={**env(), **(extra or {})}, cwd=str(ws), capture_output=True, text=True,
     )  # fmt: skip
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -115,6 +117,26 @@ def bench_threads_show() -> None:
         )
 
 
+def bench_big_result(mb: int = 50) -> None:
+    from tests.scripted_server import ScriptedModelServer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = workspace(Path(tmp))
+        servers = {"mcpServers": {"h": {"command": sys.executable, "args": [str(HOSTILE)], "timeout_s": 300}}}
+        (ws / "catalog" / "servers.yaml").write_text(json.dumps(servers))
+        model = ScriptedModelServer().start()
+        try:
+            model.push({"tool_calls": [{"name": "h__huge", "arguments": {"mb": mb}}]}, {"text": "big"})
+            wall, rss, done = run(ws, "ask", "go", extra=model.env())
+        finally:
+            model.stop()
+        thread = next((ws / "threads").iterdir()) / "messages.jsonl"
+        print(
+            f"ask with one {mb} MB tool result: {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB (max of the "
+            f"bench's children so far), thread {thread.stat().st_size / 1e6:.1f} MB, exit {done.returncode}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=100_000)
@@ -122,6 +144,7 @@ def main() -> None:
     bench_map(args.items)
     bench_flood()
     bench_threads_show()
+    bench_big_result()
 
 
 if __name__ == "__main__":
