@@ -33,6 +33,8 @@ class Question:
     key: str | None = None
     kind: str = "question"
     context: dict[str, Any] = field(default_factory=dict)
+    # Shown in full under the prompt (an approval's arguments): wrapped, paged when long.
+    detail: str | None = None
 
 
 @dataclass
@@ -62,6 +64,10 @@ class ParkedCall(BaseException):  # noqa: N818 - a control-flow signal, like Can
 
 class Asker:
     """Base asker: serializes questions and reports each one as an `ask` event."""
+
+    # An approval answered "always" here may be written to graphchat.yaml. False: it lasts for
+    # this process only (`mcp serve`: a client must not widen the workspace's local approvals).
+    lasting_answers = True
 
     def __init__(self, events: EventSink | None = None) -> None:
         self.events = events
@@ -207,6 +213,13 @@ class LineReader:
     def say(self, text: str) -> None:
         raise NotImplementedError
 
+    def size(self) -> tuple[int, int]:
+        """(columns, lines) of the screen the question is shown on."""
+        import shutil
+
+        size = shutil.get_terminal_size((80, 24))
+        return size.columns, size.lines
+
 
 class StderrLineReader(LineReader):
     def say(self, text: str) -> None:
@@ -249,14 +262,50 @@ class StderrLineReader(LineReader):
         return await future
 
 
+def wrap_lines(text: str, width: int) -> list[str]:
+    """`text` cut into lines of at most `width` characters, losing none (a long path is split,
+    never shortened)."""
+    width = max(width, 10)
+    lines: list[str] = []
+    for line in text.split("\n"):
+        lines.extend(line[i : i + width] for i in range(0, max(len(line), 1), width))
+    return lines
+
+
+PAGE_PROMPT = "  -- {left} more lines: Enter shows them, q refuses -- "
+
+
+async def show_detail(detail: str, reader: LineReader) -> bool:
+    """Show `detail` in full, a screenful at a time; False when the person stops reading (they
+    are then not asked to approve what they have not seen)."""
+    columns, rows = reader.size()
+    lines = wrap_lines(detail, columns - 5)
+    page = max(rows - 4, 5)
+    shown = 0
+    while shown < len(lines):
+        for line in lines[shown : shown + page]:
+            reader.say(f"    {line}")
+        shown += page
+        if shown < len(lines):
+            reply = await reader.prompt(PAGE_PROMPT.format(left=len(lines) - shown))
+            if reply is None or reply.strip().lower() in ("q", "quit", "refuse", "n", "no"):
+                return False
+    return True
+
+
 async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
     """Ask a question line by line: fields one at a time, re-asking a bad value up to 3 times;
-    a blank line on a required field declines at once."""
-    reader.say(f"? {question.prompt}")
+    a blank line on a required field declines at once. Everything shown is escaped
+    (`graphchat.display.safe`): prompts and options may come from a model or a server."""
+    from graphchat.display import safe
+
+    reader.say(f"? {safe(question.prompt)}")
+    if question.detail is not None and not await show_detail(safe(question.detail), reader):
+        return Answer.declined()
     if question.schema is None:
         options = question.options or []
         for i, option in enumerate(options, 1):
-            reader.say(f"  {i}. {option}")
+            reader.say(f"  {i}. {safe(option, newlines=False)}")
         for _ in range(MAX_ATTEMPTS):
             line = await reader.prompt("> ")
             if line is None or not line.strip():
@@ -269,14 +318,14 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
             for option in options:
                 if option.lower() == line.lower() or option.lower().startswith(line.lower()):
                     return Answer(True, option)
-            reader.say(f"  choose one of: {', '.join(options)} (or its number)")
+            reader.say(f"  choose one of: {safe(', '.join(options), newlines=False)} (or its number)")
         return Answer.declined()
     props: dict[str, Any] = question.schema.get("properties") or {}
     required = set(question.schema.get("required") or [])
     answer: dict[str, Any] = {}
     for name, prop in props.items():
         for _attempt in range(MAX_ATTEMPTS):
-            line = await reader.prompt(f"  {describe_field(name, prop)}: ")
+            line = await reader.prompt(f"  {safe(describe_field(name, prop), newlines=False)}: ")
             if line is None:
                 return Answer.declined()
             if not line.strip():
@@ -286,7 +335,7 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
             try:
                 value = coerce(line, prop)
             except ValueError as exc:
-                reader.say(f"  {exc}")
+                reader.say(f"  {safe(exc)}")
                 continue
             # The field's own rules (pattern, minimum, …) are checked now, so a bad value is
             # re-asked rather than failing the whole answer once every field is typed.
@@ -294,7 +343,7 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
 
             problem = first_error(prop, value) if isinstance(prop, dict) else None
             if problem is not None:
-                reader.say(f"  {problem}")
+                reader.say(f"  {safe(problem)}")
                 continue
             answer[name] = value
             break

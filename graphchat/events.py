@@ -11,6 +11,8 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from graphchat.display import safe
+
 
 class EventSink:
     """Base sink: named helpers all funnel into `emit`. Silent by default."""
@@ -151,7 +153,8 @@ def _short(value: Any, limit: int = 80) -> str:
     import orjson
 
     text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return safe(text, newlines=False)  # one line a person reads: no control character acts
 
 
 class CallLabels:
@@ -316,12 +319,16 @@ class TerminalSink(EventSink):
             return
         with self._lock:
             if running:
-                spinner.tools.setdefault(tool, spinner.clock())
+                spinner.tools.setdefault(safe(tool, newlines=False), spinner.clock())
             else:
-                spinner.tools.pop(tool, None)
+                spinner.tools.pop(safe(tool, newlines=False), None)
             spinner.changed()
 
     def emit(self, event: str, **f: Any) -> None:
+        # Names, messages and steps come from models, servers and plans: escaped, on one line
+        # (a name's newline could fake an activity line); warnings and infos keep their lines.
+        keep_lines = event in ("warning", "info")
+        f = {k: safe(v, newlines=keep_lines) if isinstance(v, str) else v for k, v in f.items()}
         if event == "tool_started":
             label = self.labels.started(f["tool"], f.get("call"))
             self._tools_changed(label, True)

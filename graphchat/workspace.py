@@ -22,6 +22,8 @@ SETTINGS_KEYS = (
     "planning_attempts",
     "system_prompt",
     "system_prompt_file",
+    "max_thread_result_chars",
+    "max_tools_offered",
 )
 TEXT_SETTINGS = ("system_prompt", "system_prompt_file")
 # Builtin tool packs enabled with `tools: {packs: [...]}` (graph's names; `github` also brings the
@@ -100,6 +102,10 @@ class Settings:
     system_prompt: str | None = None  # standing instructions for ask and chat (settings.system_prompt[_file])
     planning_attempts: int = 2  # replans of a plan_and_execute run after execution errors
     user: dict[str, str] = field(default_factory=dict)  # `user:` — who the planner works for
+    # A tool result longer than this is cut, with a note, in the thread (issue 10 point 14).
+    max_thread_result_chars: int = 1_000_000
+    # At most this many tools are offered to the model on a request, the most relevant first.
+    max_tools_offered: int = 128
     approvals: Approvals = field(default_factory=Approvals)
     model_override: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
@@ -333,6 +339,8 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
         system_prompt=_system_prompt(parsed, workspace, doc),
         planning_attempts=parsed.get("planning_attempts", 2),
         user=parsed.get("user", {}),
+        max_thread_result_chars=parsed.get("max_thread_result_chars", 1_000_000),
+        max_tools_offered=parsed.get("max_tools_offered", 128),
         approvals=parsed.get("approvals", Approvals()),
         model_override=model_override,
         raw=raw,

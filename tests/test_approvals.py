@@ -122,7 +122,8 @@ async def test_once_always_refuse_through_the_one_asker(workspace: Path) -> None
     assert len(asker.questions) == 3
     question = asker.questions[0]
     assert question.kind == "approval" and question.options == ["once", "always", "refuse"]
-    assert "fs__write" in question.prompt and '"path"' in question.prompt
+    assert "fs__write" in question.prompt
+    assert question.detail is not None and '"path": "a"' in question.detail  # the arguments, in full
     text = (workspace / "graphchat.yaml").read_text()
     assert "# my settings" in text and "max_agent_iterations: 7   # keep me" in text  # kept as written
     assert yaml.safe_load(text)["approvals"] == {"mode": "ask", "allow": ["fs__write"]}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.llm.types import Usage
 from graphchat.threads import events as ev
+from graphchat.threads.limits import capped_recorder
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
@@ -123,6 +124,20 @@ class Session:
         """`{calls, input_tokens, output_tokens, cost_usd?}` over every turn of this session."""
         return self._usage.to_dict()
 
+    def _offered(self, tools: list[dict[str, Any]], message: str) -> list[dict[str, Any]]:
+        """At most `settings.max_tools_offered` tools, the most relevant to `message` first;
+        a warning says how many were left out."""
+        from graphchat.agent.tool_offer import offered_tools
+
+        limit = self.settings.max_tools_offered
+        offered, left_out = offered_tools(tools, message, limit)
+        if left_out and self.events is not None:
+            self.events.warning(
+                f"{left_out:,} of {len(tools):,} tools were not offered to the model (at most {limit:,}: "
+                "settings.max_tools_offered; the ones most relevant to the message were kept)"
+            )
+        return offered
+
     # -- turns -----------------------------------------------------------------------------------
 
     async def turn(
@@ -188,7 +203,7 @@ class Session:
             from graphchat.llm.runtime import alitellm_module
 
             await alitellm_module()  # the import may still run: wait without blocking Ctrl-C
-            tools = self.catalog.model_tools()
+            tools = self._offered(self.catalog.model_tools(), _last_user_text(thread))
             history = await asyncio.to_thread(self._history, thread, llm, tools)
             result = await run_loop(
                 llm=llm,
@@ -199,7 +214,7 @@ class Session:
                 on_text=on_text,
                 on_tools=on_tools,
                 tools=tools,
-                record=thread.append,
+                record=capped_recorder(thread.append, self.settings.max_thread_result_chars),
                 max_tool_result_chars=self.settings.max_tool_result_chars,
                 stream=self.stream,
             )
@@ -285,3 +300,11 @@ class Session:
         """Release the session's resources (the catalog belongs to the caller)."""
         if self._thread is not None:
             self._thread.close()
+
+
+def _last_user_text(thread: Thread) -> str:
+    """The person's latest message (what the offered tools are ranked against)."""
+    for event in reversed(thread.events()):
+        if event.get("kind") == "user":
+            return ev.text_of(event.get("content"))
+    return ""

@@ -3,7 +3,8 @@
 Every tool has an action family (read | write | destructive). The workspace policy
 (`approvals: {mode, allow, deny}` in graphchat.yaml) plus `--yes` decide; in `ask` mode a
 non-read call not covered by `allow` is asked about through the one asker (once / always /
-refuse). "always" is written to the workspace config's `approvals.allow`. When nobody can
+refuse). "always" is written to the workspace config's `approvals.allow` (unless the asker's
+answers do not last: an `mcp serve` client's "always" holds for that session). When nobody can
 answer the call is refused — never run silently, never waiting forever.
 """
 
@@ -62,11 +63,20 @@ def rule_names(spec: ToolSpec) -> tuple[str, ...]:
     return (spec.name,)
 
 
-def _short_args(arguments: dict[str, Any], limit: int = 200) -> str:
+# Arguments longer than this are not put to a person (nobody reads 100,000 characters to
+# approve them): the call is refused, with a way to allow it that does not need reading.
+MAX_SHOWN_ARGUMENTS = 100_000
+
+
+def argument_text(arguments: dict[str, Any]) -> str:
+    """Every argument, in full: indented JSON with control characters escaped (never cut —
+    an approval must show what it approves; `ask_by_lines` wraps and pages it)."""
     import orjson
 
-    text = orjson.dumps(arguments, default=str).decode()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    from graphchat.display import safe
+
+    text = orjson.dumps(arguments, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    return safe(text)
 
 
 class PolicyApprover:
@@ -126,6 +136,14 @@ class PolicyApprover:
             decided, refusal = self.decide_without_asking(spec, ctx)
             if decided:
                 return refusal
+            shown = argument_text(arguments)
+            if len(shown) > MAX_SHOWN_ARGUMENTS:  # never ask to approve what nobody can read
+                return self._refusal(
+                    spec,
+                    f"its arguments are too long to show for approval ({len(shown):,} characters; "
+                    "the user can rerun with --yes or add it to approvals.allow in graphchat.yaml)",
+                    ctx,
+                )
             question = self._question(spec, arguments)
             try:
                 answer = await asker.ask(question)
@@ -139,6 +157,10 @@ class PolicyApprover:
             choice = str(answer.value).strip().lower()
             if choice in ("always", "a"):
                 self.session_allow.add(spec.name)
+                if not asker.lasting_answers:  # e.g. an `mcp serve` client: this session only
+                    if ctx.events is not None:
+                        ctx.events.info(f"{spec.name} is allowed until this session ends")
+                    return None
                 try:
                     path = remember_allow(self.settings, spec.name)
                 except Exception as exc:  # approved all the same; say why it is not remembered
@@ -155,9 +177,11 @@ class PolicyApprover:
     @staticmethod
     def _question(spec: ToolSpec, arguments: dict[str, Any]) -> Question:
         from graphchat.asks import Question
+        from graphchat.display import safe
 
         return Question(
-            prompt=f"Allow {spec.name} ({spec.family}) with {_short_args(arguments)}?",
+            prompt=f"Allow {safe(spec.name, newlines=False)} ({spec.family}) with these arguments?",
+            detail=argument_text(arguments),
             options=list(OPTIONS),
             kind="approval",
             context={"tool": spec.name, "family": spec.family, "arguments": arguments},

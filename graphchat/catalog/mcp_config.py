@@ -206,11 +206,17 @@ def _str_map(value: Any, path: tuple[str | int, ...], what: str) -> dict[str, st
 
 
 def _server(name: Any, body: Any, base_dir: str | None) -> ServerConfig | None:
-    from graphchat.catalog.naming import valid_server_name
+    from graphchat.catalog.naming import reserved_server_name, valid_server_name
 
     path: tuple[str | int, ...] = ("mcpServers", name)
     if not isinstance(name, str) or not valid_server_name(name):
         raise _Problem(path, f"server name {name!r}: use letters, digits and '-' only (no '__')")
+    if reserved_server_name(name):
+        raise _Problem(
+            path,
+            f"server name '{name}' is reserved: graphchat's own tools are named {name.lower()}__…; "
+            "give this server another name",
+        )
     if not isinstance(body, dict):
         raise _Problem(path, f"server '{name}': expected a mapping (command/args or type: http + url)")
     if body.get("disabled") is True:  # other clients' switch: honour it

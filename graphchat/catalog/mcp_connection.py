@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextvars
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,7 +35,6 @@ START_TIMEOUT_S = 30.0  # connect + list tools; the SDK alone may wait 15 s on a
 MAX_START_FAILURES = 2  # a failed start is retried once by the next call, then given up
 CLOSE_TIMEOUT_S = 8.0  # the SDK's own shutdown escalation is bounded (≈ 2 s + 2 s + 2 s)
 CALL_GRACE_S = 5.0  # backstop over the SDK's per-call read timeout
-LOG_MAX_BYTES = 1_000_000
 
 # The CallContext of the tool call being made: elicitation callbacks use its asker.
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
@@ -73,6 +73,8 @@ def _log_tail(path: Path, offset: int, lines: int = 2) -> str:
     """The last lines the server wrote to its log since `offset` (for error messages)."""
     try:
         with open(path, "rb") as handle:
+            if offset > os.fstat(handle.fileno()).st_size:  # rotated since: read what there is
+                offset = 0
             handle.seek(offset)
             data = handle.read()[-4000:]
     except OSError:
@@ -93,13 +95,10 @@ def _quiet_sdk_logs(log_dir: Path) -> None:
         return
     import logging
 
+    from graphchat.catalog.mcp_logs import sdk_log_handler
+
     _sdk_logs_routed = True
-    try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(log_dir / "client.log", encoding="utf-8", delay=True)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    except OSError:
-        handler = logging.NullHandler()
+    handler = sdk_log_handler(log_dir)  # capped, rotated, repeated complaints counted
     for name in ("mcp", "httpx2", "httpx"):
         logger = logging.getLogger(name)
         if not logger.handlers:
@@ -139,6 +138,8 @@ class Connection:
         self._inflight: dict[int, CallContext] = {}
         self._call_ids = 0
         self._closed = False
+        # Calls waiting for an answer: told at once when the SDK drops an answer it cannot read.
+        self._unreadable: set[asyncio.Future[str]] = set()
 
     # lifecycle -------------------------------------------------------------------------------
 
@@ -187,17 +188,20 @@ class Connection:
 
         log_path = self.log_path
         offset = 0
+        capped = None
         try:
             expanded = self.config.expanded_to_start()  # unset ${VAR}, missing cwd: fail before starting
             async with AsyncExitStack() as stack:
                 stack.enter_context(server_groups())  # last out: kills what the server left behind
-                log_path.parent.mkdir(parents=True, exist_ok=True)
-                if log_path.exists() and log_path.stat().st_size > LOG_MAX_BYTES:
-                    log_path.unlink()
-                errlog = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: SIM115
-                errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n")
-                errlog.flush()
-                offset = errlog.tell()
+                from graphchat.catalog.mcp_logs import CappedLog
+
+                # The server's stderr through a pipe into a capped, rotated log file.
+                capped = CappedLog(
+                    log_path, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n"
+                )
+                stack.callback(capped.close)
+                errlog = capped.stream
+                offset = capped.offset
                 try:
                     async with asyncio.timeout(START_TIMEOUT_S) as deadline:
                         # aclose() ends a start by moving this deadline to now: the same single
@@ -230,6 +234,8 @@ class Connection:
                 message = f"no answer to the MCP handshake within {START_TIMEOUT_S:g} s"
             else:
                 message = describe(exc).removeprefix(f"MCP server '{self.name}': ")
+            if capped is not None:
+                capped.wait(1.0)  # the last lines of a server that died are still in the pipe
             tail = _log_tail(log_path, offset) if offset else ""
             if tail and "command not found" not in message:
                 message = f"{message}; server log: {tail}"
@@ -289,7 +295,9 @@ class Connection:
         # legacy = the initialize handshake (2025-11-25): every server speaks it, v1-style
         # `ctx.elicit` pushes work on it (they fail on 2026-07-28), and a silent server
         # fails in seconds instead of the fixed 10 s discover probe.
-        client = Client(transport, mode="legacy", elicitation_callback=self._on_elicit)
+        client = Client(
+            transport, mode="legacy", elicitation_callback=self._on_elicit, message_handler=self._on_message
+        )
         return await stack.enter_async_context(client)
 
     @staticmethod
@@ -375,7 +383,9 @@ class Connection:
         token = _current_call.set(ctx)
         call_task = asyncio.ensure_future(client.call_tool(tool, arguments, read_timeout_seconds=timeout))
         _current_call.reset(token)
-        waiters: set[asyncio.Future[Any]] = {call_task}
+        unreadable: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._unreadable.add(unreadable)
+        waiters: set[asyncio.Future[Any]] = {call_task, unreadable}
         if runner is not None:
             waiters.add(runner)
         try:
@@ -389,6 +399,10 @@ class Connection:
             raise
         finally:
             self._inflight.pop(call_id, None)
+            self._unreadable.discard(unreadable)
+        if call_task not in done and unreadable in done:
+            call_task.cancel()
+            return self._error(f"{tool} failed: its answer could not be read ({unreadable.result()})")
         if call_task not in done:
             call_task.cancel()
             if runner is not None and runner in done:
@@ -434,6 +448,15 @@ class Connection:
         if mapped.is_error and isinstance(mapped.value, dict):
             mapped.value.setdefault("server", self.name)
         return mapped
+
+    async def _on_message(self, message: Any) -> None:
+        """What the SDK surfaces besides answers. A JSON-RPC answer it cannot read (nested
+        deeper than its parser allows) is dropped by the SDK: the calls waiting on this server
+        fail at once rather than waiting out their timeout. Junk lines are not answers: ignored."""
+        if isinstance(message, Exception) and "recursion limit" in str(message):
+            for waiter in list(self._unreadable):
+                if not waiter.done():
+                    waiter.set_result("the server sent a message nested too deep to parse")
 
     # the elicitation bridge ------------------------------------------------------------------
 

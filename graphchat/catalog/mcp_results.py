@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from graphchat.catalog.base import ToolResult
@@ -42,16 +43,57 @@ def _content_entry(block: Any) -> dict[str, Any] | None:
         return {"type": str(kind)}
 
 
+# An integer of 20 digits or more may be beyond 64 bits: orjson would read it as a float.
+_BIG_INT = re.compile(r"(?<![\d.eE+-])-?\d{20,}(?![\d.eE])")
+
+
 def _parse_json(text: str) -> tuple[bool, Any]:
+    """(True, value) when `text` is JSON graphchat can keep exactly: integers beyond 64 bits
+    (orjson would turn them into floats) and nesting beyond what can be stored again leave
+    it text."""
     import orjson
 
     stripped = text.strip()
     if not stripped:
         return False, None
     try:
-        return True, orjson.loads(stripped)
+        value = orjson.loads(stripped)
     except orjson.JSONDecodeError:
         return False, None
+    if _BIG_INT.search(stripped) is not None and _has_big_int(stripped):
+        return False, None
+    return (True, value) if storable(value) is None else (False, None)
+
+
+def _has_big_int(text: str) -> bool:
+    import json
+
+    found = False
+
+    def parse_int(digits: str) -> int:
+        nonlocal found
+        number = int(digits)
+        if not -(2**63) <= number < 2**64:
+            found = True
+        return 0
+
+    try:
+        json.loads(text, parse_int=parse_int)
+    except (ValueError, RecursionError):
+        return True
+    return found
+
+
+def storable(value: Any) -> str | None:
+    """None when `value` can be written as JSON (thread, cache, the model's message); else why
+    not (orjson refuses nesting over 255 levels and integers beyond 64 bits)."""
+    import orjson
+
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:
+        return str(exc)
+    return None
 
 
 def map_result(result: Any) -> ToolResult:
@@ -67,6 +109,13 @@ def map_result(result: Any) -> ToolResult:
             if entry is not None:
                 entries.append(entry)
     structured = result.structured_content
+    if structured is not None and storable(structured) is not None:
+        # Nested too deep or holding integers beyond 64 bits: the text content stands in (it
+        # is the same result, as text), or the call fails — never the turn.
+        problem = storable(structured)
+        structured = None
+        if not texts and not result.is_error:
+            return ToolResult.error(f"the tool's structured result cannot be stored: {problem}")
     if result.is_error:
         extra: dict[str, Any] = {}
         if structured is not None:

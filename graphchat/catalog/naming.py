@@ -23,6 +23,18 @@ def sanitize(name: str) -> str:
     return _UNSAFE.sub("_", name) or "_"
 
 
+# graphchat's own namespaces: a server by one of these names would put its tools where the
+# workspace's plans, packs, user tools or control tools are (`plan__echo` running a server's
+# tool without approval). Compared without case.
+RESERVED_SERVER_NAMES = frozenset(
+    {"plan", "plans", "builtin", "user", "ask_user", "core", "control", "debug", "workbench", "graphchat"}
+)
+
+
+def reserved_server_name(name: str) -> bool:
+    return name.lower() in RESERVED_SERVER_NAMES
+
+
 def valid_server_name(name: str) -> bool:
     """A server name is `[A-Za-z0-9-]+` and never contains `__` (the catalog separator)."""
     return bool(_SERVER_NAME.fullmatch(name)) and SEPARATOR not in name

@@ -33,6 +33,10 @@ class ChatLineReader(LineReader):
         style = "bold yellow" if text.startswith("? ") else ""
         self.ui.print(Text(text, style=style))
 
+    def size(self) -> tuple[int, int]:
+        size = self.ui.console.size
+        return size.width, size.height
+
     async def prompt(self, text: str) -> str | None:
         from graphchat.chat.ui import ANSWER_PROMPT
 

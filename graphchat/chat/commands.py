@@ -189,7 +189,9 @@ async def _run_once(app: ChatApp, plan: Any) -> None:
     if isinstance(value, dict) and set(value) == {"answer"} and isinstance(value["answer"], str):
         from rich.markdown import Markdown
 
-        app.ui.print(Markdown(value["answer"]))
+        from graphchat.display import safe
+
+        app.ui.print(Markdown(safe(value["answer"])))
     else:
         import orjson
 

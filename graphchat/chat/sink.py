@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graphchat.display import safe
 from graphchat.events import CallLabels, EventSink, _short, replan_line
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ class ChatSink(EventSink):
         self.ui.set_waiting(what)
 
     def emit(self, event: str, **f: Any) -> None:
+        # What models, servers and plans named or said is escaped before it reaches the screen.
+        keep_lines = event in ("warning", "info")
+        f = {k: safe(v, newlines=keep_lines) if isinstance(v, str) else v for k, v in f.items()}
         ui = self.ui
         if event == "tool_started":
             label = self.labels.started(f["tool"], f.get("call"))

@@ -213,7 +213,9 @@ class ChatUI:
         """A piece of the model's answer: print finished blocks once, keep the tail live."""
         if not chunk:
             return
-        self._buffer += chunk
+        from graphchat.display import safe
+
+        self._buffer += safe(chunk)  # the model's control characters never reach the terminal
         stable, tail = split_stable(self._buffer)
         if stable:
             self._buffer = tail
@@ -290,7 +292,9 @@ class ChatUI:
         self.print(Text(text, style=style or ""))
 
     def print(self, renderable: Any = "", **kwargs: Any) -> None:
-        """Print above the live region, or above a question prompt that is up."""
+        """Print above the live region, or above a question prompt that is up. Text and strings
+        are escaped (`graphchat.display.safe`): they may hold what a model or a server wrote."""
+        renderable = _safe_renderable(renderable)
         if self._prompting:
             from prompt_toolkit.application import run_in_terminal
 
@@ -429,3 +433,17 @@ class ChatUI:
         """Leave the terminal as it was found (also on an unexpected error)."""
         self._stop_live()
         self._turn_keys(False)
+
+
+def _safe_renderable(renderable: Any) -> Any:
+    """A string or a rich Text with its control characters escaped (other renderables as they
+    are: answer Markdown is escaped where its text enters, in `on_text`)."""
+    from rich.text import Text
+
+    from graphchat.display import has_control, safe
+
+    if isinstance(renderable, str):
+        return safe(renderable)
+    if isinstance(renderable, Text) and has_control(renderable.plain):
+        return Text(safe(renderable.plain), style=renderable.style, no_wrap=renderable.no_wrap)
+    return renderable

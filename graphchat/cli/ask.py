@@ -59,6 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+# Piped stdin is put in the message; more than this is refused (`yes | graphchat ask` would
+# otherwise fill the memory, and no model takes 4 million characters in one message).
+MAX_STDIN_CHARS = 4_000_000
+
+
 def _message_with_stdin(message: str) -> str:
     """Piped stdin (not a terminal) is appended to the message as context."""
     stdin = sys.stdin
@@ -66,7 +71,8 @@ def _message_with_stdin(message: str) -> str:
         return message
     from graphchat.cli.output import read_piped_text
 
-    data = _read_with_notice(stdin, read_piped_text)  # binary input: a usage error, nothing written
+    # binary input or more than the limit: a usage error, nothing written
+    data = _read_with_notice(stdin, lambda s: read_piped_text(s, limit=MAX_STDIN_CHARS))
     if not data.strip():
         if message.strip() and _person_reads_stderr():
             sys.stderr.write("note: piped stdin was empty; asking the message alone\n")
@@ -430,7 +436,9 @@ class _StdoutWriter:
             self.markdown.write(text)
             self.stream.flush()
             return
-        self.stream.write(text)
+        from graphchat.display import safe
+
+        self.stream.write(safe(text))  # a terminal acts on control characters: escaped
         self.stream.flush()
         self.last = text[-1:] or self.last
 
@@ -447,7 +455,9 @@ class _StdoutWriter:
                 self.last = "\n"
             return
         self.held.clear()
-        said = text.strip()
+        from graphchat.display import safe
+
+        said = safe(text.strip())
         if said:
             err = sys.stderr
             paint = err.isatty() and "NO_COLOR" not in os.environ

@@ -19,6 +19,8 @@ CONFIG = """\
 settings:
   max_agent_iterations: 15      # model rounds a turn may take
   max_tool_result_chars: 20000  # a longer tool result is cut for the model (the thread keeps it)
+  max_thread_result_chars: 1000000  # …and the thread keeps a result up to this, cut with a note
+  max_tools_offered: 128        # tools offered to the model a request (most relevant first)
 approvals:
   mode: ask                     # ask | auto | deny: what happens to tools that are not read-only
   allow: ["time__*"]            # globs over tool names (or server/tool) that never ask

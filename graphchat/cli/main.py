@@ -120,6 +120,11 @@ def entry() -> None:
     hold the exit hostage.
     """
     code = main()
+    if "logging" in sys.modules:  # log files say their last lines (counts of repeated complaints)
+        try:
+            sys.modules["logging"].shutdown()
+        except Exception:  # noqa: BLE001 - leaving must not fail
+            pass
     try:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError, OSError):

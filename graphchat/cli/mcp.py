@@ -47,6 +47,11 @@ def run_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no MCP servers configured ({settings.catalog_dir / 'servers.yaml'})", file=sys.stderr)
         return 0
+    from graphchat.display import safe
+
+    rows = [
+        {k: safe(v, newlines=False) if isinstance(v, str) else v for k, v in r.items()} for r in rows
+    ]  # names, targets and errors come from servers.yaml and the servers: escaped
     width = max(len(r["name"]) for r in rows)
     lines = []
     for r in rows:

@@ -7,22 +7,35 @@ from typing import Any
 
 
 def report_error(message: str, hint: str | None = None) -> None:
+    from graphchat.display import safe
     from graphchat.threads.redact import Redactor, environment_secrets
 
     message = Redactor(environment_secrets(None)).text(message)  # a provider may echo the key
-    sys.stderr.write(f"error: {message}\n")
+    # An error may quote a tool, a server or a model: its control characters are escaped.
+    sys.stderr.write(f"error: {safe(message)}\n")
     if hint:
-        sys.stderr.write(f"  {hint}\n")
+        sys.stderr.write(f"  {safe(hint)}\n")
     sys.stderr.flush()
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    from graphchat.display import safe
+
+    sys.stderr.write(f"warning: {safe(message)}\n")
     sys.stderr.flush()
 
 
+def warn_catalog(catalog: Any) -> None:
+    """The catalog's warnings (skipped servers, names wanted by two sources): every command
+    that builds a catalog says them."""
+    for message in catalog.warnings:
+        warn(message)
+
+
 def note(message: str) -> None:
-    sys.stderr.write(message + "\n")
+    from graphchat.display import safe
+
+    sys.stderr.write(safe(message) + "\n")
     sys.stderr.flush()
 
 
@@ -35,16 +48,24 @@ def print_json(value: Any, *, pretty: bool = True) -> None:
     sys.stdout.flush()
 
 
-def read_piped_text(stream: Any = None, what: str = "piped stdin") -> str:
+def read_piped_text(stream: Any = None, what: str = "piped stdin", limit: int | None = None) -> str:
     """All of a piped stream as text (newlines normalized, as text mode reads them). Binary
-    data (a NUL byte, or bytes that are not UTF-8) is a usage error naming where it starts."""
+    data (a NUL byte, or bytes that are not UTF-8) is a usage error naming where it starts;
+    more than `limit` bytes is one too (never more than the limit is held in memory)."""
     from graphchat.errors import EXIT_USAGE, GraphchatError
 
     stream = sys.stdin if stream is None else stream
     buffer = getattr(stream, "buffer", None)
-    raw = buffer.read() if buffer is not None else stream.read()
+    source = buffer if buffer is not None else stream
+    raw = source.read() if limit is None else source.read(limit + 1)
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogateescape")
+    if limit is not None and len(raw) > limit:
+        raise GraphchatError(
+            f"piped input is too long: ask reads at most {limit:,} bytes from stdin",
+            EXIT_USAGE,
+            hint="pipe a smaller part (head -c, a grep), or give the file's path in the message for a tool to read",
+        )
     bad = raw.find(b"\0")
     try:
         text = raw.decode("utf-8")

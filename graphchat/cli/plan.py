@@ -174,9 +174,13 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
     ctx = host.context(surface="plan", assume_yes=flags.yes)
     streamed: list[str] = []
 
+    from graphchat.display import safe
+
+    shown = safe if sys.stdout.isatty() else str  # a terminal: escaped; a pipe: byte-exact
+
     def on_text(text: str) -> None:
         streamed.append(text)
-        sys.stdout.write(text)
+        sys.stdout.write(shown(text))
         sys.stdout.flush()
 
     async def go() -> Any:
@@ -229,7 +233,7 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
         if plan.finish == "output":
             print_json(outcome.output)
         elif plan.finish == "solver" and not streamed and outcome.answer:
-            sys.stdout.write(outcome.answer.rstrip("\n") + "\n")
+            sys.stdout.write(shown(outcome.answer.rstrip("\n")) + "\n")
     if plan.finish == "silent":
         note(f"✓ plan '{plan.identifier}' completed ({outcome.steps_executed} steps)")
     return 0

@@ -115,6 +115,8 @@ def run_draft(args: argparse.Namespace) -> int:
             failed = await catalog.prepare()  # the planner must see every server's tools
             for server, error in failed.items():
                 warn(f"MCP server '{server}': {error}; its tools are not offered to the planner")
+            for message in catalog.warnings:  # skipped servers, names wanted twice
+                warn(message)
             return await draft_plan(
                 args.goal,
                 llm=llm,

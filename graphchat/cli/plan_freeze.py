@@ -130,6 +130,9 @@ def _checked(settings: Any, frozen: Frozen, path: Path) -> Plan:
             f"plan '{plan.identifier}' is already defined in {other.path}", hint="choose another --name"
         )
     catalog = build_catalog(settings, record_shapes=False)
+    from graphchat.cli.output import warn_catalog
+
+    warn_catalog(catalog)
     servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
     problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans)
     if problems:

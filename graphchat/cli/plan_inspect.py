@@ -58,8 +58,11 @@ def _settings(args: argparse.Namespace) -> Any:
 def _catalog(settings: Any) -> Any:
     """The catalog for resolution checks: cheap (no server start, nothing recorded)."""
     from graphchat.catalog.build import build_catalog
+    from graphchat.cli.output import warn_catalog
 
-    return build_catalog(settings, record_shapes=False)
+    catalog = build_catalog(settings, record_shapes=False)
+    warn_catalog(catalog)
+    return catalog
 
 
 def _plan_summary(plan: Any) -> dict[str, Any]:

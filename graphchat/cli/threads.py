@@ -9,6 +9,9 @@ from typing import Any
 SHOW_RESULT_CHARS = 600
 SHOW_RESULT_LINES = 12
 SHOW_ARGS_CHARS = 300
+# A message longer than this is shown cut (rendering 10 MB of Markdown takes minutes);
+# `threads export` has it whole.
+SHOW_MESSAGE_CHARS = 50_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,8 +67,10 @@ def run_list(args: argparse.Namespace) -> int:
     if not infos:
         print("no threads yet", file=sys.stderr)
         return 0
+    from graphchat.display import safe
+
     rows = [
-        f"{i.id}  {_local_time(i.updated_at):16}  {i.message_count:>5}  {i.title or '(no title)'}"
+        f"{i.id}  {_local_time(i.updated_at):16}  {i.message_count:>5}  {safe(i.title or '(no title)', newlines=False)}"
         for i in infos
     ]
     sys.stdout.write("\n".join(rows) + "\n")
@@ -99,9 +104,10 @@ def run_export(args: argparse.Namespace) -> int:
 
         print_json({**info.to_json(), "created_at": info.created_at, "events": events})
         return 0
+    from graphchat.display import safe
     from graphchat.threads.export import to_markdown
 
-    sys.stdout.write(to_markdown(info, events))
+    sys.stdout.write(safe(to_markdown(info, events)))  # a document for people: no control characters
     return 0
 
 
@@ -113,6 +119,16 @@ def _shorten(text: str, max_chars: int, max_lines: int) -> str:
     return short
 
 
+def _message_view(text: str) -> str:
+    """A message as `threads show` shows it: whole up to SHOW_MESSAGE_CHARS, then cut with a note."""
+    if len(text) <= SHOW_MESSAGE_CHARS:
+        return text
+    left = len(text) - SHOW_MESSAGE_CHARS
+    return (
+        f"{text[:SHOW_MESSAGE_CHARS]}\n\n… ({left:,} more characters: `graphchat threads export` shows them)"
+    )
+
+
 def _render(info: Any, events: list[dict[str, Any]]) -> None:
     """The thread for a reader: user turns, assistant markdown, tool calls and shortened results."""
     from rich.console import Console
@@ -120,11 +136,12 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
+    from graphchat.display import safe
     from graphchat.threads import events as ev
     from graphchat.threads.export import usage_line
 
     console = Console(highlight=False, soft_wrap=False)
-    console.print(Text(info.title or "(no title)", style="bold"))
+    console.print(Text(safe(info.title or "(no title)"), style="bold"))
     console.print(
         Text(
             f"thread {info.id} · {info.message_count} message{'' if info.message_count == 1 else 's'}"
@@ -136,37 +153,37 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
         kind = event.get("kind")
         if kind == ev.USER:
             console.print(Rule(Text("you", style="bold cyan"), align="left", style="cyan"))
-            console.print(Text(ev.text_of(event.get("content"))))
+            console.print(Text(safe(_message_view(ev.text_of(event.get("content"))))))
         elif kind == ev.ASSISTANT:
             console.print(Rule(Text("assistant", style="bold green"), align="left", style="green"))
             if event.get("content"):
-                console.print(Markdown(str(event["content"])))
+                console.print(Markdown(safe(_message_view(str(event["content"])))))
             for call in event.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
                 arguments = call.get("arguments")
                 arguments = arguments if isinstance(arguments, str) else str(arguments)
                 line = Text("→ ", style="yellow")
-                line.append(str(call.get("name", "")), style="bold yellow")
-                line.append(" " + _shorten(arguments, SHOW_ARGS_CHARS, 3), style="yellow")
+                line.append(safe(str(call.get("name", "")), newlines=False), style="bold yellow")
+                line.append(" " + safe(_shorten(arguments, SHOW_ARGS_CHARS, 3)), style="yellow")
                 console.print(line)
         elif kind == ev.TOOL_RESULT:
             failed = bool(event.get("is_error"))
             line = Text("✗ " if failed else "✓ ", style="red" if failed else "green")
-            line.append(str(event.get("name", "")), style="bold")
+            line.append(safe(str(event.get("name", "")), newlines=False), style="bold")
             if isinstance(event.get("ms"), int | float):
                 line.append(f" {event['ms'] / 1000:.1f}s", style="dim")
             console.print(line)
             content = str(event.get("content", ""))
-            console.print(Text(_shorten(content, SHOW_RESULT_CHARS, SHOW_RESULT_LINES), style="dim"))
+            console.print(Text(safe(_shorten(content, SHOW_RESULT_CHARS, SHOW_RESULT_LINES)), style="dim"))
         elif kind == ev.TURN_END:
             usage = usage_line(event)
             if usage:
                 console.print(Text(usage, style="dim italic"))
         elif kind == ev.TURN_FAILED:
-            console.print(Text(f"turn failed: {event.get('error', '')}", style="bold red"))
+            console.print(Text(safe(f"turn failed: {event.get('error', '')}"), style="bold red"))
         elif kind == ev.TURN_PARKED:
             waiting = ", ".join(str(r) for r in event.get("requests") or [])
-            console.print(Text(f"waiting for a person: request {waiting}", style="yellow"))
+            console.print(Text(safe(f"waiting for a person: request {waiting}"), style="yellow"))
         elif kind == ev.META and event.get("title"):
-            console.print(Text(f"title: {event['title']}", style="dim"))
+            console.print(Text(safe(f"title: {event['title']}"), style="dim"))

@@ -130,8 +130,13 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     width = min(max(len(r["name"]) for r in rows), 64)
     src_width = min(max(len(r["source"]) for r in rows), 24)
+    from graphchat.display import safe
+
     lines = [
-        f"{r['name']:<{width}}  {r['source']:<{src_width}}  {r['family']:<11}  {_first_line(r['description'])}"
+        safe(
+            f"{r['name']:<{width}}  {r['source']:<{src_width}}  {r['family']:<11}  {_first_line(r['description'])}",
+            newlines=False,
+        )
         for r in rows
     ]
     if sys.stdout.isatty():  # a terminal: one row a tool, cut to its width
@@ -218,6 +223,9 @@ def run_show(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     catalog = _catalog(settings)
+    from graphchat.cli.output import warn_catalog
+
+    warn_catalog(catalog)
     spec = _find(catalog, settings, args.name)
     settings_dir = settings.catalog_dir
     doc = describe_tool(catalog, spec, settings_dir)
@@ -248,7 +256,9 @@ def run_show(args: argparse.Namespace) -> int:
         ]
     if "example" in doc:
         out += ["", "example:", json.dumps(doc["example"], indent=2, ensure_ascii=False)]
-    sys.stdout.write("\n".join(out) + "\n")
+    from graphchat.display import safe
+
+    sys.stdout.write(safe("\n".join(out)) + "\n")  # names and descriptions come from servers
     return 0
 
 
@@ -289,7 +299,10 @@ def run_call(args: argparse.Namespace) -> int:
         report_error(result.error_message)  # the `✗ tool` line left it out: said once, in full
         return 1
     if isinstance(result.value, str):
-        sys.stdout.write(result.value + ("" if result.value.endswith("\n") else "\n"))
+        from graphchat.display import safe
+
+        text = safe(result.value) if sys.stdout.isatty() else result.value  # a pipe: byte-exact
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     else:
         print_json(result.value)
     return 0

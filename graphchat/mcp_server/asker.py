@@ -46,10 +46,24 @@ def question_schema(question: Question) -> tuple[dict[str, Any], str | None]:
     return {"type": "object", "properties": {ANSWER_FIELD: field}, "required": [ANSWER_FIELD]}, ANSWER_FIELD
 
 
+def elicitation_message(question: Question) -> str:
+    """The message of a question's elicitation: the prompt, then its detail (an approval's
+    arguments) in full — the client shows what it is asked to approve, never a cut of it."""
+    from graphchat.display import safe
+
+    if question.detail is None:
+        return safe(question.prompt)
+    return f"{safe(question.prompt)}\n\n{safe(question.detail)}"
+
+
 class ElicitationAsker(Asker):
     """The one asker, hosted by an MCP client: questions go out as form elicitations.
 
-    `elicit` is None when the client did not declare the form elicitation capability."""
+    `elicit` is None when the client did not declare the form elicitation capability. An
+    "always" answered by a client lasts for this serve session only (never written to
+    graphchat.yaml)."""
+
+    lasting_answers = False
 
     def __init__(
         self, elicit: Elicit | None, events: EventSink | None = None, timeout: float | None = None
@@ -68,7 +82,7 @@ class ElicitationAsker(Asker):
         schema, unwrap = question_schema(question)
         try:
             async with asyncio.timeout(self.timeout):
-                result = await self.elicit(question.prompt, schema)
+                result = await self.elicit(elicitation_message(question), schema)
         except asyncio.CancelledError:
             raise
         except Exception:  # a client error or a timeout: nobody could answer
