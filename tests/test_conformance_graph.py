@@ -464,3 +464,83 @@ def test_section_scoped_misspelt_root_is_a_load_error() -> None:
                 '{ teamId: "{{E0.values.0.id}}" }', '{ teamId: "{{#E0.values}}{{E9.summary}}{{/E0.values}}" }'
             )
         )
+
+
+# --- YAML 1.2: graph reads every file with serde_yaml 0.9 (Cargo.toml), the YAML 1.2 core schema
+
+
+_YAML12_PLAN = """identifier: yaml12
+name: YAML 1.2
+description: scalars as serde_yaml reads them
+steps:
+  - id: A
+    tool_name: ask
+    input:
+      prompt: Ship it?
+      output_schema:
+        type: object
+        properties:
+          answer: { type: string, enum: [yes, no] }
+      when_unanswered: default
+      default: { answer: no }
+  - id: E0
+    tool_name: t__echo
+    input: { a: yes, b: off, c: NO, d: 12:30, e: 010, f: 0o10, g: 1_000, h: 2001-12-14, i: ~, j: True }
+"""
+
+
+def test_yaml12_core_schema_in_plans() -> None:
+    """graph: Cargo.toml serde_yaml 0.9 (YAML 1.2 core schema), as pipeline/doc.rs parses a plan:
+    `yes`/`off`/`NO` are strings, `12:30` is not 750, `010` is 10, `0o10` is 8."""
+    from graphchat.plans.loader import load_plan_text
+
+    plan = load_plan_text(_YAML12_PLAN, "<test>")
+    ask = plan.steps[0].input
+    assert ask["output_schema"]["properties"]["answer"]["enum"] == ["yes", "no"]
+    assert ask["default"] == {"answer": "no"}
+    assert plan.steps[1].input == {
+        "a": "yes",
+        "b": "off",
+        "c": "NO",
+        "d": "12:30",
+        "e": 10,
+        "f": 8,
+        "g": "1_000",
+        "h": "2001-12-14",
+        "i": None,
+        "j": True,
+    }
+
+
+def test_yaml12_duplicate_key_is_a_load_error() -> None:
+    """graph: serde_yaml 0.9 rejects a repeated mapping key (`duplicate entry with key`)."""
+    from graphchat.plans.loader import load_plan_text
+    from graphchat.plans.model import PlanLoadError
+
+    text = _YAML12_PLAN.replace(
+        "    tool_name: t__echo\n", "    tool_name: t__echo\n    tool_name: t__list\n"
+    )
+    with pytest.raises(PlanLoadError, match=r"line 17: .*duplicate key 'tool_name'"):
+        load_plan_text(text, "<test>")
+
+
+def test_yaml12_in_graphchat_yaml_answers_and_plan_files(graphchat: Any, workspace: Any) -> None:
+    """graph: serde_yaml 0.9 for every file it reads — here graphchat.yaml, a plan file and an
+    --answers file: `no` stays the string an `ask` enum `[yes, no]` names; a duplicate key in
+    graphchat.yaml is a config error naming file and line."""
+    (workspace / "plans" / "ship.yaml").write_text(
+        _YAML12_PLAN.split("  - id: E0")[0].replace("identifier: yaml12", "identifier: ship")
+        + "output: { answer: '{{A.answer.answer}}', answered: '{{A.answered}}' }\n"
+    )
+    answers = workspace / "answers.yaml"
+    answers.write_text("A: {answer: no}\n")
+    run = graphchat("plan", "run", "ship", "--answers", str(answers), "--json")
+    assert run.returncode == 0, run.stderr
+    import json
+
+    assert json.loads(run.stdout)["output"] == {"answer": "no", "answered": True}
+    (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iterations: 15\nsettings: {}\n")
+    bad = graphchat("plan", "list")
+    assert bad.returncode == 2 and "graphchat.yaml:3" in bad.stderr and "duplicate key" in bad.stderr, (
+        bad.stderr
+    )

@@ -63,7 +63,9 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
             import yaml
 
             try:
-                return yaml.safe_load(text)
+                from graphchat.yamlfile import yaml12_loader
+
+                return yaml.load(text, Loader=yaml12_loader())  # noqa: S506 - a safe loader class
             except yaml.YAMLError as exc:
                 raise GraphchatError(f"{what} {arg}: invalid YAML: {exc}", 2) from None
         return parse_json_document(text, f"{what} {arg}")

@@ -144,11 +144,13 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     import yaml
 
+    from graphchat.yamlfile import yaml12_dumper
+
     out = sys.stdout
     out.write(f"# {plan.tool_name} — {plan.name} ({plan.finish} finish)\n")
     if plan.path:
         out.write(f"# {plan.path}\n")
-    out.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
+    out.write(yaml.dump(data, Dumper=yaml12_dumper(), sort_keys=False, allow_unicode=True, width=100))
     if plan.input_schema is None:
         out.write("# input_schema (default): {type: object, properties: {}}\n")
     return 0

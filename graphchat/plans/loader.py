@@ -67,7 +67,9 @@ def load_plan_text(text: str, source: str, *, path: Path | None = None) -> Plan:
     """Parse YAML text (safe loader only) and check it as a plan."""
     import yaml
 
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from graphchat.yamlfile import yaml12_loader
+
+    loader_cls = yaml12_loader()
     try:
         node = yaml.compose(text, Loader=loader_cls)
         data = yaml.load(text, Loader=loader_cls)  # noqa: S506 - a safe loader class

@@ -55,10 +55,10 @@ def servers_of(catalog: Catalog, servers_file: Path | None = None) -> Servers:
 def _servers_in_file(path: Path) -> set[str]:
     import yaml
 
+    from graphchat.yamlfile import yaml12_loader
+
     try:
-        data = yaml.load(
-            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        )
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml12_loader())
     except (OSError, yaml.YAMLError):
         return set()
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
