@@ -54,7 +54,10 @@ def resolve_plan(settings: Any, arg: str) -> Any:
     from graphchat.cli.output import warn
     from graphchat.plans.discovery import find_plan
 
-    return find_plan(arg, settings.plans_dir, warn=warn)
+    plan = find_plan(arg, settings.plans_dir, warn=warn)
+    for ignored in plan.warnings:  # fields graph ignores (e.g. `timeout:` on a step)
+        warn(ignored)
+    return plan
 
 
 def missing_servers(settings: Any, plan: Any) -> list[str]:

@@ -167,7 +167,7 @@ def _validate_one(
     problems = validate_against_catalog(
         plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path
     )
-    notes = []
+    notes = list(plan.warnings)  # fields the loader ignored, as graph does: not fatal
     if by_path:
         gone = missing_servers(plan, servers)
         if gone:
