@@ -166,7 +166,9 @@ class PlanSource(ToolSource):
 
 class _Families:
     """The family of each plan: the most severe family of any tool it can reach (plans followed
-    transitively; a tool the catalog does not know yet counts as destructive)."""
+    transitively). A tool the catalog does not know yet (an MCP server whose tool list was never
+    cached, in a fresh workspace) adds nothing: its own call is approved when it is made, with
+    the family its server gives it, so the plan tool is not refused for what is not known."""
 
     def __init__(self, plans: list[Plan], others: dict[str, str]) -> None:
         self.plans = {p.identifier: p for p in plans}
@@ -192,7 +194,7 @@ class _Families:
     def family(self, name: str, visiting: frozenset[str]) -> str:
         if name.startswith("plan__"):
             return self.of(name[len("plan__") :], visiting)
-        return self.others.get(name, "destructive")
+        return self.others.get(name, "read")
 
     def reachable(self, plan: Plan) -> set[str]:
         names: set[str] = set()

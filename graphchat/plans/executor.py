@@ -80,7 +80,8 @@ class PlanOutcome:
                 return ToolResult({"answer": self.answer})
             if self.finish == "output":
                 return ToolResult(self.output)
-            return ToolResult({"completed": True, "steps_executed": self.steps_executed})
+            # graph (pipeline/mod.rs, a plan call with no output and no answer): {ok, steps_executed}
+            return ToolResult({"ok": True, "steps_executed": self.steps_executed})
         if self.kind == "exit" and self.exit is not None:
             if self.exit["status"] == "success":
                 value: dict[str, Any] = {
@@ -321,7 +322,9 @@ def chain_problem(plan_id: str, chain: tuple[str, ...]) -> str | None:
     """A cycle or a too-deep nesting, naming the chain; None when the call may go ahead."""
     if plan_id in chain:
         return "plan cycle: " + " → ".join((*chain, plan_id))
-    if len(chain) >= MAX_DEPTH:
+    # graph's MAX_PLAN_DEPTH counts nested plans below the top-level one (pipeline/mod.rs): the
+    # chain holds the top-level plan too, so 1 + 8 plans run and a tenth is refused.
+    if len(chain) > MAX_DEPTH:
         return f"plans nest deeper than {MAX_DEPTH}: " + " → ".join((*chain, plan_id))
     return None
 
