@@ -768,3 +768,99 @@ async def test_solver_payload_is_sent_whole_up_to_400000_characters() -> None:
         "solver: {query_to_answer: sum up, data: {all: '{{E0.items}}'}}\n", {"items": bigger}
     )
     assert user.count('"' + "y" * 500 + '…"') == 25 and "y" * 501 not in user
+
+
+# --- inputs: graph-cli commands/input.rs and pipeline/doc.rs::apply_schema_defaults --------------
+
+_INPUT_PLAN = """identifier: echo_in
+name: Echo input
+description: delivers its input
+input_schema:
+  type: object
+  properties:
+    team: {type: string}
+    a: {type: integer}
+    name: {type: string}
+    opts: {type: object, properties: {depth: {type: integer, default: 2}}}
+    level: {type: integer, default: 1}
+steps:
+  - id: E0
+    tool_name: exit
+    input: {when: {value: 1, op: eq, to: 2}, status: success, message: never}
+output: {input: "{{input}}"}
+"""
+
+
+@pytest.fixture
+def input_plan(workspace: Any) -> Any:
+    (workspace / "plans" / "echo_in.yaml").write_text(_INPUT_PLAN)
+    return workspace
+
+
+def _delivered(run: Any) -> Any:
+    import json
+
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)["input"]
+
+
+def test_input_pairs_only_with_json_value_parsing(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs::pairs_only_with_json_value_parsing and ::pairs_override_document_keys;
+    pipeline/doc.rs::apply_schema_defaults fills the top-level `level`, not `opts.depth`."""
+    got = _delivered(
+        graphchat(
+            "plan", "run", "echo_in", '{"a": 1, "opts": {}}', "--input", "a=19", "--input", "name=Platform"
+        )
+    )
+    assert got == {"a": 19, "name": "Platform", "opts": {}, "level": 1}
+
+
+def test_input_non_object_json_is_rejected_exit_1(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs::non_object_json_is_rejected (`must be a JSON object`), an anyhow
+    error: exit 1."""
+    run = graphchat("plan", "run", "echo_in", "[1,2]")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "input from argument must be a JSON object, got: [1,2]" in run.stderr
+
+
+def test_input_pair_without_equals_is_exit_1(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs `resolve_input` — `--input must be key=value, got: {pair}` (exit 1)."""
+    run = graphchat("plan", "run", "echo_in", "--input", "team")
+    assert run.returncode == 1 and "--input must be key=value, got: team" in run.stderr
+
+
+def test_input_empty_document_is_an_empty_object(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs `parse_document` — an empty document is `{}`."""
+    assert _delivered(graphchat("plan", "run", "echo_in", "")) == {"level": 1}
+    empty = input_plan / "empty.json"
+    empty.write_text("\n")
+    assert _delivered(graphchat("plan", "run", "echo_in", f"@{empty}")) == {"level": 1}
+
+
+def test_unknown_input_key_typed_is_exit_3_in_a_document_a_warning(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs inserts every key (extra keys pass through). graphchat (issue 12,
+    Decisions): `--input tema=core` is exit 3 naming the key and the close match; inside a
+    document it is a warning and the key passes through."""
+    run = graphchat("plan", "run", "echo_in", "--input", "tema=core")
+    assert run.returncode == 3 and run.stdout == ""
+    assert "'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in run.stderr
+    run = graphchat("plan", "run", "echo_in", '{"tema": "core"}')
+    assert _delivered(run) == {"tema": "core", "level": 1}
+    assert "warning: input 'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in run.stderr
+
+
+async def test_unknown_key_in_a_plan_tool_call_is_a_warning() -> None:
+    """graph: pipeline/mod.rs invoke_plan passes a plan tool's arguments through; graphchat warns."""
+    from graphchat.catalog.base import CallContext, Catalog
+    from graphchat.catalog.plan_tools import PlanSource
+    from tests.plan_support import Recorder, plan_from_yaml
+
+    catalog = Catalog([FakeTools()])
+    catalog.add_source(PlanSource(None, catalog, plans=[plan_from_yaml(_INPUT_PLAN)], servers=set()))
+    events = Recorder()
+    result = await catalog.call("plan__echo_in", {"tema": "core"}, CallContext(events=events))
+    assert not result.is_error and result.value == {"input": {"tema": "core", "level": 1}}
+    warnings = [f.get("message") for e, f in events.events if e == "warning"]
+    assert any(
+        "'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in str(w) for w in warnings
+    ), events.events

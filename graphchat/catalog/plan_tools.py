@@ -144,6 +144,15 @@ class PlanSource(ToolSource):
             return ToolResult.error(
                 f"plan '{ident}' needs MCP servers that are not configured: {', '.join(missing)}"
             )
+        if ctx.events is not None and isinstance(arguments, dict):
+            from graphchat.plans.inputs import unknown_input_keys
+
+            for key, close in unknown_input_keys(plan.input_schema, arguments):
+                hint = f" (did you mean {close!r}?)" if close else ""
+                # graph passes extra keys through; graphchat does too, and says so
+                ctx.events.warning(
+                    f"{spec.name}: {key!r} is not an input of plan '{ident}'{hint}; passed through"
+                )
         outcome = await run_plan(
             plan,
             arguments,

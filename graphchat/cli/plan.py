@@ -60,6 +60,66 @@ def resolve_plan(settings: Any, arg: str) -> Any:
     return plan
 
 
+def plan_input(plan: Any, document_arg: str | None, pairs: list[str] | None) -> dict[str, Any]:
+    """The input object of `plan run`, as graph's `resolve_input` (graph-cli commands/input.rs):
+    an empty document is `{}`; a document that is not an object and an `--input` without `=`
+    are exit 1. A key the input_schema does not name: exit 3 from `--input`, a warning from a
+    document (graph passes extra keys through)."""
+    from graphchat.cli.output import apply_input_flags, read_document_arg, warn
+    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
+    from graphchat.plans.inputs import unknown_input_keys
+
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise GraphchatError(f"--input must be key=value, got: {pair}")
+    source = (
+        "stdin"
+        if document_arg == "-"
+        else (document_arg[1:] if document_arg and document_arg[:1] == "@" else "argument")
+    )
+    if document_arg is not None and not document_arg.strip():
+        document: Any = {}
+    else:
+        try:
+            document = read_document_arg(document_arg)
+        except GraphchatError as exc:
+            if document_arg is not None and document_arg[:1] == "@" and _empty_file(document_arg[1:]):
+                document = {}
+            else:  # a plan input that does not parse is an invalid input (exit 3)
+                raise GraphchatError(exc.message, EXIT_INPUT_NEEDED, exc.hint) from None
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        import orjson
+
+        shown = orjson.dumps(document).decode()
+        raise GraphchatError(f"input from {source} must be a JSON object, got: {shown}")
+    for key, close in unknown_input_keys(plan.input_schema, document):
+        warn(
+            f"input {key!r} is not an input of plan '{plan.identifier}'{_did_you_mean(close)}; passed through"
+        )
+    flags = {pair.partition("=")[0]: pair for pair in pairs or []}
+    for key, close in unknown_input_keys(plan.input_schema, dict.fromkeys(flags)):
+        raise GraphchatError(
+            f"--input {flags[key]}: {key!r} is not an input of plan '{plan.identifier}'{_did_you_mean(close)}",
+            EXIT_INPUT_NEEDED,
+        )
+    result: dict[str, Any] = apply_input_flags(document, pairs)
+    return result
+
+
+def _did_you_mean(close: str | None) -> str:
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def _empty_file(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return not handle.read().strip()
+    except OSError:
+        return False
+
+
 def missing_servers(settings: Any, plan: Any) -> list[str]:
     if not plan.requires_servers:
         return []
@@ -92,19 +152,14 @@ def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
 def run_command(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.cli.output import apply_input_flags, note, print_json, read_document_arg
-    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
+    from graphchat.cli.output import note, print_json
+    from graphchat.errors import GraphchatError
     from graphchat.host import load_settings, needs_model, open_host
     from graphchat.plans.executor import llm_factory_for, run_plan
 
     settings = load_settings(args.home, model=args.model)
-    try:
-        document = read_document_arg(args.document)
-    except GraphchatError as exc:
-        # A plan input that does not parse is an invalid input (exit 3), not a usage error.
-        raise GraphchatError(exc.message, EXIT_INPUT_NEEDED, exc.hint) from None
-    inputs = apply_input_flags(document, args.input)
     plan = resolve_plan(settings, args.plan)
+    inputs = plan_input(plan, args.document, args.input)
     missing = missing_servers(settings, plan)
     if missing:
         raise GraphchatError(

@@ -289,7 +289,8 @@ class Runner:
 
 
 def apply_defaults(schema: Mapping[str, Any] | None, value: Any) -> Any:
-    """Fill `default`s of object properties (recursively) where the input leaves them out."""
+    """Fill the `default`s of the schema's top-level properties where the input leaves them out
+    (only the top level, as graph's `apply_schema_defaults` in pipeline/doc.rs)."""
     if not isinstance(schema, Mapping) or not isinstance(value, dict):
         return value
     props = schema.get("properties")
@@ -303,8 +304,6 @@ def apply_defaults(schema: Mapping[str, Any] | None, value: Any) -> Any:
             import copy
 
             out[name] = copy.deepcopy(prop["default"])
-        if name in out and isinstance(out[name], dict):
-            out[name] = apply_defaults(prop, out[name])
     return out
 
 
