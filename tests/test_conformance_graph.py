@@ -864,3 +864,131 @@ async def test_unknown_key_in_a_plan_tool_call_is_a_warning() -> None:
     assert any(
         "'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in str(w) for w in warnings
     ), events.events
+
+
+# --- --json envelopes: graph-cli tests/cli_contract.rs, commands/plan_cmd.rs, plan_edit.rs -------
+
+_ECHO_PLAN = """identifier: echo_ok
+name: Echo
+description: says the word
+steps:
+  - id: E1
+    tool_name: filter
+    input: {over: [1], where: {value: "{{item}}", op: eq, to: 1}}
+output: {said: "{{input.word}}"}
+"""
+
+_GATE_PLAN = """identifier: gate
+name: Gate
+description: stops when there are no rows
+steps:
+  - id: E1
+    tool_name: filter
+    input: {over: [], where: {value: "{{item}}", op: eq, to: 1}}
+  - id: E2
+    tool_name: exit
+    input: {when: {value: "{{E1.count}}", op: eq, to: 0}, status: error, message: no rows found}
+output: {n: "{{E1.count}}"}
+"""
+
+
+def test_plan_run_json_envelope_carries_the_documented_keys(graphchat: Any, workspace: Any) -> None:
+    """graph: cli_contract.rs::plan_run_json_envelope_carries_the_documented_keys"""
+    import json
+
+    (workspace / "plans" / "echo_ok.yaml").write_text(_ECHO_PLAN)
+    run = graphchat("plan", "run", "echo_ok", '{"word":"hi"}', "--json")
+    assert run.returncode == 0, run.stderr
+    envelope = json.loads(run.stdout)
+    assert envelope["plan"] == "echo_ok" and envelope["output"] == {"said": "hi"}
+    assert envelope["steps_executed"] == 1
+    assert envelope["answer"] is None and envelope["exit"] is None
+    assert set(envelope) == {"answer", "output", "plan", "steps_executed", "exit", "usage"}
+
+
+def test_a_fired_gate_adds_an_exit_block_to_the_envelope(graphchat: Any, workspace: Any) -> None:
+    """graph: cli_contract.rs::a_fired_gate_adds_an_exit_block_to_the_envelope — exit 4, `exit`
+    {status, message, step}, only E1 counted, `answer` is the gate's message."""
+    import json
+
+    (workspace / "plans" / "gate.yaml").write_text(_GATE_PLAN)
+    run = graphchat("plan", "run", "gate", "--json")
+    assert run.returncode == 4
+    envelope = json.loads(run.stdout)
+    assert envelope["exit"] == {
+        "status": "error",
+        "message": "no rows found",
+        "reason": None,
+        "output": None,
+        "step": "E2",
+    }
+    assert envelope["steps_executed"] == 1 and envelope["answer"] == "no rows found"
+
+
+def test_failed_and_needs_input_runs_print_no_envelope(graphchat: Any, workspace: Any) -> None:
+    """graph: plan_cmd.rs `run_plan` — a failed run (exit 1) and a needs-input run (exit 3)
+    return before the envelope: stdout stays empty."""
+    (workspace / "plans" / "needs.yaml").write_text(
+        "identifier: needs\nname: N\ndescription: d\ninput_schema: {type: object, required: [n], properties: {n: {type: integer}}}\n"
+        "steps:\n  - {id: E0, tool_name: filter, input: {over: [], where: {value: 1, op: eq, to: 1}}}\n"
+        "output: {first: '{{E0.items.0}}'}\n"
+    )
+    needs = graphchat("plan", "run", "needs", "--json")
+    assert needs.returncode == 3 and needs.stdout == ""
+    failed = graphchat("plan", "run", "needs", "--input", "n=1", "--json")
+    assert failed.returncode == 1 and failed.stdout == "" and "E0.items is an empty array" in failed.stderr
+
+
+def test_plan_validate_and_list_envelopes(graphchat: Any, workspace: Any) -> None:
+    """graph: cli_contract.rs::plan_validate_separates_fatal_problems_from_notes (single plan:
+    {plan, steps, ok, problems, notes}) and ::plan_list_reports_broken_and_valid_plans_separately
+    (plan_edit.rs `list_as_json`: plans with `steps`, skipped with `path`)."""
+    import json
+
+    (workspace / "plans" / "gate.yaml").write_text(_GATE_PLAN)
+    (workspace / "plans" / "broken.yaml").write_text(
+        "identifier: broken\nname: B\ndescription: d\nsteps: {\n"
+    )
+    one = json.loads(graphchat("plan", "validate", "gate", "--json").stdout)
+    assert {k: one[k] for k in ("plan", "steps", "ok", "problems", "notes")} == {
+        "plan": "gate",
+        "steps": 2,
+        "ok": True,
+        "problems": [],
+        "notes": [],
+    }
+    every = json.loads(graphchat("plan", "validate", "--json").stdout)
+    assert set(every) == {"plans", "ok"} and every["ok"] is False
+    assert sorted(p["plan"] for p in every["plans"]) == ["broken", "gate"]
+    listing = json.loads(graphchat("plan", "list", "--json").stdout)
+    assert [(p["identifier"], p["steps"]) for p in listing["plans"]] == [("gate", 2)] and listing[
+        "count"
+    ] == 1
+    assert len(listing["skipped"]) == 1 and listing["skipped"][0]["path"].endswith("broken.yaml")
+    assert listing["hidden"] == []
+
+
+async def test_steps_executed_counts_as_graph_counts() -> None:
+    """graph: pipeline/tests.rs — `E0 + decide + 1 branch call` is 3, `E0 + map + 3 item calls`
+    is 5, `E0 + reduce + 2 item calls` is 4 (state.rs `steps_executed` counts the control step
+    itself and its body calls; a fired exit is not counted)."""
+    decide = await run_yaml(_decide("R", "S") + "output: {b: '{{D.branch}}'}\n")
+    assert decide.steps_executed == 3, decide.error
+    mapped = await run_yaml(
+        _HEAD + "steps:\n  - {id: E0, tool_name: t__list, input: {items: [1, 2, 3]}}\n"
+        "  - id: E1\n    tool_name: map\n    input: {over: '{{E0.items}}', do: {tool_name: t__echo, input: {n: '{{item}}'}}}\n"
+        "output: {n: '{{E1.count}}'}\n"
+    )
+    assert mapped.steps_executed == 5, mapped.error
+    reduced = await run_yaml(
+        _HEAD + "steps:\n  - {id: E0, tool_name: t__list, input: {items: [a, b]}}\n"
+        "  - id: E1\n    tool_name: reduce\n    input: {over: '{{E0.items}}', initial: {seen: none}, "
+        "do: {tool_name: t__echo, input: {i: '{{item}}', a: '{{accumulator}}'}}}\n"
+        "output: {n: '{{E1.count}}'}\n"
+    )
+    assert reduced.steps_executed == 4, reduced.error
+    exited = await run_yaml(
+        _HEAD + "steps:\n  - {id: E0, tool_name: t__echo, input: {}}\n"
+        "  - {id: E1, tool_name: exit, input: {status: success, message: bye}}\n"
+    )
+    assert exited.kind == "exit" and exited.steps_executed == 1

@@ -200,7 +200,7 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     if outcome.usage:
         events.usage_summary(outcome.usage)
-    if args.json:
+    if args.json and outcome.kind not in ("failed", "input"):  # as graph: no envelope then
         print_json(envelope(outcome))
     if outcome.kind == "input":
         import orjson
@@ -241,21 +241,28 @@ def exit_code(outcome: PlanOutcome) -> int:
 
 
 def envelope(outcome: PlanOutcome) -> dict[str, Any]:
-    """The `--json` envelope of `plan run`."""
-    data: dict[str, Any] = {
-        "answer": outcome.answer,
+    """The `--json` envelope of `plan run`, key for key graph's (graph-cli plan_cmd.rs `run_plan`):
+    every key always present; `answer` is the solver's report or a fired exit's message (null
+    otherwise); `output` the output map or the fired exit's output; `exit` graph's `PlanExit`
+    ({status, message, reason, output, step}) or null; `usage` null when nothing was spent.
+    A failed run (exit 1) and a run that needs input (exit 3) print no envelope."""
+    exit_block = None
+    answer = outcome.answer or None
+    if outcome.exit is not None:
+        fired = outcome.exit
+        exit_block = {
+            "status": fired.get("status"),
+            "message": fired.get("message"),
+            "reason": fired.get("reason"),
+            "output": fired.get("output"),
+            "step": fired.get("step"),
+        }
+        answer = fired.get("message") or None
+    return {
+        "answer": answer,
         "output": outcome.output,
         "plan": outcome.plan,
         "steps_executed": outcome.steps_executed,
+        "exit": exit_block,
+        "usage": outcome.usage or None,
     }
-    if outcome.exit is not None:
-        data["exit"] = outcome.exit
-    if outcome.usage:
-        data["usage"] = outcome.usage
-    if outcome.kind in ("failed", "input"):
-        data["error"] = outcome.error
-        if outcome.problems:
-            data["problems"] = outcome.problems
-        if outcome.empty_data:
-            data["empty_data"] = True
-    return data

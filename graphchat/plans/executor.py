@@ -248,14 +248,17 @@ class Runner:
     async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
         name = step.tool_name
         control = CONTROL.get(name)
+        # Counted once it has a result, as graph's RunState::steps_executed (pipeline/state.rs):
+        # a fired exit or a failed step is not a step executed.
         if control is not None:
+            value = await control.run(self, step, scope, frame)
             self.steps_executed += 1
-            return await control.run(self, step, scope, frame)
+            return value
         arguments = render(step, step.input, scope)
-        self.steps_executed += 1
         result = await self.catalog.call(name, arguments, frame.ctx or self.ctx)
         if result.is_error:
             raise StepFailed(step.label, name, result.error_message)
+        self.steps_executed += 1
         return result.value
 
     async def run_body(self, owner: Step, body: Body, scope: dict[str, Any], frame: Frame, what: str) -> Any:

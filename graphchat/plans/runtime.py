@@ -189,6 +189,9 @@ class StepRunner(Protocol):
     @property
     def settings(self) -> Any: ...
 
+    steps_executed: int
+    """Steps counted so far, as graph counts them (an `agent` adds its inner tool calls)."""
+
     def llm(self, role: str, model: str | None = None) -> Any:
         """The model for `role` (or a named model); ConfigError when none can be used here."""
         ...

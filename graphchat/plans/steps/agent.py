@@ -122,7 +122,10 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         if isinstance(exc, GraphchatError) and exc.exit_code == 2:
             raise
         raise StepFailed(step.label, "agent", str(exc) or type(exc).__name__) from None
-    return shape_result(outcome)
+    result = shape_result(outcome)
+    # graph counts an agent's inner tool calls in steps_executed (pipeline/agent.rs)
+    runner.steps_executed += len(result["tools_called"])
+    return result
 
 
 def shape_result(outcome: Any) -> dict[str, Any]:
