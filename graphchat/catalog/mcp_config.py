@@ -340,7 +340,7 @@ def load_servers(
         servers = parse_servers(doc.data, str(workspace or catalog_dir.parent), skipped)
     except _Problem as problem:
         raise ConfigError(f"{doc.where(problem.path)}: {problem.message}") from None
-    for problem in skipped or []:
+    for skip in skipped or []:
         assert warnings is not None
-        warnings.append(f"{doc.where(problem.path)}: {problem.message}; this server is skipped")
+        warnings.append(f"{doc.where(skip.path)}: {skip.message}; this server is skipped")
     return servers

@@ -175,9 +175,9 @@ class PlanSource(ToolSource):
 
 class _Families:
     """The family of each plan: the most severe family of any tool it can reach (plans followed
-    transitively). A tool the catalog does not know yet (an MCP server whose tool list was never
-    cached, in a fresh workspace) adds nothing: its own call is approved when it is made, with
-    the family its server gives it, so the plan tool is not refused for what is not known."""
+    transitively; a tool the catalog does not know yet counts as destructive). A plan run
+    starts the servers of the plans it calls before its first step (`reachable_servers`), so
+    on a fresh workspace the families are known by the time a plan tool is called."""
 
     def __init__(self, plans: list[Plan], others: dict[str, str]) -> None:
         self.plans = {p.identifier: p for p in plans}
@@ -203,7 +203,7 @@ class _Families:
     def family(self, name: str, visiting: frozenset[str]) -> str:
         if name.startswith("plan__"):
             return self.of(name[len("plan__") :], visiting)
-        return self.others.get(name, "read")
+        return self.others.get(name, "destructive")
 
     def reachable(self, plan: Plan) -> set[str]:
         names: set[str] = set()
@@ -222,3 +222,24 @@ class _Families:
                 continue
             names.add(tool)
         return names
+
+
+def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
+    """MCP servers the steps of `plan` name, and those of the plans it calls (transitively)."""
+    from graphchat.plans.executor import servers_of
+
+    plans: dict[str, Plan] = {}
+    for source in catalog.sources:
+        if isinstance(source, PlanSource):
+            plans.update(source.plans())
+    found: set[str] = set()
+    todo, seen = [plan], {plan.identifier}
+    while todo:
+        current = todo.pop()
+        found |= servers_of(current)
+        for step in current.all_steps():
+            ident = step.tool_name[len("plan__") :] if step.tool_name.startswith("plan__") else None
+            if ident is not None and ident in plans and ident not in seen:
+                seen.add(ident)
+                todo.append(plans[ident])
+    return found

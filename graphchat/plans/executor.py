@@ -390,7 +390,10 @@ async def run_plan(
     scope: dict[str, Any] = {"input": inputs}
     not_found: str | None = None
     try:
-        await prepare_servers(catalog, servers_of(plan))
+        # the servers of the plans it calls too: a plan tool's approval family is then known
+        from graphchat.catalog.plan_tools import reachable_servers
+
+        await prepare_servers(catalog, reachable_servers(plan, catalog))
         unknown = unresolved_tools(plan, catalog)
         if unknown:
             step, name = unknown[0]
