@@ -821,6 +821,8 @@ def test_input_non_object_json_is_rejected_exit_1(graphchat: Any, input_plan: An
     run = graphchat("plan", "run", "echo_in", "[1,2]")
     assert run.returncode == 1 and run.stdout == ""
     assert "input from argument must be a JSON object, got: [1,2]" in run.stderr
+    run = graphchat("plan", "run", "echo_in", "null")
+    assert run.returncode == 1 and "must be a JSON object, got: null" in run.stderr
 
 
 def test_input_pair_without_equals_is_exit_1(graphchat: Any, input_plan: Any) -> None:

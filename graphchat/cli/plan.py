@@ -87,7 +87,7 @@ def plan_input(plan: Any, document_arg: str | None, pairs: list[str] | None) -> 
                 document = {}
             else:  # a plan input that does not parse is an invalid input (exit 3)
                 raise GraphchatError(exc.message, EXIT_INPUT_NEEDED, exc.hint) from None
-    if document is None:
+    if document is None and document_arg in (None, "-"):  # none given, or an empty stdin
         document = {}
     if not isinstance(document, dict):
         import orjson
