@@ -8,6 +8,7 @@ happy path a file is parsed once, by libyaml.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,7 @@ ALIAS_BUDGET = 10_000
 
 
 def _loader() -> Any:
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml12_loader()
 
 
 def _children(node: Any) -> list[Any]:
@@ -154,3 +153,85 @@ def load_yaml_file(path: Path) -> YamlDoc:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from None
     return YamlDoc(path, text, data, node)
+
+
+# --- YAML 1.2 ----------------------------------------------------------------------------------
+
+# graph reads its files with serde_yaml (YAML 1.2 core schema, duplicate keys rejected); PyYAML
+# reads YAML 1.1, where `yes`/`no`/`on`/`off` are booleans, `12:30` is 750 and `010` is 8.
+# `yaml12_loader()` is the one loader class for every YAML file graphchat reads: the safe loader
+# (C parser when present) with the core schema's implicit resolvers, no `<<` merge and no
+# timestamps (both YAML 1.1 only), and a repeated mapping key as a load error.
+
+_CORE_RESOLVERS: list[tuple[str, str, list[str]]] = [
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        list("-+.0123456789"),
+    ),
+]
+
+
+@cache
+def yaml12_loader() -> Any:
+    """The YAML 1.2 core-schema safe loader class (see above)."""
+    import re
+
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Yaml12Loader(base):  # type: ignore[valid-type,misc]
+        yaml_implicit_resolvers: dict[str | None, list[tuple[str, Any]]] = {}
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[Any] = set()
+                for key_node, _value in node.value:
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        repeated = key in seen
+                        seen.add(key)
+                    except TypeError:
+                        continue  # an unhashable key: the base class reports it
+                    if repeated:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping",
+                            node.start_mark,
+                            f"duplicate key {key!r}",
+                            key_node.start_mark,
+                        )
+            return dict(super().construct_mapping(node, deep=deep))
+
+        def construct_yaml_int(self, node: Any) -> int:
+            text = str(self.construct_scalar(node))
+            if text.startswith("0o"):
+                return int(text[2:], 8)
+            if text.startswith("0x"):
+                return int(text[2:], 16)
+            return int(text, 10)
+
+    for tag, pattern, first in _CORE_RESOLVERS:
+        Yaml12Loader.add_implicit_resolver(tag, re.compile(pattern), first)
+    Yaml12Loader.add_constructor("tag:yaml.org,2002:int", Yaml12Loader.construct_yaml_int)
+    return Yaml12Loader
+
+
+@cache
+def yaml12_dumper() -> Any:
+    """A safe dumper whose plain scalars read back the same under YAML 1.1 and 1.2: a string
+    that either schema would read as something else (`yes`, `0o10`, `12:30`) is quoted."""
+    import re
+
+    import yaml
+
+    class Yaml12Dumper(yaml.SafeDumper):
+        yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeDumper.yaml_implicit_resolvers.items()}
+
+    for tag, pattern, first in _CORE_RESOLVERS:
+        Yaml12Dumper.add_implicit_resolver(tag, re.compile(pattern), first)
+    return Yaml12Dumper

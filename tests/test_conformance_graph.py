@@ -449,9 +449,6 @@ def test_section_scoped_bare_keys_are_not_root_references() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="needs loader.py: a dotted path's root inside a section must be a known root"
-)
 def test_section_scoped_misspelt_root_is_a_load_error() -> None:
     """graph: pipeline/doc.rs::section_scoped_bare_keys_are_not_root_references (second half):
     `{{#E0.values}}{{E9.summary}}{{/E0.values}}` names E9, which is no root — a load error."""
@@ -464,3 +461,536 @@ def test_section_scoped_misspelt_root_is_a_load_error() -> None:
                 '{ teamId: "{{E0.values.0.id}}" }', '{ teamId: "{{#E0.values}}{{E9.summary}}{{/E0.values}}" }'
             )
         )
+
+
+# --- YAML 1.2: graph reads every file with serde_yaml 0.9 (Cargo.toml), the YAML 1.2 core schema
+
+
+_YAML12_PLAN = """identifier: yaml12
+name: YAML 1.2
+description: scalars as serde_yaml reads them
+steps:
+  - id: A
+    tool_name: ask
+    input:
+      prompt: Ship it?
+      output_schema:
+        type: object
+        properties:
+          answer: { type: string, enum: [yes, no] }
+      when_unanswered: default
+      default: { answer: no }
+  - id: E0
+    tool_name: t__echo
+    input: { a: yes, b: off, c: NO, d: 12:30, e: 010, f: 0o10, g: 1_000, h: 2001-12-14, i: ~, j: True }
+"""
+
+
+def test_yaml12_core_schema_in_plans() -> None:
+    """graph: Cargo.toml serde_yaml 0.9 (YAML 1.2 core schema), as pipeline/doc.rs parses a plan:
+    `yes`/`off`/`NO` are strings, `12:30` is not 750, `010` is 10, `0o10` is 8."""
+    from graphchat.plans.loader import load_plan_text
+
+    plan = load_plan_text(_YAML12_PLAN, "<test>")
+    ask = plan.steps[0].input
+    assert ask["output_schema"]["properties"]["answer"]["enum"] == ["yes", "no"]
+    assert ask["default"] == {"answer": "no"}
+    assert plan.steps[1].input == {
+        "a": "yes",
+        "b": "off",
+        "c": "NO",
+        "d": "12:30",
+        "e": 10,
+        "f": 8,
+        "g": "1_000",
+        "h": "2001-12-14",
+        "i": None,
+        "j": True,
+    }
+
+
+def test_yaml12_duplicate_key_is_a_load_error() -> None:
+    """graph: serde_yaml 0.9 rejects a repeated mapping key (`duplicate entry with key`)."""
+    from graphchat.plans.loader import load_plan_text
+    from graphchat.plans.model import PlanLoadError
+
+    text = _YAML12_PLAN.replace(
+        "    tool_name: t__echo\n", "    tool_name: t__echo\n    tool_name: t__list\n"
+    )
+    with pytest.raises(PlanLoadError, match=r"line 17: .*duplicate key 'tool_name'"):
+        load_plan_text(text, "<test>")
+
+
+def test_yaml12_in_graphchat_yaml_answers_and_plan_files(graphchat: Any, workspace: Any) -> None:
+    """graph: serde_yaml 0.9 for every file it reads — here graphchat.yaml, a plan file and an
+    --answers file: `no` stays the string an `ask` enum `[yes, no]` names; a duplicate key in
+    graphchat.yaml is a config error naming file and line."""
+    (workspace / "plans" / "ship.yaml").write_text(
+        _YAML12_PLAN.split("  - id: E0")[0].replace("identifier: yaml12", "identifier: ship")
+        + "output: { answer: '{{A.answer.answer}}', answered: '{{A.answered}}' }\n"
+    )
+    answers = workspace / "answers.yaml"
+    answers.write_text("A: {answer: no}\n")
+    run = graphchat("plan", "run", "ship", "--answers", str(answers), "--json")
+    assert run.returncode == 0, run.stderr
+    import json
+
+    assert json.loads(run.stdout)["output"] == {"answer": "no", "answered": True}
+    (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iterations: 15\nsettings: {}\n")
+    bad = graphchat("plan", "list")
+    assert bad.returncode == 2 and "graphchat.yaml:3" in bad.stderr and "duplicate key" in bad.stderr, (
+        bad.stderr
+    )
+
+
+# --- leniency and strictness of graph's loader (pipeline/plan.rs, doc.rs, body.rs, ask.rs) -----
+
+
+def _load(text: str) -> Any:
+    from graphchat.plans.loader import load_plan_text
+
+    return load_plan_text(text, "<test>")
+
+
+def _problems(text: str) -> str:
+    from graphchat.plans.model import PlanLoadError
+
+    with pytest.raises(PlanLoadError) as caught:
+        _load(text)
+    return "\n".join(caught.value.problems)
+
+
+_HEAD = "identifier: lenient\nname: Lenient\ndescription: loads as graph loads it\n"
+
+
+def test_unknown_fields_on_a_step_and_in_solver_are_ignored_with_a_warning() -> None:
+    """graph: pipeline/plan.rs `Step` and `SolverData` derive Deserialize without
+    `deny_unknown_fields` (only `PlanDoc` has it): `timeout: 30` on a step loads."""
+    plan = _load(
+        _HEAD + "steps:\n  - id: E0\n    tool_name: t__echo\n    timeout: 30\n    input: {}\n"
+        "solver:\n  query_to_answer: sum up\n  temperature: 0\n"
+    )
+    assert "timeout" not in plan.steps[0].input
+    assert any(":7: step E0: timeout: unknown field in a step, ignored" in w for w in plan.warnings), (
+        plan.warnings
+    )
+    assert any("solver.temperature: unknown field in the solver, ignored" in w for w in plan.warnings)
+    # At the plan's top level an unknown field stays an error (PlanDoc has deny_unknown_fields).
+    assert "unknown field in a plan" in _problems(
+        _HEAD + "timeout: 3\nsteps:\n  - {id: E0, tool_name: t__echo, input: {}}\n"
+    )
+
+
+def test_solver_without_query_or_data_and_empty_name_load() -> None:
+    """graph: pipeline/plan.rs `SolverData` (`query_to_answer` and `data` are `#[serde(default)]`)
+    and doc.rs `PlanDoc` (`name`, `description` are plain Strings: "" loads)."""
+    plan = _load(
+        'identifier: lenient\nname: ""\ndescription: ""\n'
+        "steps:\n  - {id: E0, tool_name: t__echo, input: {}}\nsolver: {system_prompt: be brief}\n"
+    )
+    assert plan.solver is not None and plan.solver.query_to_answer == "" and plan.solver.data is None
+    assert plan.name == "" and plan.description == ""
+    assert (
+        _load(_HEAD + "steps:\n  - {id: E0, tool_name: t__echo, input: {}}\nsolver: {}\n").finish == "solver"
+    )
+
+
+def test_ask_required_naming_a_non_property_loads() -> None:
+    """graph: pipeline/ask.rs::elicitation_schema_problem checks the properties only, not `required`."""
+    _load(
+        _HEAD + "steps:\n  - id: A\n    tool_name: ask\n    input:\n      prompt: Which?\n"
+        "      output_schema: {type: object, properties: {repo: {type: string}}, required: [repo, owner]}\n"
+    )
+
+
+def test_ask_default_is_checked_against_the_full_json_schema() -> None:
+    """graph: pipeline/ask.rs::a_template_free_default_is_schema_checked_statically (its
+    `schema_mismatch` runs the jsonschema validator: `maximum`, `pattern`, … count)."""
+    ask = (
+        _HEAD + "steps:\n  - id: A\n    tool_name: ask\n    input:\n      prompt: How many?\n"
+        "      output_schema: {type: object, properties: {n: {type: integer, maximum: 5}, "
+        "tag: {type: string, pattern: '^v[0-9]+$'}}}\n      when_unanswered: default\n"
+    )
+    assert "default: does not match output_schema" in _problems(ask + "      default: {n: 12}\n")
+    assert "pattern" in _problems(ask + "      default: {tag: latest}\n") or "match" in _problems(
+        ask + "      default: {tag: latest}\n"
+    )
+    _load(ask + "      default: {n: 3, tag: v2}\n")
+
+
+def test_a_step_without_input_is_a_load_error() -> None:
+    """graph: pipeline/plan.rs `Step.input` has no serde default: a step without it does not parse."""
+    assert "step E0: input: required" in _problems(_HEAD + "steps:\n  - {id: E0, tool_name: t__echo}\n")
+
+
+_DECIDE = (
+    _HEAD + "steps:\n  - id: E0\n    tool_name: t__echo\n    input: {n: 1}\n"
+    "  - id: D\n    tool_name: decide\n    input:\n      if: {value: '{{E0.n}}', op: eq, to: 1}\n"
+    "      then:\n        - {id: {THEN}, tool_name: t__echo, input: {side: then}}\n"
+    "      else:\n        - {id: {ELSE}, tool_name: t__echo, input: {side: else}}\n"
+)
+
+
+def _decide(then_id: str, else_id: str) -> str:
+    return _DECIDE.replace("{THEN}", then_id).replace("{ELSE}", else_id)
+
+
+def test_body_ids_may_repeat_across_bodies_but_not_shadow_top_level_ids() -> None:
+    """graph: pipeline/body.rs (body validation): a body step id that `collides with a plan step
+    id` or repeats within its body (`has duplicate step id`) is an error; the same id in `then`
+    and `else` of one decide is not."""
+    _load(_decide("R", "R"))
+    assert "duplicate step id 'E0'" in _problems(_decide("E0", "R"))
+    twice = _DECIDE.replace(
+        "        - {id: {THEN}, tool_name: t__echo, input: {side: then}}\n",
+        "        - {id: R, tool_name: t__echo, input: {side: then}}\n"
+        "        - {id: R, tool_name: t__echo, input: {side: again}}\n",
+    ).replace("{ELSE}", "S")
+    assert "duplicate step id 'R'" in _problems(twice)
+
+
+async def test_same_id_in_then_and_else_runs() -> None:
+    """graph: pipeline/decision.rs — only the chosen branch runs, so its ids are its own."""
+    outcome = await run_yaml(
+        _decide("R", "R").replace(_HEAD, _HEAD) + "output: {branch: '{{D.branch}}', result: '{{D.result}}'}\n"
+    )
+    assert outcome.kind == "ok", outcome.error
+    assert outcome.output == {"branch": "then", "result": {"side": "then"}}
+
+
+def test_plan_discovery_does_not_descend_into_subfolders(tmp_path: Any) -> None:
+    """graph: pipeline/doc.rs::load_plan_docs reads each plans directory with `read_dir`, one level."""
+    from graphchat.plans.discovery import discover
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "top.yaml").write_text(
+        _HEAD.replace("lenient", "top") + "steps:\n  - {id: E0, tool_name: t__echo, input: {}}\n"
+    )
+    (tmp_path / "sub" / "deep.yaml").write_text(
+        _HEAD.replace("lenient", "deep") + "steps:\n  - {id: E0, tool_name: t__echo, input: {}}\n"
+    )
+    assert sorted(discover(tmp_path).plans) == ["top"]
+
+
+def test_ignored_step_field_is_a_warning_on_stderr(graphchat: Any, workspace: Any) -> None:
+    """graph: pipeline/plan.rs `Step` ignores `timeout: 30`; graphchat runs the plan and says so on stderr."""
+    (workspace / "plans" / "slow.yaml").write_text(
+        _HEAD.replace("lenient", "slow")
+        + "steps:\n  - id: E0\n    tool_name: exit\n    timeout: 30\n    input: {status: success, message: done}\n"
+    )
+    run = graphchat("plan", "run", "slow")
+    assert run.returncode == 0, run.stderr
+    assert (
+        "warning: " in run.stderr
+        and "slow.yaml:7: step E0: timeout: unknown field in a step, ignored" in run.stderr
+    )
+
+
+# --- the solver finish: graph's pipeline/mod.rs `solve` and `budget_payload` --------------------
+
+
+class _SolverLLM:
+    """Records what the solver is sent (the scripted-server tests cover the real HTTP path)."""
+
+    def __init__(self) -> None:
+        self.sent: list[list[dict[str, Any]]] = []
+
+    def factory(self, role: str, model: str | None, events: Any) -> _SolverLLM:
+        return self
+
+    async def complete(
+        self, messages: list[dict[str, Any]], on_text: Any = None, site: str = "", **kw: Any
+    ) -> Any:
+        self.sent.append(messages)
+        return {"content": "done"}
+
+
+async def _solve(solver: str, inputs: Any = None) -> tuple[Any, str, str]:
+    from graphchat.catalog.base import CallContext, Catalog
+    from graphchat.plans.executor import run_plan
+    from tests.plan_support import plan_from_yaml
+
+    llm = _SolverLLM()
+    plan = plan_from_yaml(
+        _HEAD + "steps:\n  - id: E0\n    tool_name: t__list\n    input: {items: '{{input.items}}'}\n"
+        "  - id: E1\n    tool_name: t__echo\n    input: {zeta: 1, alpha: {b: 2, a: 1}}\n" + solver
+    )
+    out = await run_plan(
+        plan,
+        inputs or {"items": [1]},
+        catalog=Catalog([FakeTools()]),
+        ctx=CallContext(),
+        llm_factory=llm.factory,
+    )
+    assert out.kind == "ok" and out.answer == "done", out.error
+    system, user = llm.sent[0]
+    return out, system["content"], user["content"]
+
+
+async def test_solver_without_data_sees_every_steps_result_pretty_with_sorted_keys() -> None:
+    """graph: pipeline/mod.rs `solve` — an empty payload is `state.results`, sent as
+    `serde_json::to_string_pretty` of a (sorted) map."""
+    _, _, user = await _solve("solver: {query_to_answer: sum up}\n")
+    expected = (
+        '{\n  "E0": {\n    "items": [\n      1\n    ]\n  },\n'
+        '  "E1": {\n    "alpha": {\n      "a": 1,\n      "b": 2\n    },\n    "zeta": 1\n  }\n}'
+    )
+    assert expected in user
+
+
+async def test_solver_bad_path_in_data_is_unavailable_and_the_run_answers() -> None:
+    """graph: pipeline/mod.rs `solve` — a key whose template does not render becomes
+    `"(unavailable: <error>)"`; the run still answers."""
+    _, _, user = await _solve(
+        "solver:\n  query_to_answer: sum up\n  data: {good: '{{E1.zeta}}', bad: '{{E1.nope}}'}\n"
+    )
+    assert '"bad": "(unavailable: {{E1.nope}}: ' in user and '"good": 1' in user
+
+
+async def test_solver_system_prompt_is_sent_verbatim() -> None:
+    """graph: pipeline/mod.rs `solve` pushes `system_prompt` into the system message as written."""
+    _, system, _ = await _solve(
+        "solver:\n  query_to_answer: sum up\n  system_prompt: 'Cite {{E0.items}} as is.'\n"
+    )
+    assert "Cite {{E0.items}} as is." in system
+
+
+async def test_solver_payload_is_sent_whole_up_to_400000_characters() -> None:
+    """graph: pipeline/mod.rs::budget_payload — MAX_CHARS 400_000; past it, strings are cut to
+    500 characters and arrays to 25 items."""
+    big = ["x" * 1000] * 300  # about 300,000 characters: sent whole
+    _, _, user = await _solve(
+        "solver: {query_to_answer: sum up, data: {all: '{{E0.items}}'}}\n", {"items": big}
+    )
+    assert user.count("x" * 1000) == 300 and "cut" not in user
+    bigger = ["y" * 1000] * 500  # over the budget: shrunk as graph shrinks
+    _, _, user = await _solve(
+        "solver: {query_to_answer: sum up, data: {all: '{{E0.items}}'}}\n", {"items": bigger}
+    )
+    assert user.count('"' + "y" * 500 + '…"') == 25 and "y" * 501 not in user
+
+
+# --- inputs: graph-cli commands/input.rs and pipeline/doc.rs::apply_schema_defaults --------------
+
+_INPUT_PLAN = """identifier: echo_in
+name: Echo input
+description: delivers its input
+input_schema:
+  type: object
+  properties:
+    team: {type: string}
+    a: {type: integer}
+    name: {type: string}
+    opts: {type: object, properties: {depth: {type: integer, default: 2}}}
+    level: {type: integer, default: 1}
+steps:
+  - id: E0
+    tool_name: exit
+    input: {when: {value: 1, op: eq, to: 2}, status: success, message: never}
+output: {input: "{{input}}"}
+"""
+
+
+@pytest.fixture
+def input_plan(workspace: Any) -> Any:
+    (workspace / "plans" / "echo_in.yaml").write_text(_INPUT_PLAN)
+    return workspace
+
+
+def _delivered(run: Any) -> Any:
+    import json
+
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)["input"]
+
+
+def test_input_pairs_only_with_json_value_parsing(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs::pairs_only_with_json_value_parsing and ::pairs_override_document_keys;
+    pipeline/doc.rs::apply_schema_defaults fills the top-level `level`, not `opts.depth`."""
+    got = _delivered(
+        graphchat(
+            "plan", "run", "echo_in", '{"a": 1, "opts": {}}', "--input", "a=19", "--input", "name=Platform"
+        )
+    )
+    assert got == {"a": 19, "name": "Platform", "opts": {}, "level": 1}
+
+
+def test_input_non_object_json_is_rejected_exit_1(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs::non_object_json_is_rejected (`must be a JSON object`), an anyhow
+    error: exit 1."""
+    run = graphchat("plan", "run", "echo_in", "[1,2]")
+    assert run.returncode == 1 and run.stdout == ""
+    assert "input from argument must be a JSON object, got: [1,2]" in run.stderr
+    run = graphchat("plan", "run", "echo_in", "null")
+    assert run.returncode == 1 and "must be a JSON object, got: null" in run.stderr
+
+
+def test_input_pair_without_equals_is_exit_1(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs `resolve_input` — `--input must be key=value, got: {pair}` (exit 1)."""
+    run = graphchat("plan", "run", "echo_in", "--input", "team")
+    assert run.returncode == 1 and "--input must be key=value, got: team" in run.stderr
+
+
+def test_input_empty_document_is_an_empty_object(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs `parse_document` — an empty document is `{}`."""
+    assert _delivered(graphchat("plan", "run", "echo_in", "")) == {"level": 1}
+    empty = input_plan / "empty.json"
+    empty.write_text("\n")
+    assert _delivered(graphchat("plan", "run", "echo_in", f"@{empty}")) == {"level": 1}
+
+
+def test_unknown_input_key_typed_is_exit_3_in_a_document_a_warning(graphchat: Any, input_plan: Any) -> None:
+    """graph: commands/input.rs inserts every key (extra keys pass through). graphchat (issue 12,
+    Decisions): `--input tema=core` is exit 3 naming the key and the close match; inside a
+    document it is a warning and the key passes through."""
+    run = graphchat("plan", "run", "echo_in", "--input", "tema=core")
+    assert run.returncode == 3 and run.stdout == ""
+    assert "'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in run.stderr
+    run = graphchat("plan", "run", "echo_in", '{"tema": "core"}')
+    assert _delivered(run) == {"tema": "core", "level": 1}
+    assert "warning: input 'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in run.stderr
+
+
+async def test_unknown_key_in_a_plan_tool_call_is_a_warning() -> None:
+    """graph: pipeline/mod.rs invoke_plan passes a plan tool's arguments through; graphchat warns."""
+    from graphchat.catalog.base import CallContext, Catalog
+    from graphchat.catalog.plan_tools import PlanSource
+    from tests.plan_support import Recorder, plan_from_yaml
+
+    catalog = Catalog([FakeTools()])
+    catalog.add_source(PlanSource(None, catalog, plans=[plan_from_yaml(_INPUT_PLAN)], servers=set()))
+    events = Recorder()
+    result = await catalog.call("plan__echo_in", {"tema": "core"}, CallContext(events=events))
+    assert not result.is_error and result.value == {"input": {"tema": "core", "level": 1}}
+    warnings = [f.get("message") for e, f in events.events if e == "warning"]
+    assert any(
+        "'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in str(w) for w in warnings
+    ), events.events
+
+
+# --- --json envelopes: graph-cli tests/cli_contract.rs, commands/plan_cmd.rs, plan_edit.rs -------
+
+_ECHO_PLAN = """identifier: echo_ok
+name: Echo
+description: says the word
+steps:
+  - id: E1
+    tool_name: filter
+    input: {over: [1], where: {value: "{{item}}", op: eq, to: 1}}
+output: {said: "{{input.word}}"}
+"""
+
+_GATE_PLAN = """identifier: gate
+name: Gate
+description: stops when there are no rows
+steps:
+  - id: E1
+    tool_name: filter
+    input: {over: [], where: {value: "{{item}}", op: eq, to: 1}}
+  - id: E2
+    tool_name: exit
+    input: {when: {value: "{{E1.count}}", op: eq, to: 0}, status: error, message: no rows found}
+output: {n: "{{E1.count}}"}
+"""
+
+
+def test_plan_run_json_envelope_carries_the_documented_keys(graphchat: Any, workspace: Any) -> None:
+    """graph: cli_contract.rs::plan_run_json_envelope_carries_the_documented_keys"""
+    import json
+
+    (workspace / "plans" / "echo_ok.yaml").write_text(_ECHO_PLAN)
+    run = graphchat("plan", "run", "echo_ok", '{"word":"hi"}', "--json")
+    assert run.returncode == 0, run.stderr
+    envelope = json.loads(run.stdout)
+    assert envelope["plan"] == "echo_ok" and envelope["output"] == {"said": "hi"}
+    assert envelope["steps_executed"] == 1
+    assert envelope["answer"] is None and envelope["exit"] is None
+    assert set(envelope) == {"answer", "output", "plan", "steps_executed", "exit", "usage"}
+
+
+def test_a_fired_gate_adds_an_exit_block_to_the_envelope(graphchat: Any, workspace: Any) -> None:
+    """graph: cli_contract.rs::a_fired_gate_adds_an_exit_block_to_the_envelope — exit 4, `exit`
+    {status, message, step}, only E1 counted, `answer` is the gate's message."""
+    import json
+
+    (workspace / "plans" / "gate.yaml").write_text(_GATE_PLAN)
+    run = graphchat("plan", "run", "gate", "--json")
+    assert run.returncode == 4
+    envelope = json.loads(run.stdout)
+    assert envelope["exit"] == {
+        "status": "error",
+        "message": "no rows found",
+        "reason": None,
+        "output": None,
+        "step": "E2",
+    }
+    assert envelope["steps_executed"] == 1 and envelope["answer"] == "no rows found"
+
+
+def test_failed_and_needs_input_runs_print_no_envelope(graphchat: Any, workspace: Any) -> None:
+    """graph: plan_cmd.rs `run_plan` — a failed run (exit 1) and a needs-input run (exit 3)
+    return before the envelope: stdout stays empty."""
+    (workspace / "plans" / "needs.yaml").write_text(
+        "identifier: needs\nname: N\ndescription: d\ninput_schema: {type: object, required: [n], properties: {n: {type: integer}}}\n"
+        "steps:\n  - {id: E0, tool_name: filter, input: {over: [], where: {value: 1, op: eq, to: 1}}}\n"
+        "output: {first: '{{E0.items.0}}'}\n"
+    )
+    needs = graphchat("plan", "run", "needs", "--json")
+    assert needs.returncode == 3 and needs.stdout == ""
+    failed = graphchat("plan", "run", "needs", "--input", "n=1", "--json")
+    assert failed.returncode == 1 and failed.stdout == "" and "E0.items is an empty array" in failed.stderr
+
+
+def test_plan_validate_and_list_envelopes(graphchat: Any, workspace: Any) -> None:
+    """graph: cli_contract.rs::plan_validate_separates_fatal_problems_from_notes (single plan:
+    {plan, steps, ok, problems, notes}) and ::plan_list_reports_broken_and_valid_plans_separately
+    (plan_edit.rs `list_as_json`: plans with `steps`, skipped with `path`)."""
+    import json
+
+    (workspace / "plans" / "gate.yaml").write_text(_GATE_PLAN)
+    (workspace / "plans" / "broken.yaml").write_text(
+        "identifier: broken\nname: B\ndescription: d\nsteps: {\n"
+    )
+    one = json.loads(graphchat("plan", "validate", "gate", "--json").stdout)
+    assert {k: one[k] for k in ("plan", "steps", "ok", "problems", "notes")} == {
+        "plan": "gate",
+        "steps": 2,
+        "ok": True,
+        "problems": [],
+        "notes": [],
+    }
+    every = json.loads(graphchat("plan", "validate", "--json").stdout)
+    assert set(every) == {"plans", "ok"} and every["ok"] is False
+    assert sorted(p["plan"] for p in every["plans"]) == ["broken", "gate"]
+    listing = json.loads(graphchat("plan", "list", "--json").stdout)
+    assert [(p["identifier"], p["steps"]) for p in listing["plans"]] == [("gate", 2)] and listing[
+        "count"
+    ] == 1
+    assert len(listing["skipped"]) == 1 and listing["skipped"][0]["path"].endswith("broken.yaml")
+    assert listing["hidden"] == []
+
+
+async def test_steps_executed_counts_as_graph_counts() -> None:
+    """graph: pipeline/tests.rs — `E0 + decide + 1 branch call` is 3, `E0 + map + 3 item calls`
+    is 5, `E0 + reduce + 2 item calls` is 4 (state.rs `steps_executed` counts the control step
+    itself and its body calls; a fired exit is not counted)."""
+    decide = await run_yaml(_decide("R", "S") + "output: {b: '{{D.branch}}'}\n")
+    assert decide.steps_executed == 3, decide.error
+    mapped = await run_yaml(
+        _HEAD + "steps:\n  - {id: E0, tool_name: t__list, input: {items: [1, 2, 3]}}\n"
+        "  - id: E1\n    tool_name: map\n    input: {over: '{{E0.items}}', do: {tool_name: t__echo, input: {n: '{{item}}'}}}\n"
+        "output: {n: '{{E1.count}}'}\n"
+    )
+    assert mapped.steps_executed == 5, mapped.error
+    reduced = await run_yaml(
+        _HEAD + "steps:\n  - {id: E0, tool_name: t__list, input: {items: [a, b]}}\n"
+        "  - id: E1\n    tool_name: reduce\n    input: {over: '{{E0.items}}', initial: {seen: none}, "
+        "do: {tool_name: t__echo, input: {i: '{{item}}', a: '{{accumulator}}'}}}\n"
+        "output: {n: '{{E1.count}}'}\n"
+    )
+    assert reduced.steps_executed == 4, reduced.error
+    exited = await run_yaml(
+        _HEAD + "steps:\n  - {id: E0, tool_name: t__echo, input: {}}\n"
+        "  - {id: E1, tool_name: exit, input: {status: success, message: bye}}\n"
+    )
+    assert exited.kind == "exit" and exited.steps_executed == 1

@@ -526,11 +526,12 @@ async def test_plan_cycle_fails_at_once_and_names_the_chain() -> None:
 
 
 async def test_depth_limit_of_eight() -> None:
+    """As graph's MAX_PLAN_DEPTH (pipeline/mod.rs): a top-level plan and 8 nested ones run."""
     texts = []
-    for i in range(10):
+    for i in range(11):
         step = (
             f"  - id: E0\n    tool_name: plan__p{i + 1}\n    input: {{}}\n"
-            if i < 9
+            if i < 10
             else ("  - id: E0\n    tool_name: t__echo\n    input: {deep: true}\n")
         )
         texts.append(
@@ -539,9 +540,9 @@ async def test_depth_limit_of_eight() -> None:
     catalog = _nested_catalog(texts)
     out = await run_plan(plan_from_yaml(texts[0]), {}, catalog=catalog, ctx=_ctx(), llm_factory=None)
     assert out.kind == "failed"
-    assert "deeper than 8: p0 → p1 → p2 → p3 → p4 → p5 → p6 → p7 → p8" in (out.error or "")
+    assert "deeper than 8: p0 → p1 → p2 → p3 → p4 → p5 → p6 → p7 → p8 → p9" in (out.error or "")
     ok = await run_plan(plan_from_yaml(texts[2]), {}, catalog=catalog, ctx=_ctx(), llm_factory=None)
-    assert ok.kind == "ok"  # p2 … p9 is eight deep
+    assert ok.kind == "ok"  # p2 and eight nested plans, p3 … p10
 
 
 def _ctx() -> Any:
@@ -578,7 +579,7 @@ async def test_step_error_names_step_and_tool() -> None:
         )
     )
     assert out.error == "plan failed at step E2 (t__fail): server went away"
-    assert out.steps_executed == 2
+    assert out.steps_executed == 1  # as graph (state.rs): a failed step has no result, is not counted
 
 
 async def test_unknown_plan_tool_fails_before_any_step() -> None:
@@ -681,7 +682,12 @@ async def test_solver_still_answers_when_empty_data_stopped_the_steps() -> None:
     assert [name for name, _ in tools.calls] == ["t__list"]
     user = llm.complete_calls[0][1]["content"]
     assert "data ran out (step E1 (t__echo): {{E0.items.0.id}}: E0.items is an empty array)" in user
-    assert '"all": []' in user and '"first": null' in user and '"more": null' in user
+    # As graph (pipeline/mod.rs `solve`): a key that does not render is "(unavailable: <why>)".
+    assert (
+        '"all": []' in user
+        and '"first": "(unavailable: {{E1}}' in user
+        and '"more": "(unavailable: {{E2.again}}' in user
+    )
     assert "not found: first: {{E1}}: step E1 did not run" in user
     assert "not found: more: {{E2.again}}: step E2 did not run" in user
     assert out.steps_executed == 1  # E1 failed while rendering its input: it never ran

@@ -87,6 +87,8 @@ async def test_agent_step_result_shape(settings: Any, model_server: ScriptedMode
     assert "Use the tool." in first["messages"][0]["content"]
     tool_msg = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_msg[0]["content"]) == {"value": 8}
+    # graph: pipeline/agent.rs adds an agent's tool calls to steps_executed: the agent and its call
+    assert out.steps_executed == 2
 
 
 async def test_agent_last_round_withdraws_tools_and_forces_schema(

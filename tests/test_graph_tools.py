@@ -344,7 +344,8 @@ def test_exec_tools_template_args_run_without_a_shell_and_report_failures(tmp_pa
 
     done, value = call(graphchat, repo, "user__echo_json", {"word": "two words"})
     assert done.returncode == 0, done.stderr
-    assert value == {"argv": ["two words", "3", '[1,"a"]']}  # defaults applied, objects as JSON
+    # defaults applied, objects as pretty JSON (graph's objects_interpolate_as_json_in_text)
+    assert value == {"argv": ["two words", "3", '[\n  1,\n  "a"\n]']}
 
     done, value = call(graphchat, repo, "user__where", {}, env={"WHO_TO_GREET": "ada"})
     assert done.returncode == 0, done.stderr

@@ -57,3 +57,38 @@ def test_filters_and_overrides_are_honoured_by_list_show_call_and_shapes(
     assert '"total": 4' in text  # the example
     stored = json.loads(graphchat("shapes", "show", "t__shaped", "--json").stdout)
     assert stored["source"] == "declared" and stored["schema"] == DECLARED
+
+
+def test_filter_and_override_names_the_server_does_not_have_are_warnings(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """graph: docs/tools/mcp-servers.mdx "Filtering and overrides" (include_tools, exclude_tools,
+    tool_overrides name a server's tools); issue 12, tools #5: a name the server does not have is
+    a warning naming the server and the close matches, not silently ignored."""
+    write_servers(
+        workspace,
+        {
+            "t": stdio(
+                include_tools=["stamp", "shaped", "stmap_all"],
+                exclude_tools=["crahs"],
+                tool_overrides={"shapd": {"description": "typo"}, "shaped": {"description": "ok"}},
+            )
+        },
+    )
+    listed = graphchat("tools", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {t["name"] for t in json.loads(listed.stdout) if t["name"].startswith("t__")} == {
+        "t__stamp",
+        "t__shaped",
+    }
+    warned = graphchat("tools", "list").stderr
+    assert (
+        "MCP server 't': tool_overrides names 'shapd', which the server does not have (did you mean 'shaped'"
+        in warned
+    )
+    assert (
+        "MCP server 't': exclude_tools names 'crahs', which the server does not have (did you mean 'crash'?)"
+        in warned
+    )
+    assert "include_tools names 'stmap_all'" in warned and "'stamp'" in warned
+    assert "names 'shaped'" not in warned and "names 'stamp'" not in warned

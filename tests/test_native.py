@@ -126,3 +126,13 @@ async def test_infer_without_a_model_is_an_error_result(tmp_path: Path) -> None:
         "builtin__infer", {"instruction": "x"}, CallContext()
     )
     assert result.is_error and "no model configured" in result.error_message
+
+
+async def test_infer_accepts_extra_input_keys(tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    """graph: crates/graph-core/src/packs/llm/infer.yaml — its input_schema has no
+    `additionalProperties: false`, so a plan may pass `data` beside the instruction."""
+    model_server.push({"text": "two items"})
+    result = await Catalog([NativeSource(settings_for(tmp_path, model_server))]).call(
+        "builtin__infer", {"instruction": "count", "data": [1, 2]}, CallContext()
+    )
+    assert not result.is_error and result.value == {"text": "two items"}

@@ -190,7 +190,8 @@ def test_template_problems(steps: list[dict[str, Any]], want: str) -> None:
 def test_valid_scopes_load() -> None:
     load_plan_data(
         plan_doc(
-            call("E0", a="{{input.q}}", b="{{#input.list}}{{name}} {{@index}} {{other.x}}{{/input.list}}"),
+            # A dotted path inside a section names a root, as in graph (`{{other.x}}` would not load).
+            call("E0", a="{{input.q}}", b="{{#input.list}}{{name}} {{@index}} {{input.q}}{{/input.list}}"),
             {
                 "id": "E1",
                 "tool_name": "map",
@@ -282,8 +283,9 @@ def test_ask_rules() -> None:
     # a templated default is only checked after rendering
     load_plan_data(plan_doc(ask(when_unanswered="default", default={"c": "{{input.c}}", "n": "{{input.n}}"})))
     assert problems_of(plan_doc(ask(when_unanswered="default", default={"c": "z", "n": 1.5}))) == [
-        "x.yaml: step A: input.default: does not match output_schema: 'c': 'z' is not one of ['a', 'b']",
-        "x.yaml: step A: input.default: does not match output_schema: 'n': expected integer, got a number (1.5)",
+        # the full JSON Schema, as graph's ask.rs `schema_mismatch`
+        "x.yaml: step A: input.default: does not match output_schema: c: 'z' is not one of ['a', 'b']",
+        "x.yaml: step A: input.default: does not match output_schema: n: 1.5 is not of type 'integer'",
     ]
     assert problems_of(plan_doc(ask(when_unanswered="later"))) == [
         "x.yaml: step A: input.when_unanswered: must be fail or default, got 'later'"
@@ -398,9 +400,10 @@ def test_solver_and_output_and_plan_level_rules() -> None:
         "x.yaml: name: must be a non-empty string, got a number (3)",
         "x.yaml: exemplars: must be a list of non-empty strings",
         "x.yaml: steps: must be a list of steps, got a mapping",
-        "x.yaml: solver.query_to_answer: required: a non-empty string (a template)",
         "x.yaml: solver.data.a: unknown root 'E0' in {{E0}} (known here: input)",
         "x.yaml: output: must be a template map (a mapping), got a list",
+        # a solver without `query_to_answer` loads (graph's SolverData defaults it to "")
+        "x.yaml: solver: `solver` and `output` exclude each other: keep one",
     ]
     assert problems_of(None) == [
         "x.yaml: plan: a plan file must hold a mapping (identifier, name, ...), got an empty file"
@@ -462,14 +465,15 @@ def test_discovery_sorts_skips_and_warns(tmp_path: Path) -> None:
     plans = tmp_path / "plans"
     write_plan(plans / "b.yaml", "beta")
     write_plan(plans / "a.yml", "alpha")
-    write_plan(plans / "sub" / "c.yaml", "alpha")  # duplicate: a.yml comes first
+    write_plan(plans / "c.yaml", "alpha")  # duplicate: a.yml comes first
+    write_plan(plans / "sub" / "d.yaml", "delta")  # subfolders are not searched (as graph)
     (plans / "broken.yaml").write_text("identifier: broken\nname: B\ndescription: d\nsteps: []\n")
     (plans / "notes.txt").write_text("not a plan")
     warnings: list[str] = []
     index = discover(plans, warn=warnings.append)
     assert list(index.plans) == ["alpha", "beta"]
     assert index.plans["alpha"].path == plans / "a.yml"
-    assert index.duplicates == {plans / "sub" / "c.yaml": "alpha"}
+    assert index.duplicates == {plans / "c.yaml": "alpha"}
     assert list(index.errors) == [plans / "broken.yaml"]
     assert len(warnings) == 2 and all("\n" not in w for w in warnings)
     assert warnings[0] == f"skipping plan {plans / 'broken.yaml'}: steps: the plan has no steps"
@@ -477,7 +481,7 @@ def test_discovery_sorts_skips_and_warns(tmp_path: Path) -> None:
 
     assert index.get("beta").identifier == "beta"
     assert index.get("plan__beta").identifier == "beta"
-    assert index.get(str(plans / "sub" / "c.yaml")).path == plans / "sub" / "c.yaml"
+    assert index.get(str(plans / "sub" / "d.yaml")).path == plans / "sub" / "d.yaml"  # by path: anywhere
     with pytest.raises(GraphchatError) as info:
         index.get("broken")
     assert info.value.exit_code == 1

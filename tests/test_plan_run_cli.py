@@ -183,26 +183,42 @@ def test_an_input_document_that_does_not_parse_is_invalid_input(
 def test_json_envelope(graphchat: GraphchatRunner, plans: Path) -> None:
     run = graphchat("plan", "run", "pick", "--input", "numbers=[10]", "--json")
     assert run.returncode == 0
+    # graph's envelope (plan_cmd.rs): every key present (cli_contract.rs::
+    # plan_run_json_envelope_carries_the_documented_keys)
     assert json.loads(run.stdout) == {
         "answer": None,
         "output": {"big": [10], "first": 10},
         "plan": "pick",
         "steps_executed": 3,
+        "exit": None,
+        "usage": None,
     }
     run = graphchat("plan", "run", "pick", "--input", "numbers=[10,11,12,13]", "--json")
     assert run.returncode == 4
     envelope = json.loads(run.stdout)
-    assert envelope["exit"] == {"status": "error", "message": "too many: 4", "step": "E1"}
-    assert envelope["steps_executed"] == 2
+    # cli_contract.rs::a_fired_gate_adds_an_exit_block_to_the_envelope: `answer` is the exit's
+    # message, and the fired exit is not a step executed (only E0)
+    assert envelope["exit"] == {
+        "status": "error",
+        "message": "too many: 4",
+        "reason": None,
+        "output": None,
+        "step": "E1",
+    }
+    assert envelope["answer"] == "too many: 4" and envelope["output"] is None
+    assert envelope["steps_executed"] == 1
+    run = graphchat("plan", "run", "pick", "--input", "numbers=[11,12,13]", "--json")
+    envelope = json.loads(run.stdout)
+    assert run.returncode == 0 and envelope["output"] == {"three": [11, 12, 13]}
+    assert envelope["exit"]["output"] == {"three": [11, 12, 13]} and envelope["steps_executed"] == 2
 
 
 def test_json_envelope_of_empty_data_and_input_flag_strings(graphchat: GraphchatRunner, plans: Path) -> None:
-    # EmptyData in output mode: exit 1, and the envelope says so for a pipeline to branch on.
+    # EmptyData in output mode: exit 1 and, as graph (plan_cmd.rs: a failed run emits no
+    # envelope), nothing on stdout; the error is on stderr.
     run = graphchat("plan", "run", "pick", "--input", "numbers=[1]", "--json")
-    assert run.returncode == 1
-    envelope = json.loads(run.stdout)
-    assert envelope["empty_data"] is True and envelope["output"] is None
-    assert envelope["error"] == "plan failed at output: {{E0.items.0}}: E0.items is an empty array"
+    assert run.returncode == 1 and run.stdout == ""
+    assert "plan failed at output: {{E0.items.0}}: E0.items is an empty array" in run.stderr
     # A flag value that is not JSON is a string: here the schema then rejects it (exit 3).
     run = graphchat("plan", "run", "pick", "--input", "numbers=[1]", "--input", "min=ten")
     assert run.returncode == 3 and run.stdout == ""

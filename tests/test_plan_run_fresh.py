@@ -45,3 +45,26 @@ def test_plan_run_of_an_unconfigured_server_fails_before_any_step(
     assert result.returncode == 1 and result.stdout == ""
     assert "not configured: t\n" in result.stderr
     assert '"event":"tool_started"' not in result.stderr
+
+
+def test_a_plan_calling_plans_runs_headless_on_a_fresh_workspace(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """graph (no approvals: pipeline/mod.rs invoke_plan) runs a plan calling plans on a fresh
+    workspace; here the plan tools' family must not count an MCP tool whose list was never
+    cached as destructive and refuse it headless. The inner tool call is approved on its own."""
+    write_servers(workspace, {"t": stdio()})
+    (workspace / "plans" / "stamps.yaml").write_text(PLAN)
+    (workspace / "plans" / "outer.yaml").write_text(
+        "identifier: outer\nname: Outer\ndescription: calls stamps\nsteps:\n"
+        "  - {id: E0, tool_name: plan__stamps, input: {}}\n  - {id: E1, tool_name: plan__quiet, input: {}}\n"
+        "output: {count: '{{E0.count}}', quiet: '{{E1}}'}\n"
+    )
+    (workspace / "plans" / "quiet.yaml").write_text(
+        "identifier: quiet\nname: Quiet\ndescription: silent\nsteps:\n  - {id: E0, tool_name: t__stamp, input: {n: 1}}\n"
+    )
+    assert not (workspace / "catalog" / "cache").exists()
+    result = graphchat("plan", "run", "outer")
+    assert result.returncode == 0, result.stderr
+    # a silent sub-plan called as a tool returns graph's {ok: true, steps_executed}
+    assert json.loads(result.stdout) == {"count": 2, "quiet": {"ok": True, "steps_executed": 1}}

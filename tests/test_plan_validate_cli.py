@@ -162,7 +162,8 @@ def test_unresolved_tools_fail_validate(workspace: Path, graphchat: GraphchatRun
     (workspace / "plans" / "t.yaml").write_text(yaml.safe_dump(plan))
     result = graphchat("plan", "validate", "tools_check", "--json")
     assert result.returncode == 1
-    (report,) = json.loads(result.stdout)["plans"]
+    report = json.loads(result.stdout)  # graph's single-plan envelope
+    assert report["plan"] == "tools_check" and report["ok"] is False and report["steps"] == 4
     assert report["problems"] == [
         "step E2: tool_name: MCP server 'git' is not configured (catalog/servers.yaml), "
         "so 'git__git_status' cannot resolve",
@@ -231,7 +232,7 @@ def test_validate_offline_says_which_tools_went_unchecked(
     assert "note: tool names of MCP server 't' could not be checked" in offline.stderr
     strict = graphchat("plan", "validate", "typos", "--offline", "--strict", "--json")
     assert strict.returncode == 1
-    (report,) = json.loads(strict.stdout)["plans"]
+    report = json.loads(strict.stdout)
     assert any("could not be checked" in p for p in report["problems"])
     assert not (workspace / "catalog" / "cache").exists() or not any(
         (workspace / "catalog" / "cache").iterdir()
@@ -252,7 +253,8 @@ def test_list_json(reference_ws: Path, graphchat: GraphchatRunner) -> None:
     assert by_id["dst_gate"]["finish"] == "silent"
     assert by_id["world_clock"]["path"] == str(reference_ws / "plans" / "world_clock.yaml")
     assert by_id["world_clock"]["description"].startswith("Current time in each")
-    assert listing["failed"] == []
+    assert listing["failed"] == [] and listing["skipped"] == [] and listing["hidden"] == []
+    assert listing["count"] == len(REFERENCE) and by_id["world_clock"]["steps"] >= 1
     text = graphchat("plan", "list").stdout.splitlines()
     assert len(text) == len(REFERENCE) and text[0].startswith("clock_report")
 
@@ -298,7 +300,7 @@ def test_plan_problems_carry_file_and_line(workspace: Path, graphchat: Graphchat
     run = graphchat("plan", "run", "bad")
     assert run.returncode == 1 and f"{path}:12: step E1: input.concurrency" in run.stderr
     as_json = json.loads(graphchat("plan", "validate", "bad", "--json").stdout)
-    assert as_json["plans"][0]["problems"][0].startswith("step E1: input.concurrency")  # JSON: as before
+    assert as_json["problems"][0].startswith("step E1: input.concurrency")  # JSON: as before
 
 
 def test_lists_fit_the_terminal_and_print_no_full_paths(reference_ws: Path) -> None:

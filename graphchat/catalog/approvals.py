@@ -225,9 +225,11 @@ def add_allow_entry(text: str, tool: str) -> str:
     """
     import yaml
 
+    from graphchat.yamlfile import yaml12_dumper, yaml12_loader
+
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader) if text.strip() else None
-        data = yaml.safe_load(text) if text.strip() else None
+        node = yaml.compose(text, Loader=yaml12_loader()) if text.strip() else None
+        data = yaml.load(text, Loader=yaml12_loader()) if text.strip() else None  # noqa: S506
     except yaml.YAMLError:
         raise ValueError("graphchat.yaml is not valid YAML; not editing it") from None
     if data is None:
@@ -240,7 +242,7 @@ def add_allow_entry(text: str, tool: str) -> str:
     edited = _edit_in_place(text, node, tool)
     if edited is not None:
         try:
-            check = yaml.safe_load(edited)
+            check = yaml.load(edited, Loader=yaml12_loader())  # noqa: S506
             allow = (check.get("approvals") or {}).get("allow") or []
             rest_same = {k: v for k, v in check.items() if k != "approvals"} == {
                 k: v for k, v in data.items() if k != "approvals"
@@ -253,7 +255,7 @@ def add_allow_entry(text: str, tool: str) -> str:
     approvals = dict(approvals) if isinstance(approvals, dict) else {}
     approvals["allow"] = [*(approvals.get("allow") or []), tool]
     data = {**data, "approvals": approvals}
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return str(yaml.dump(data, Dumper=yaml12_dumper(), sort_keys=False, allow_unicode=True))
 
 
 def _last_entry(mapping: Any, name: str) -> tuple[Any, Any] | None:

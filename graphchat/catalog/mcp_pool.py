@@ -39,6 +39,7 @@ class McpSource(ToolSource):
         self.events = events
         self._servers = servers
         self._config_warnings: list[str] = []
+        self._tool_name_warnings: list[str] = []  # filter/override names a server does not have
         self.files = ServerFiles(settings.catalog_dir)
         self._connections: dict[str, Connection] = {}
         self._specs: list[ToolSpec] | None = None
@@ -59,7 +60,8 @@ class McpSource(ToolSource):
 
     def warnings(self) -> list[str]:
         self.servers  # noqa: B018 - loading the file is what finds them
-        return list(self._config_warnings)
+        self.specs()  # reading the cached tool lists is what finds unknown tool names
+        return [*self._config_warnings, *self._tool_name_warnings]
 
     def unprepared(self, *, retry_failed: bool = False) -> list[str]:
         """Servers whose tool list is not cached (under their current configuration); one whose
@@ -102,10 +104,13 @@ class McpSource(ToolSource):
 
             names = NameMap()
             specs: list[ToolSpec] = []
+            self._tool_name_warnings = []
             for config in self.servers:
                 doc = self.files.cached(config)
                 if doc is None:
                     continue
+                real_names = [t["name"] for t in doc["tools"] if isinstance(t.get("name"), str)]
+                self._tool_name_warnings += unknown_tool_names(config, real_names)
                 for tool in doc["tools"]:
                     real = tool.get("name")
                     if not isinstance(real, str) or not config.wants_tool(real):
@@ -200,3 +205,25 @@ class McpSource(ToolSource):
         conns = list(self._connections.values())
         if conns:
             await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
+
+
+def unknown_tool_names(config: ServerConfig, real: list[str]) -> list[str]:
+    """A warning for each name in `tool_overrides`, `include_tools` or `exclude_tools` that the
+    server's tool list does not have (a glob: that matches none of its tools), with the close
+    matches: a misspelt name would otherwise be silently ignored."""
+    import difflib
+    from fnmatch import fnmatchcase
+
+    given: list[tuple[str, str]] = [("tool_overrides", name) for name in config.tool_overrides]
+    given += [("include_tools", name) for name in config.include_tools or ()]
+    given += [("exclude_tools", name) for name in config.exclude_tools]
+    out = []
+    for field, name in given:
+        if any(fnmatchcase(tool, name) for tool in real):
+            continue
+        close = difflib.get_close_matches(name, real, n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        out.append(
+            f"MCP server '{config.name}': {field} names {name!r}, which the server does not have{hint}"
+        )
+    return out

@@ -53,8 +53,9 @@ INFER = ToolSpec(
             "output_schema": {"type": "object", "description": "JSON schema of the wanted output"},
             "model": {"type": "string", "description": "a model role or a litellm model string"},
         },
+        # No `additionalProperties: false`: graph's packs/llm/infer.yaml schema accepts extra keys
+        # (plans pass e.g. `data` beside the instruction).
         "required": ["instruction"],
-        "additionalProperties": False,
     },
     source="native",
     family="read",

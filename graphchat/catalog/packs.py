@@ -48,7 +48,9 @@ def pack_sources(settings: Settings) -> list[ToolSource]:
 def _parsed(text: str) -> list[dict[str, Any]]:
     import yaml
 
-    return list(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    from graphchat.yamlfile import yaml12_loader
+
+    return list(yaml.load(text, Loader=yaml12_loader()))  # noqa: S506 - a safe loader class
 
 
 def pack_specs(text: str, pack: str) -> list[ToolSpec]:

@@ -140,6 +140,15 @@ class PlanSource(ToolSource):
             return ToolResult.error(
                 f"plan '{ident}' needs MCP servers that are not configured: {', '.join(missing)}"
             )
+        if ctx.events is not None and isinstance(arguments, dict):
+            from graphchat.plans.inputs import unknown_input_keys
+
+            for key, close in unknown_input_keys(plan.input_schema, arguments):
+                hint = f" (did you mean {close!r}?)" if close else ""
+                # graph passes extra keys through; graphchat does too, and says so
+                ctx.events.warning(
+                    f"{spec.name}: {key!r} is not an input of plan '{ident}'{hint}; passed through"
+                )
         outcome = await run_plan(
             plan,
             arguments,
@@ -162,7 +171,9 @@ class PlanSource(ToolSource):
 
 class _Families:
     """The family of each plan: the most severe family of any tool it can reach (plans followed
-    transitively; a tool the catalog does not know yet counts as destructive)."""
+    transitively; a tool the catalog does not know yet counts as destructive). A plan run
+    starts the servers of the plans it calls before its first step (`reachable_servers`), so
+    on a fresh workspace the families are known by the time a plan tool is called."""
 
     def __init__(self, plans: list[Plan], others: dict[str, str]) -> None:
         self.plans = {p.identifier: p for p in plans}
@@ -208,3 +219,24 @@ class _Families:
             elif tool not in CONTROL:
                 names.add(tool)
         return names
+
+
+def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
+    """MCP servers the steps of `plan` name, and those of the plans it calls (transitively)."""
+    from graphchat.plans.executor import servers_of
+
+    plans: dict[str, Plan] = {}
+    for source in catalog.sources:
+        if isinstance(source, PlanSource):
+            plans.update(source.plans())
+    found: set[str] = set()
+    todo, seen = [plan], {plan.identifier}
+    while todo:
+        current = todo.pop()
+        found |= servers_of(current)
+        for step in current.all_steps():
+            ident = step.tool_name[len("plan__") :] if step.tool_name.startswith("plan__") else None
+            if ident is not None and ident in plans and ident not in seen:
+                seen.add(ident)
+                todo.append(plans[ident])
+    return found

@@ -61,7 +61,70 @@ def resolve_plan(settings: Any, arg: str) -> Any:
     from graphchat.cli.output import warn
     from graphchat.plans.discovery import find_plan
 
-    return find_plan(arg, settings.plans_dir, warn=warn)
+    plan = find_plan(arg, settings.plans_dir, warn=warn)
+    for ignored in plan.warnings:  # fields graph ignores (e.g. `timeout:` on a step)
+        warn(ignored)
+    return plan
+
+
+def plan_input(plan: Any, document_arg: str | None, pairs: list[str] | None) -> dict[str, Any]:
+    """The input object of `plan run`, as graph's `resolve_input` (graph-cli commands/input.rs):
+    an empty document is `{}`; a document that is not an object and an `--input` without `=`
+    are exit 1. A key the input_schema does not name: exit 3 from `--input`, a warning from a
+    document (graph passes extra keys through)."""
+    from graphchat.cli.output import apply_input_flags, read_document_arg, warn
+    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
+    from graphchat.plans.inputs import unknown_input_keys
+
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise GraphchatError(f"--input must be key=value, got: {pair}")
+    source = (
+        "stdin"
+        if document_arg == "-"
+        else (document_arg[1:] if document_arg and document_arg[:1] == "@" else "argument")
+    )
+    if document_arg is not None and not document_arg.strip():
+        document: Any = {}
+    else:
+        try:
+            document = read_document_arg(document_arg)
+        except GraphchatError as exc:
+            if document_arg is not None and document_arg[:1] == "@" and _empty_file(document_arg[1:]):
+                document = {}
+            else:  # a plan input that does not parse is an invalid input (exit 3)
+                raise GraphchatError(exc.message, EXIT_INPUT_NEEDED, exc.hint) from None
+    if document is None and document_arg in (None, "-"):  # none given, or an empty stdin
+        document = {}
+    if not isinstance(document, dict):
+        import orjson
+
+        shown = orjson.dumps(document).decode()
+        raise GraphchatError(f"input from {source} must be a JSON object, got: {shown}")
+    for key, close in unknown_input_keys(plan.input_schema, document):
+        warn(
+            f"input {key!r} is not an input of plan '{plan.identifier}'{_did_you_mean(close)}; passed through"
+        )
+    flags = {pair.partition("=")[0]: pair for pair in pairs or []}
+    for key, close in unknown_input_keys(plan.input_schema, dict.fromkeys(flags)):
+        raise GraphchatError(
+            f"--input {flags[key]}: {key!r} is not an input of plan '{plan.identifier}'{_did_you_mean(close)}",
+            EXIT_INPUT_NEEDED,
+        )
+    result: dict[str, Any] = apply_input_flags(document, pairs)
+    return result
+
+
+def _did_you_mean(close: str | None) -> str:
+    return f" (did you mean {close!r}?)" if close else ""
+
+
+def _empty_file(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return not handle.read().strip()
+    except OSError:
+        return False
 
 
 def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
@@ -99,18 +162,12 @@ class RunFlags:
 def run_command(args: argparse.Namespace) -> int:
     import os
 
-    from graphchat.cli.output import apply_input_flags, read_document_arg
-    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
+    from graphchat.errors import GraphchatError
     from graphchat.host import load_settings, needs_model
 
     settings = load_settings(args.home, model=args.model)
-    try:
-        document = read_document_arg(args.document)
-    except GraphchatError as exc:
-        # A plan input that does not parse is an invalid input (exit 3), not a usage error.
-        raise GraphchatError(exc.message, EXIT_INPUT_NEEDED, exc.hint) from None
-    inputs = apply_input_flags(document, args.input)
     plan = resolve_plan(settings, args.plan)
+    inputs = plan_input(plan, args.document, args.input)
     from graphchat.catalog.plan_tools import configured_servers
 
     missing = plan.missing_servers(configured_servers(settings)) if plan.requires_servers else []
@@ -210,7 +267,7 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
         return report_parked(outcome.requests, json=flags.json, home=flags.home)
     if parking is not None:
         parking.finished()
-    if flags.json:
+    if flags.json and outcome.kind not in ("failed", "input"):  # as graph: no envelope then
         print_json(envelope(outcome))
     if outcome.kind == "input":
         import orjson
@@ -282,21 +339,28 @@ def exit_code(outcome: PlanOutcome) -> int:
 
 
 def envelope(outcome: PlanOutcome) -> dict[str, Any]:
-    """The `--json` envelope of `plan run`."""
-    data: dict[str, Any] = {
-        "answer": outcome.answer,
+    """The `--json` envelope of `plan run`, key for key graph's (graph-cli plan_cmd.rs `run_plan`):
+    every key always present; `answer` is the solver's report or a fired exit's message (null
+    otherwise); `output` the output map or the fired exit's output; `exit` graph's `PlanExit`
+    ({status, message, reason, output, step}) or null; `usage` null when nothing was spent.
+    A failed run (exit 1) and a run that needs input (exit 3) print no envelope."""
+    exit_block = None
+    answer = outcome.answer or None
+    if outcome.exit is not None:
+        fired = outcome.exit
+        exit_block = {
+            "status": fired.get("status"),
+            "message": fired.get("message"),
+            "reason": fired.get("reason"),
+            "output": fired.get("output"),
+            "step": fired.get("step"),
+        }
+        answer = fired.get("message") or None
+    return {
+        "answer": answer,
         "output": outcome.output,
         "plan": outcome.plan,
         "steps_executed": outcome.steps_executed,
+        "exit": exit_block,
+        "usage": outcome.usage or None,
     }
-    if outcome.exit is not None:
-        data["exit"] = outcome.exit
-    if outcome.usage:
-        data["usage"] = outcome.usage
-    if outcome.kind in ("failed", "input"):
-        data["error"] = outcome.error
-        if outcome.problems:
-            data["problems"] = outcome.problems
-        if outcome.empty_data:
-            data["empty_data"] = True
-    return data

@@ -100,7 +100,7 @@ def _columns() -> int | None:
 
 def run_list(args: argparse.Namespace) -> int:
     from graphchat.cli.output import print_json
-    from graphchat.plans.discovery import discover, relative_problems
+    from graphchat.plans.discovery import discover, relative_problems, summary
 
     settings = _settings(args)
     index = discover(settings.plans_dir)
@@ -112,7 +112,39 @@ def run_list(args: argparse.Namespace) -> int:
         {"path": str(path), "identifier": ident} for path, ident in sorted(index.duplicates.items())
     ]
     if args.json:
-        print_json({"plans": [_plan_summary(p) for p in plans], "failed": failed, "duplicates": duplicates})
+        # graph's envelope (plan_edit.rs `list_as_json`): `plans` (the catalog), `skipped`
+        # ({path, reason}), `hidden` ({identifier, missingServers}); `count` as graph's other
+        # listings; `failed` and `duplicates` are graphchat's additions.
+        from graphchat.catalog.plan_tools import configured_servers
+
+        configured = configured_servers(settings)
+        hidden = []
+        shown = []
+        for plan in plans:
+            gone = plan.missing_servers(configured)
+            if gone:
+                hidden.append({"identifier": plan.identifier, "missingServers": gone})
+            else:
+                shown.append({**_plan_summary(plan), "steps": len(plan.steps)})
+        skipped = [
+            {"path": str(path), "reason": summary(err)} for path, err in sorted(index.errors.items())
+        ] + [
+            {
+                "path": d["path"],
+                "reason": f"duplicate plan identifier '{d['identifier']}' — the earlier file wins",
+            }
+            for d in duplicates
+        ]
+        print_json(
+            {
+                "plans": shown,
+                "skipped": skipped,
+                "hidden": hidden,
+                "count": len(shown),
+                "failed": failed,
+                "duplicates": duplicates,
+            }
+        )
         return 0
     if not plans and not failed:
         sys.stderr.write(f"no plans in {settings.plans_dir}\n")
@@ -162,11 +194,13 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     import yaml
 
+    from graphchat.yamlfile import yaml12_dumper
+
     out = sys.stdout
     out.write(f"# {plan.tool_name} — {plan.name} ({plan.finish} finish)\n")
     if plan.path:
         out.write(f"# {plan.path}\n")
-    out.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
+    out.write(yaml.dump(data, Dumper=yaml12_dumper(), sort_keys=False, allow_unicode=True, width=100))
     if plan.input_schema is None:
         out.write("# input_schema (default): {type: object, properties: {}}\n")
     return 0
@@ -183,7 +217,7 @@ def _validate_one(
     problems = validate_against_catalog(
         plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path
     )
-    notes = []
+    notes = list(plan.warnings)  # fields the loader ignored, as graph does: not fatal
     if by_path:
         gone = plan.missing_servers(servers.configured)
         if gone:
@@ -217,6 +251,8 @@ def run_validate(args: argparse.Namespace) -> int:
         for path, ident in sorted(index.duplicates.items()):
             reports.append(
                 {
+                    "plan": ident,
+                    "steps": None,
                     "path": str(path),
                     "identifier": ident,
                     "ok": False,
@@ -264,13 +300,16 @@ def run_validate(args: argparse.Namespace) -> int:
         servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
     for where, plan, failure, by_path in targets:
         if failure is not None:
+            raw_id = index.raw_ids.get(_as_path(where))
             reports.append(
                 {
-                    "path": where,
-                    "identifier": index.raw_ids.get(_as_path(where)),
+                    "plan": raw_id or _as_path(where).stem,
+                    "steps": None,  # the file does not load: its steps are not known
                     "ok": False,
                     "problems": relative_problems(failure),
                     "notes": [],
+                    "path": where,
+                    "identifier": raw_id,
                     "shown": located_problems(failure),  # text output: `<file>:<line>: …`
                 }
             )
@@ -291,18 +330,25 @@ def run_validate(args: argparse.Namespace) -> int:
             (problems if args.strict else notes).append(unchecked)
         reports.append(
             {
-                "path": where,
-                "identifier": plan.identifier,
+                "plan": plan.identifier,
+                "steps": len(plan.steps),
                 "ok": not problems,
                 "problems": problems,
                 "notes": notes,
+                "path": where,
+                "identifier": plan.identifier,
             }
         )
     ok = all(r["ok"] for r in reports)
     if args.json:
+        # graph's envelope (plan_cmd.rs `validate`): {plan, steps, ok, problems, notes} for one
+        # plan; over every plan {plans: [that envelope…], ok}. `path`/`identifier` are additions.
         for report in reports:
             report.pop("shown", None)
-        print_json({"ok": ok, "plans": reports})
+        if args.plan is not None and len(reports) == 1:
+            print_json(reports[0])
+        else:
+            print_json({"plans": reports, "ok": ok})
         return 0 if ok else 1
     if not reports:
         sys.stderr.write(f"no plans in {settings.plans_dir}\n")

@@ -1,4 +1,5 @@
-"""Find the workspace's plans: every *.yaml/*.yml under plans/, sorted, first identifier wins.
+"""Find the workspace's plans: every *.yaml/*.yml in plans/ (not its subfolders), sorted, first
+identifier wins.
 
 A file that does not load is skipped with a one-line warning, and asking for it by name
 prints its whole load error. Parsed plans are cached per process by (path, mtime, size).
@@ -43,16 +44,15 @@ def load_cached(path: Path) -> Plan:
 
 
 def plan_files(plans_dir: Path) -> list[Path]:
-    """Every *.yaml / *.yml under the folder (recursively), in sorted order; hidden ones skipped."""
+    """Every *.yaml / *.yml file in the folder, in sorted order; hidden ones skipped. Subfolders
+    are not searched, as graph's `load_plan_docs` (pipeline/doc.rs) reads one directory."""
     if not plans_dir.is_dir():
         return []
-    found: list[Path] = []
-    for root, dirs, files in os.walk(plans_dir):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in files:
-            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
-                found.append(Path(root) / name)
-    return sorted(found, key=lambda p: p.relative_to(plans_dir).parts)
+    return sorted(
+        path
+        for path in plans_dir.iterdir()
+        if path.name.endswith((".yaml", ".yml")) and not path.name.startswith(".") and path.is_file()
+    )
 
 
 def summary(err: PlanLoadError) -> str:

@@ -388,6 +388,7 @@ def read_plan_reply(text: str) -> dict[str, Any]:
     import yaml
 
     from graphchat.llm.jsonreply import parse_json_reply
+    from graphchat.yamlfile import yaml12_loader
 
     found: Any = None
     stripped = text.strip()
@@ -403,7 +404,7 @@ def read_plan_reply(text: str) -> dict[str, Any]:
             if lang not in ("", "json", "yaml", "yml"):
                 continue
             try:
-                found = orjson.loads(body) if lang == "json" else yaml.safe_load(body)
+                found = orjson.loads(body) if lang == "json" else yaml.load(body, Loader=yaml12_loader())  # noqa: S506
             except (orjson.JSONDecodeError, yaml.YAMLError) as err:
                 detail = " ".join(str(err).split())[:200]
                 hint = "; quote strings that start with {{" if lang != "json" else ""
@@ -480,7 +481,9 @@ def plan_yaml(doc: Mapping[str, Any], *, header: str | None = None) -> str:
     """The plan document as a plan file (block style, keys in the given order)."""
     import yaml
 
-    class _Dumper(yaml.SafeDumper):
+    from graphchat.yamlfile import yaml12_dumper
+
+    class _Dumper(yaml12_dumper()):  # type: ignore[misc]
         pass
 
     def text(dumper: Any, value: str) -> Any:

@@ -90,7 +90,8 @@ class PlanOutcome:
                 return ToolResult({"answer": self.answer})
             if self.finish == "output":
                 return ToolResult(self.output)
-            return ToolResult({"completed": True, "steps_executed": self.steps_executed})
+            # graph (pipeline/mod.rs, a plan call with no output and no answer): {ok, steps_executed}
+            return ToolResult({"ok": True, "steps_executed": self.steps_executed})
         if self.kind == "exit" and self.exit is not None:
             if self.exit["status"] == "success":
                 value: dict[str, Any] = {
@@ -291,14 +292,17 @@ class Runner:
     async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
         name = step.tool_name
         control = CONTROL.get(name)
+        # Counted once it has a result, as graph's RunState::steps_executed (pipeline/state.rs):
+        # a fired exit or a failed step is not a step executed.
         if control is not None:
+            value = await control.run(self, step, scope, frame)
             self.steps_executed += 1
-            return await control.run(self, step, scope, frame)
+            return value
         arguments = render(step, step.input, scope)
-        self.steps_executed += 1
         result = await self.catalog.call(name, arguments, frame.ctx or self.ctx)
         if result.is_error:
             raise StepFailed(step.label, name, result.error_message, kind="tool")
+        self.steps_executed += 1
         return result.value
 
     async def run_body(self, owner: Step, body: Body, scope: dict[str, Any], frame: Frame, what: str) -> Any:
@@ -332,7 +336,8 @@ class Runner:
 
 
 def apply_defaults(schema: Mapping[str, Any] | None, value: Any) -> Any:
-    """Fill `default`s of object properties (recursively) where the input leaves them out."""
+    """Fill the `default`s of the schema's top-level properties where the input leaves them out
+    (only the top level, as graph's `apply_schema_defaults` in pipeline/doc.rs)."""
     if not isinstance(schema, Mapping) or not isinstance(value, dict):
         return value
     props = schema.get("properties")
@@ -346,8 +351,6 @@ def apply_defaults(schema: Mapping[str, Any] | None, value: Any) -> Any:
             import copy
 
             out[name] = copy.deepcopy(prop["default"])
-        if name in out and isinstance(out[name], dict):
-            out[name] = apply_defaults(prop, out[name])
     return out
 
 
@@ -365,7 +368,9 @@ def chain_problem(plan_id: str, chain: tuple[str, ...]) -> str | None:
     """A cycle or a too-deep nesting, naming the chain; None when the call may go ahead."""
     if plan_id in chain:
         return "plan cycle: " + " → ".join((*chain, plan_id))
-    if len(chain) >= MAX_DEPTH:
+    # graph's MAX_PLAN_DEPTH counts nested plans below the top-level one (pipeline/mod.rs): the
+    # chain holds the top-level plan too, so 1 + 8 plans run and a tenth is refused.
+    if len(chain) > MAX_DEPTH:
         return f"plans nest deeper than {MAX_DEPTH}: " + " → ".join((*chain, plan_id))
     return None
 
@@ -441,7 +446,10 @@ async def run_plan(
     scope: dict[str, Any] = {"input": inputs}
     not_found: str | None = None
     try:
-        await prepare_servers(catalog, servers_of(plan))
+        # the servers of the plans it calls too: a plan tool's approval family is then known
+        from graphchat.catalog.plan_tools import reachable_servers
+
+        await prepare_servers(catalog, reachable_servers(plan, catalog))
         unknown = unresolved_tools(plan, catalog)
         if unknown:
             step, name = unknown[0]

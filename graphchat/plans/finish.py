@@ -1,5 +1,10 @@
 """The three finishes: solver (one model call writing a report), output (a rendered JSON map,
-no model), silent (nothing to deliver). Oversized solver data is cut, and the cut is said."""
+no model), silent (nothing to deliver).
+
+The solver's payload is graph's (pipeline/mod.rs `solve`): the rendered `data`, or every step's
+result when there is none; a key that does not render is `"(unavailable: <why>)"` and the run
+still answers; the payload is pretty JSON with sorted keys, sent whole up to 400,000
+characters and shrunk past that (and the cut is said); `system_prompt` is sent verbatim."""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from graphchat.plans.template import EmptyData, MissingStep, TemplateError, rend
 if TYPE_CHECKING:
     from graphchat.plans.runtime import StepRunner as Runner
 
-DATA_LIMIT_CHARS = 60_000
+DATA_LIMIT_CHARS = 400_000  # graph's budget_payload MAX_CHARS
+SHRINK_STRING, SHRINK_ITEMS = 500, 25  # graph's shrink(value, 500, 25) past the budget
 SOLVER_SYSTEM = (
     "You write the final answer of a workflow that has already gathered its data. Answer the "
     "request using only the data provided; when something is missing or was cut, say so plainly "
@@ -50,68 +56,61 @@ def _not_found(err: TemplateError, skipped: frozenset[str]) -> str | None:
     return None
 
 
+def _unavailable(err: TemplateError) -> str:
+    return f"(unavailable: {_message(err)})"
+
+
 def render_solver_data(
     data: Any, scope: Mapping[str, Any], skipped: frozenset[str] = frozenset()
 ) -> tuple[Any, list[str]]:
-    """Render the solver's data; a key whose data ran out (or whose step was skipped) becomes
-    null and is reported, so the solver can say what was not found. Other template errors are
-    plan defects."""
-    try:
-        return render_value(data, scope, step="solver"), []
-    except TemplateError as err:
-        missing = _not_found(err, skipped)
-        if missing is None:
-            raise FinishFailed("solver", _message(err)) from None
-        if not isinstance(data, Mapping):
-            return None, [missing]
+    """Render the solver's data. As graph, a key that does not render becomes the string
+    `"(unavailable: <why>)"` and the run goes on; one whose data ran out (or whose step was
+    skipped) is also reported, so the solver can say what was not found."""
+    if not isinstance(data, Mapping):
+        try:
+            return render_value(data, scope, step="solver"), []
+        except TemplateError as err:
+            missing = _not_found(err, skipped)
+            return _unavailable(err), [missing] if missing else []
     out: dict[str, Any] = {}
     found: list[str] = []
     for key, value in data.items():
         try:
             out[key] = render_value(value, scope, step="solver")
         except TemplateError as err:
+            out[key] = _unavailable(err)
             missing = _not_found(err, skipped)
-            if missing is None:
-                raise FinishFailed("solver", _message(err)) from None
-            out[key] = None
-            found.append(f"{key}: {missing}")
+            if missing is not None:
+                found.append(f"{key}: {missing}")
     return out, found
 
 
-def _shorten(value: Any, max_str: int, max_items: int) -> Any:
+def _shrink(value: Any, max_str: int, max_items: int) -> Any:
+    """graph's `shrink`: strings cut to `max_str` characters (…), arrays to `max_items` items."""
     if isinstance(value, str):
-        return value if len(value) <= max_str else value[:max_str] + f"…[{len(value) - max_str} chars cut]"
+        return value if len(value) <= max_str else value[:max_str] + "…"
     if isinstance(value, list):
-        head = [_shorten(v, max_str, max_items) for v in value[:max_items]]
-        if len(value) > max_items:
-            head.append(f"…[{len(value) - max_items} more items cut]")
-        return head
+        return [_shrink(v, max_str, max_items) for v in value[:max_items]]
     if isinstance(value, Mapping):
-        return {k: _shorten(v, max_str, max_items) for k, v in value.items()}
+        return {k: _shrink(v, max_str, max_items) for k, v in value.items()}
     return value
 
 
 def cut_data(data: Any, limit: int = DATA_LIMIT_CHARS) -> tuple[str, str | None]:
-    """The data as JSON text within `limit` chars: (text, note saying what was cut or None)."""
+    """The payload as graph sends it (pretty JSON, sorted keys): whole while its compact JSON
+    is within `limit` characters, else shrunk as graph's `budget_payload`; (text, note saying
+    what was cut or None)."""
     import orjson
 
-    text = orjson.dumps(data, option=orjson.OPT_INDENT_2, default=str).decode()
-    if len(text) <= limit:
-        return text, None
-    max_str, max_items = 4000, 200
-    while True:
-        shortened = _shorten(data, max_str, max_items)
-        text = orjson.dumps(shortened, option=orjson.OPT_INDENT_2, default=str).decode()
-        if len(text) <= limit or (max_str <= 40 and max_items <= 2):
-            break
-        max_str, max_items = max(40, max_str // 2), max(2, max_items // 2)
+    pretty = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+    if len(orjson.dumps(data, default=str)) <= limit:
+        return orjson.dumps(data, option=pretty, default=str).decode(), None
+    shrunk = _shrink(data, SHRINK_STRING, SHRINK_ITEMS)
     note = (
-        f"The data was too large and was cut to fit: strings longer than {max_str} characters and "
-        f"arrays longer than {max_items} items were shortened (marked with …)."
+        f"The data was too large and was cut to fit: strings longer than {SHRINK_STRING} characters "
+        f"were cut (marked with …) and arrays keep their first {SHRINK_ITEMS} items."
     )
-    if len(text) > limit:
-        text = text[:limit] + "\n…[cut]"
-    return text, note
+    return orjson.dumps(shrunk, option=pretty, default=str).decode(), note
 
 
 def solver_messages(
@@ -143,31 +142,31 @@ async def solve(
     skipped = frozenset(
         s.id for s in runner.plan.steps if not_found and s.id is not None and s.id not in scope
     )
-    try:
-        query = render_text(solver.query_to_answer, scope, step="solver")
-    except TemplateError as err:
-        missing = _not_found(err, skipped)
-        if missing is None:
-            raise FinishFailed("solver", _message(err)) from None
-        query = solver.query_to_answer
-        notes.append(f"not found: {missing}")
-    data, missing_data = render_solver_data(solver.data, scope, skipped)
-    notes.extend(f"not found: {m}" for m in missing_data)
-    limit = DATA_LIMIT_CHARS
-    settings = runner.settings
-    if settings is not None and settings.max_tool_result_chars:
-        limit = max(limit, settings.max_tool_result_chars * 3)
-    data_text, cut = cut_data(data, limit)
+    if not solver.query_to_answer:  # graph asks its run's own query then
+        query = f"Run the '{runner.plan.name or runner.plan.identifier}' plan"
+    else:
+        try:
+            query = render_text(solver.query_to_answer, scope, step="solver")
+        except TemplateError as err:  # graph sends the template as written
+            query = solver.query_to_answer
+            missing = _not_found(err, skipped)
+            if missing is not None:
+                notes.append(f"not found: {missing}")
+    if solver.data is None:
+        data: Any = {}
+    else:
+        data, missing_data = render_solver_data(solver.data, scope, skipped)
+        notes.extend(f"not found: {m}" for m in missing_data)
+    if data == {}:  # no data (or an empty map): every step's result, as graph
+        data = {s.id: scope[s.id] for s in runner.plan.steps if s.id is not None and s.id in scope}
+    data_text, cut = cut_data(data)
     if cut:
         notes.append(cut)
-        runner.events.warning(f"plan '{runner.plan.identifier}': solver data cut to {limit} characters")
-    system_prompt = None
-    if solver.system_prompt:
-        try:
-            system_prompt = render_text(solver.system_prompt, scope, step="solver")
-        except TemplateError:
-            system_prompt = solver.system_prompt
+        runner.events.warning(
+            f"plan '{runner.plan.identifier}': solver data over {DATA_LIMIT_CHARS} characters, shrunk"
+        )
     llm = runner.llm("solver", None)
-    messages = solver_messages(query, data_text, system_prompt=system_prompt, notes=notes)
+    # `system_prompt` is sent verbatim: graph does not render it.
+    messages = solver_messages(query, data_text, system_prompt=solver.system_prompt or None, notes=notes)
     completion = await llm.complete(messages, on_text=on_text, site="solver")
     return completion.content

@@ -929,8 +929,15 @@ def _scalar(value: Any) -> str:
         any(c in value for c in "\r\n\t\x85\u2028\u2029") or not value.isprintable()
     ):
         return orjson.dumps(value).decode()  # a JSON string is a YAML double-quoted scalar
-    text: str = yaml.safe_dump(
-        value, default_flow_style=True, allow_unicode=True, width=2**31, sort_keys=False
+    from graphchat.yamlfile import yaml12_dumper
+
+    text: str = yaml.dump(
+        value,
+        Dumper=yaml12_dumper(),
+        default_flow_style=True,
+        allow_unicode=True,
+        width=2**31,
+        sort_keys=False,
     )
     for trailer in ("\n...\n", "\n"):
         if text.endswith(trailer):
@@ -1005,7 +1012,9 @@ def to_yaml(document: dict[str, Any], head: list[str]) -> str:
     lines = [f"# {line}".rstrip() for line in head]
     _emit_map(document, 0, lines)
     text = "\n".join(lines) + "\n"
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from graphchat.yamlfile import yaml12_loader
+
+    loader = yaml12_loader()
     if yaml.load(text, Loader=loader) != _plain(document):  # noqa: S506 - a safe loader class
         raise AssertionError("the frozen plan's YAML does not read back as the plan")
     return text

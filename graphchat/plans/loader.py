@@ -99,7 +99,8 @@ class _Loader:
         self.lines: list[int | None] = []  # the line of each problem, when parsed from text
         self.top_ids: list[str] = []  # every top-level id, in order
         self.body_owner: dict[str, str] = {}  # body step id -> owning top-level step label
-        self.seen_ids: dict[str, str] = {}  # id -> label of its first definition
+        self.seen_ids: dict[tuple[str, str], str] = {}  # (body label or "", id) -> first label
+        self.warnings: list[str] = []  # ignored fields, as graph ignores them
 
     # -- reporting
 
@@ -110,6 +111,16 @@ class _Loader:
     def step_problem(self, label: str, field: str, what: str) -> None:
         self.problems.append(f"{self.source}: step {label}: {field}: {what}")
         self.lines.append(self._step_line(label, field) if self.node is not None else None)
+
+    def step_warning(self, label: str, field: str, what: str) -> None:
+        line = self._step_line(label, field) if self.node is not None else None
+        where = f"{self.source}:{line}" if line else self.source
+        self.warnings.append(f"{where}: step {label}: {field}: {what}")
+
+    def plan_warning(self, field: str, what: str) -> None:
+        line = self._field_line(self.node, field) if self.node is not None else None
+        where = f"{self.source}:{line}" if line else self.source
+        self.warnings.append(f"{where}: {field}: {what}")
 
     # -- where a problem is (only on the unhappy path: lines cost nothing when a plan loads)
 
@@ -199,10 +210,12 @@ class _Loader:
     # -- normalisation
 
     def normalise(
-        self, raw: Mapping[Any, Any], allowed: Iterable[str], report: Any, what: str
+        self, raw: Mapping[Any, Any], allowed: Iterable[str], report: Any, what: str, ignore: Any = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """snake_case the keys of a mapping; report unknown and doubly-spelled ones.
 
+        With `ignore` (a reporter of warnings), an unknown field is dropped with a warning
+        instead: graph's steps and solver (serde without `deny_unknown_fields`) ignore them.
         Returns (normalised mapping, snake key -> raw key).
         """
         allowed = tuple(allowed)
@@ -214,7 +227,10 @@ class _Loader:
                 continue
             name = snake(key)
             if name not in allowed:
-                report(key, f"unknown field in {what} (allowed: {', '.join(allowed)})")
+                if ignore is not None:
+                    ignore(key, f"unknown field in {what}, ignored (allowed: {', '.join(allowed)})")
+                else:
+                    report(key, f"unknown field in {what} (allowed: {', '.join(allowed)})")
                 continue
             if name in out:
                 report(key, f"given twice (as `{raw_keys[name]}` and `{key}`)")
@@ -235,8 +251,8 @@ class _Loader:
         identifier = self.required_string(doc, "identifier")
         if identifier is not None and not IDENTIFIER_RE.match(identifier):
             self.plan_problem("identifier", f"{identifier!r} must use only letters, digits, `_` and `-`")
-        name = self.required_string(doc, "name")
-        description = self.required_string(doc, "description")
+        name = self.required_string(doc, "name", empty_ok=True)
+        description = self.required_string(doc, "description", empty_ok=True)
         exemplars = self.string_list(doc, "exemplars")
         requires = self.string_list(doc, "requires_servers")
         for server in requires:
@@ -285,13 +301,18 @@ class _Loader:
             solver=solver,
             output=output,
             path=path,
+            warnings=self.warnings,
         )
 
-    def required_string(self, doc: Mapping[str, Any], field: str) -> str | None:
+    def required_string(self, doc: Mapping[str, Any], field: str, *, empty_ok: bool = False) -> str | None:
+        """A required string; `empty_ok` lets "" load (graph's `name`/`description` are plain
+        `String`s)."""
         if field not in doc or doc[field] is None:
             self.plan_problem(field, "required")
             return None
         value = doc[field]
+        if isinstance(value, str) and empty_ok:
+            return value
         if not isinstance(value, str) or not value.strip():
             self.plan_problem(field, f"must be a non-empty string, got {yaml_kind(value)}")
             return None
@@ -338,20 +359,23 @@ class _Loader:
         def report(field: str, what: str) -> None:
             self.plan_problem(f"solver.{field}", what)
 
-        doc, _ = self.normalise(raw, SOLVER_FIELDS, report, "the solver")
+        def ignore(field: str, what: str) -> None:
+            self.plan_warning(f"solver.{field}", what)
+
+        doc, _ = self.normalise(raw, SOLVER_FIELDS, report, "the solver", ignore)
         scope = Scope(["input", *self.top_ids])
-        query = doc.get("query_to_answer")
-        if not isinstance(query, str) or not query.strip():
-            report("query_to_answer", "required: a non-empty string (a template)")
+        # graph's SolverData defaults `query_to_answer` to "" and `data` to {}: both may be left out.
+        query = doc.get("query_to_answer", "")
+        if query is None:
+            query = ""
+        if not isinstance(query, str):
+            report("query_to_answer", f"must be a string (a template), got {yaml_kind(query)}")
             query = None
         else:
             self.check_templates(query, scope, None, "solver.query_to_answer")
         system = doc.get("system_prompt")
-        if system is not None:
-            if not isinstance(system, str):
-                report("system_prompt", f"must be a string, got {yaml_kind(system)}")
-            else:
-                self.check_templates(system, scope, None, "solver.system_prompt")
+        if system is not None and not isinstance(system, str):  # sent verbatim: no templates
+            report("system_prompt", f"must be a string, got {yaml_kind(system)}")
         data = doc.get("data")
         if data is not None:
             self.check_templates(data, scope, None, "solver.data")
@@ -415,12 +439,18 @@ class _Loader:
             roots = ", ".join(sorted(RESERVED_ROOTS))
             self.step_problem(label, "id", f"{raw_id!r} is a reserved template root ({roots})")
             return None
-        if raw_id in self.seen_ids:
-            self.step_problem(
-                label, "id", f"duplicate step id {raw_id!r} (first used by step {self.seen_ids[raw_id]})"
-            )
+        # As graph (doc.rs, body.rs): ids are unique among the top-level steps and within one
+        # body; a body step may not reuse a top-level id, but `then` and `else` of one decide,
+        # or two different bodies, may use the same id.
+        body = label.rsplit("/", 1)[0] if "/" in label else ""
+        first = self.seen_ids.get((body, raw_id))
+        if first is not None:
+            self.step_problem(label, "id", f"duplicate step id {raw_id!r} (first used by step {first})")
             return None
-        self.seen_ids[raw_id] = label
+        if body and raw_id in self.top_ids:
+            self.step_problem(label, "id", f"duplicate step id {raw_id!r}: a top-level step has this id")
+            return None
+        self.seen_ids[(body, raw_id)] = label
         return raw_id
 
     def load_step(
@@ -453,9 +483,14 @@ class _Loader:
         def report(field: str, what: str) -> None:
             self.step_problem(where, field, what)
 
+        def ignore(field: str, what: str) -> None:
+            self.step_warning(where, field, what)
+
         allowed = BODY_CALL_FIELDS if single else STEP_FIELDS
         what = "a single-call body (no `id`: use a list of steps to name them)" if single else "a step"
-        doc, _ = self.normalise(raw, allowed, report, what)
+        # graph's `Step` ignores unknown fields (e.g. `timeout: 30`); an `id` on a one-call body
+        # stays an error, it names nothing.
+        doc, _ = self.normalise(raw, allowed, report, what, None if single else ignore)
         step_id = None if single else self.check_id(doc.get("id"), where)
 
         tool = doc.get("tool_name")
@@ -475,8 +510,9 @@ class _Loader:
         raw_input = doc.get("input")
         is_control = tool in CONTROL
         if raw_input is None:
-            if is_control and "input" not in doc:
-                report("input", f"required: `{tool}` takes its grammar in `input`")
+            if "input" not in doc:  # graph's `Step.input` has no default: required on every step
+                why = f"`{tool}` takes its grammar in `input`" if is_control else "give `input: {}` for none"
+                report("input", f"required: {why}")
             raw_input = {}
         elif not isinstance(raw_input, Mapping):
             report("input", f"must be a mapping, got {yaml_kind(raw_input)}")
@@ -624,10 +660,11 @@ class _Loader:
             for root in sorted(template.roots):
                 if root not in known:
                     report(loc, self.explain_root(root, scope, where))
-            for root in sorted(template.section_roots):
-                # Inside a section a dotted path may read the item; only flag ids that are
-                # certainly steps which have not run yet here.
-                if root not in known and (root in self.top_ids or root in self.body_owner):
+            for root in sorted(template.section_roots - template.roots):
+                # Inside a section a bare key reads the item, but a dotted path's first segment
+                # is a root, as graph's `referenced_roots` (template/mod.rs) has it: a
+                # misspelt `{{E9.x}}` in `{{#E0.values}}` is caught here.
+                if root not in known:
                     report(loc, self.explain_root(root, scope, where))
 
     def explain_root(self, root: str, scope: Scope, where: str | None = None) -> str:

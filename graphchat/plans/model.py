@@ -74,6 +74,9 @@ class Plan:
     solver: Solver | None = None
     output: Any = None  # template map; None when absent
     path: Path | None = None
+    # What the loader ignored, as graph ignores it (an unknown field on a step or in `solver`):
+    # `<file>:<line>: step <id>: <field>: <what>`, for the commands to print on stderr.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def finish(self) -> str:

@@ -246,6 +246,9 @@ class StepRunner(Protocol):
     @property
     def settings(self) -> Settings | None: ...
 
+    steps_executed: int
+    """Steps counted so far, as graph counts them (an `agent` adds its inner tool calls)."""
+
     def llm(self, role: str, model: str | None = None) -> ModelClient:
         """The model for `role` (or a named model); ConfigError when none can be used here."""
         ...

@@ -129,6 +129,8 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         raise StepFailed(step.label, "agent", str(exc) or type(exc).__name__) from None
     output = outcome.output
     final = isinstance(output, dict)  # the spec's shape: `{}` when there is no object answer
+    # graph counts an agent's inner tool calls in steps_executed (pipeline/agent.rs)
+    runner.steps_executed += len(outcome.tool_calls_made)
     return {
         "output": output if final else {},
         "iterations": outcome.rounds,

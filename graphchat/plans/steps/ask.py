@@ -56,7 +56,11 @@ def load(site: Site) -> None:
         if has_template(default):
             site.templates(default, "default")
         elif schema_ok:
-            for problem in flat_answer_problems(spec["output_schema"], default):
+            # As graph (ask.rs `schema_mismatch`): the full JSON Schema of each field, so
+            # `maximum`, `pattern`, `minLength`... are checked, not only the type.
+            from graphchat.jsonschema_util import errors
+
+            for problem in errors(dict(spec["output_schema"]), default):
                 report("default", f"does not match output_schema: {problem}")
 
 
@@ -95,13 +99,12 @@ def ask_schema_problems(schema: Any) -> list[str]:
                 f"property {name!r} needs `type` string/number/integer/boolean or an `enum`, got {kind!r}"
             )
     required = schema.get("required")
-    if required is not None:
-        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            problems.append("`required` must be a list of property names")
-        else:
-            for name in required:
-                if name not in props:
-                    problems.append(f"`required` names {name!r}, which is not a property")
+    if required is not None and (
+        not isinstance(required, list) or not all(isinstance(r, str) for r in required)
+    ):
+        problems.append("`required` must be a list of property names")
+    # A `required` name that is no property loads, as in graph (ask.rs
+    # `elicitation_schema_problem` checks the properties only).
     return problems
 
 
