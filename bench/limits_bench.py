@@ -102,7 +102,7 @@ def bench_flood(lines: int = 200_000) -> None:
 
 
 def bench_threads_show() -> None:
-    from graphchat.threads import events as ev
+    from graphchat.threads import lines as ev
     from graphchat.threads.store import ThreadStore
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from graphchat.threads import ThreadStore, to_model_messages
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 
 THREADS = 1000
 MESSAGES_PER_THREAD = 12

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pexpect
 
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from graphchat.threads.store import ThreadStore
 from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from graphchat.threads.redact import environment_secrets
 from graphchat.threads.store import ThreadStore
 

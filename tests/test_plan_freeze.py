@@ -17,7 +17,7 @@ import yaml
 
 from graphchat.plans.freeze import FreezeError, freeze, is_trivial, value_key, varying_place
 from graphchat.plans.loader import load_plan_text
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers

@@ -14,7 +14,7 @@ from graphchat.errors import GraphchatError
 from graphchat.plans.discovery import discover, find_plan, load_cached, relative_problems
 from graphchat.plans.loader import load_plan, load_plan_data, plan_to_dict
 from graphchat.plans.model import Body, PlanLoadError
-from graphchat.plans.validate import Servers, servers_of, validate_against_catalog
+from graphchat.plans.validate import Servers, known_servers, validate_against_catalog
 
 TESTS = Path(__file__).resolve().parent
 MALFORMED = sorted((TESTS / "plans_malformed").glob("*.yaml"))
@@ -595,7 +595,7 @@ def test_validate_against_catalog() -> None:
 def test_servers_are_read_without_starting_them(tmp_path: Path) -> None:
     servers_file = tmp_path / "servers.yaml"
     servers_file.write_text("mcpServers:\n  git: {command: does-not-exist}\n  time: {command: nope}\n")
-    info = servers_of(fake_catalog(), servers_file)
+    info = known_servers(fake_catalog(), servers_file)
     assert info.configured == {"git", "time"}
     assert info.cached == {"time": {"time__get_current_time", "time__convert_time"}}
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from graphchat.threads import Thread, ThreadStore
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 
 BIG_RESULT = "".join(f"row {i}: value\n" for i in range(2000))
 

@@ -13,8 +13,8 @@ import pytest
 
 from graphchat.errors import GraphchatError
 from graphchat.threads import ThreadStore, fit_to_window, to_model_messages
-from graphchat.threads import events as ev
-from graphchat.threads.replay import INTERRUPTED_CONTENT
+from graphchat.threads import lines as ev
+from graphchat.threads.repair import INTERRUPTED_CONTENT
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ def store(tmp_path: Path) -> ThreadStore:
     return ThreadStore(tmp_path / "threads")
 
 
-def call(call_id: str, name: str = "srv__tool", arguments: str = "{}") -> ev.ToolCall:
+def call(call_id: str, name: str = "srv__tool", arguments: str = "{}") -> ev.ToolCallRecord:
     return {"id": call_id, "name": name, "arguments": arguments}
 
 

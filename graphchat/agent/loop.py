@@ -4,7 +4,7 @@ Used by `ask`, `chat` and the plan `agent` step alike. Tools are reached only th
 `Catalog.call`. Each result is recorded in the thread the moment its call finishes (a process
 killed mid-round loses only the calls still running); cancellation (Ctrl-C, SIGTERM) cancels the
 model call and the in-flight tools and records those as cancelled. The replay pairs results with
-their calls by call id (graphchat.threads.replay).
+their calls by call id (graphchat.threads.repair).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
 from graphchat.llm.types import ToolCall, Usage
-from graphchat.threads import events as ev
-from graphchat.threads.replay import shorten_tool_result
+from graphchat.threads import lines as ev
+from graphchat.threads.repair import shorten_tool_result
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import CallContext, Catalog

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graphchat.llm.types import Usage
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from graphchat.threads.limits import capped_recorder
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ class Session:
     def _history(self, thread: Thread, llm: LLM, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The thread replayed for the model, trimmed to its context window (oldest turns first)."""
         from graphchat.llm.client import context_window, count_tokens
-        from graphchat.threads.replay import to_model_messages
+        from graphchat.threads.repair import to_model_messages
         from graphchat.threads.window import fit_to_window
 
         messages = to_model_messages(

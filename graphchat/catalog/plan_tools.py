@@ -223,7 +223,7 @@ class _Families:
 
 def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
     """MCP servers the steps of `plan` name, and those of the plans it calls (transitively)."""
-    from graphchat.plans.executor import servers_of
+    from graphchat.plans.executor import servers_named_by
 
     plans: dict[str, Plan] = {}
     for source in catalog.sources:
@@ -233,7 +233,7 @@ def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
     todo, seen = [plan], {plan.identifier}
     while todo:
         current = todo.pop()
-        found |= servers_of(current)
+        found |= servers_named_by(current)
         for step in current.all_steps():
             ident = step.tool_name[len("plan__") :] if step.tool_name.startswith("plan__") else None
             if ident is not None and ident in plans and ident not in seen:

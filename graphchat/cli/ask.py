@@ -220,7 +220,7 @@ def _open(settings: Any, flags: dict[str, Any]) -> tuple[Any, Any]:
 def refuse_parked_thread(thread: Any) -> None:
     """`ask --thread ID` on a thread whose turn waits for a person: exit 1 naming the request."""
     from graphchat.errors import GraphchatError
-    from graphchat.threads import events as ev
+    from graphchat.threads import lines as ev
 
     waiting: list[str] | None = None
     for event in thread.events():
@@ -338,7 +338,7 @@ async def _resumed_results(host: Any, store: Any, record: Any) -> list[dict[str,
     now, a refused one is a refusal, an answered `ask_user` gets its answer as typed."""
     from graphchat.catalog.approvals import remember_allow
     from graphchat.catalog.base import CallContext, ToolResult
-    from graphchat.threads import events as ev
+    from graphchat.threads import lines as ev
 
     data = record.data
     calls = data["calls"]

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 def recap_lines(events: list[dict], width: int = 100, lines: int = 3) -> list[str]:
     """The last exchange of a thread, shortened: `you: …` and `model: …` (a resumed chat
     starts where the person left it)."""
-    from graphchat.threads.events import text_of
+    from graphchat.threads.lines import text_of
 
     last_user = max((i for i, e in enumerate(events) if e.get("kind") == "user"), default=None)
     if last_user is None:

@@ -117,7 +117,7 @@ def _checked(settings: Any, frozen: Frozen, path: Path) -> Plan:
     from graphchat.catalog.build import build_catalog
     from graphchat.plans.discovery import discover
     from graphchat.plans.loader import PlanLoadError, load_plan_text
-    from graphchat.plans.validate import servers_of, validate_against_catalog
+    from graphchat.plans.validate import known_servers, validate_against_catalog
 
     try:
         plan = load_plan_text(frozen.text, str(path))
@@ -133,7 +133,7 @@ def _checked(settings: Any, frozen: Frozen, path: Path) -> Plan:
     from graphchat.cli.output import warn_catalog
 
     warn_catalog(catalog)
-    servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
+    servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
     problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans)
     if problems:
         lines = "\n".join(f"  {problem}" for problem in problems)

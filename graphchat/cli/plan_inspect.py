@@ -237,7 +237,7 @@ def run_validate(args: argparse.Namespace) -> int:
         relative_problems,
     )
     from graphchat.plans.model import PlanLoadError, plan_identifier
-    from graphchat.plans.validate import servers_of
+    from graphchat.plans.validate import known_servers
 
     settings = _settings(args)
     index = discover(settings.plans_dir)
@@ -297,7 +297,7 @@ def run_validate(args: argparse.Namespace) -> int:
             )
             if wanted:
                 start_errors = _read_tool_lists(catalog, wanted, quiet=args.json)
-        servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
+        servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
     for where, plan, failure, by_path in targets:
         if failure is not None:
             raw_id = index.raw_ids.get(_as_path(where))

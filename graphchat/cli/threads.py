@@ -137,7 +137,7 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
     from rich.text import Text
 
     from graphchat.display import safe
-    from graphchat.threads import events as ev
+    from graphchat.threads import lines as ev
     from graphchat.threads.export import usage_line
 
     console = Console(highlight=False, soft_wrap=False)

@@ -294,8 +294,8 @@ def thread_exchange(
     """A thread's conversation as text: user and assistant messages, tool calls with their
     arguments, and their results (each cut to `max_result_chars`). A longer conversation than
     `max_chars` keeps its first message and its latest part."""
-    from graphchat.threads import events as ev
-    from graphchat.threads.replay import shorten_tool_result
+    from graphchat.threads import lines as ev
+    from graphchat.threads.repair import shorten_tool_result
 
     out: list[str] = []
     for event in events:
@@ -504,7 +504,7 @@ def check_document(
     """A plan file's text checked as `plan validate` checks a plan: load, then catalog resolution."""
     from graphchat.plans.discovery import relative_problems
     from graphchat.plans.loader import load_plan_text
-    from graphchat.plans.validate import servers_of, validate_against_catalog
+    from graphchat.plans.validate import known_servers, validate_against_catalog
 
     try:
         plan = load_plan_text(text, SOURCE)
@@ -512,7 +512,7 @@ def check_document(
         return None, relative_problems(err)
     if plans is None:
         plans = workspace_plans(settings)
-    servers = servers_of(catalog, settings.catalog_dir / "servers.yaml")
+    servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
     problems = validate_against_catalog(plan, catalog, servers=servers, plans=plans)
     return (None, problems) if problems else (plan, [])
 

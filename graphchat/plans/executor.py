@@ -494,7 +494,7 @@ async def run_plan(
     return outcome
 
 
-def servers_of(plan: Plan) -> set[str]:
+def servers_named_by(plan: Plan) -> set[str]:
     """MCP servers a plan's steps name (`server__tool`), plus its `requires_servers`."""
     names = set(plan.requires_servers)
     for step in plan.all_steps():

@@ -33,9 +33,9 @@ from typing import Any
 import orjson
 
 from graphchat.errors import GraphchatError
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from graphchat.threads.redact import REDACTED
-from graphchat.threads.replay import answered_call
+from graphchat.threads.repair import answered_call
 
 FINISHES = ("solver", "output", "silent")
 ASK_USER = "ask_user"
@@ -97,7 +97,7 @@ class Turn:
 
 def read_turns(events: Iterable[dict[str, Any]]) -> list[Turn]:
     """The thread's turns (one a user message) with their calls paired to results by call id
-    within their model message (graphchat.threads.replay.answered_call)."""
+    within their model message (graphchat.threads.repair.answered_call)."""
     turns: list[Turn] = []
     pending: list[Call] = []
     call_ids: list[str] = []

@@ -30,7 +30,7 @@ class Servers:
     cached: dict[str, set[str]] = field(default_factory=dict)
 
 
-def servers_of(catalog: Catalog, servers_file: Path | None = None) -> Servers:
+def known_servers(catalog: Catalog, servers_file: Path | None = None) -> Servers:
     """Configured servers (from the MCP source, else catalog/servers.yaml) and cached tool lists."""
     info = Servers()
     for spec in catalog.list():
@@ -96,7 +96,7 @@ def validate_against_catalog(
     servers declared in `requires_servers` but not configured are not problems (see
     `Plan.missing_servers` for the note); by name they are.
     """
-    info = servers if servers is not None else servers_of(catalog)
+    info = servers if servers is not None else known_servers(catalog)
     problems: list[str] = []
     missing = plan.missing_servers(info.configured)
     if missing and not soft_required_servers:

@@ -9,7 +9,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from graphchat.threads.replay import shorten_tool_result, to_model_messages
+    from graphchat.threads.repair import shorten_tool_result, to_model_messages
     from graphchat.threads.store import LoadReport, Thread, ThreadInfo, ThreadStore
     from graphchat.threads.window import fit_to_window
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from graphchat.threads.store import ThreadInfo
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from graphchat.fsutil import read_json, write_atomic
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
 
 if TYPE_CHECKING:

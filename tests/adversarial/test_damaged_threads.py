@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from graphchat.threads import ThreadStore
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 

@@ -89,7 +89,7 @@ def test_the_tools_offered_to_the_model_are_capped(
 
 
 def test_threads_show_of_a_10_mb_message_shows_a_cut(workspace: Path, graphchat: GraphchatRunner) -> None:
-    from graphchat.threads import events as ev
+    from graphchat.threads import lines as ev
     from graphchat.threads.store import ThreadStore
 
     thread = ThreadStore(workspace / "threads").create()

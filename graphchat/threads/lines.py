@@ -1,4 +1,4 @@
-"""Thread events: the kinds of line a thread file holds, and small helpers to build them.
+"""Thread lines: the kinds of line a thread file holds (`user`, `assistant`, …), and helpers to build them.
 
 Every line is one JSON object with `kind` and `ts` (ISO 8601, UTC, microseconds, so plain
 string order is time order).
@@ -27,7 +27,7 @@ INTERRUPTED_ERROR = "interrupted before it finished"
 TITLE_CHARS = 60
 
 
-class ToolCall(TypedDict):
+class ToolCallRecord(TypedDict):
     id: str
     name: str
     arguments: str  # a JSON string, as OpenAI sends it
@@ -43,7 +43,7 @@ class AssistantEvent(TypedDict):
     kind: Literal["assistant"]
     ts: str
     content: str | None
-    tool_calls: list[ToolCall]
+    tool_calls: list[ToolCallRecord]
 
 
 class ToolResultEvent(TypedDict):
@@ -86,7 +86,7 @@ def user(content: Any) -> UserEvent:
     return {"kind": "user", "ts": now_ts(), "content": content}
 
 
-def assistant(content: str | None, tool_calls: list[ToolCall] | None = None) -> AssistantEvent:
+def assistant(content: str | None, tool_calls: list[ToolCallRecord] | None = None) -> AssistantEvent:
     return {"kind": "assistant", "ts": now_ts(), "content": content, "tool_calls": list(tool_calls or [])}
 
 

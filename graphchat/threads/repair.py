@@ -1,4 +1,4 @@
-"""Replay a thread's events as the OpenAI-format messages a model is sent.
+"""Crash repair and replay: a thread's events as the OpenAI-format messages a model is sent.
 
 Pure functions. Repairs what an interruption left, so a provider never sees an orphaned tool call:
 - a turn (a `user` event up to its `turn_end`/`turn_failed`) that failed is left out entirely;
@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from graphchat.threads import events as ev
+from graphchat.threads import lines as ev
 
 INTERRUPTED_CONTENT = orjson.dumps({"error": ev.INTERRUPTED_ERROR}).decode()
 
