@@ -74,3 +74,31 @@ def graphchat(workspace: Path) -> GraphchatRunner:
         )
 
     return run
+
+
+# --- the `slow` marker -----------------------------------------------------------------------------
+# `pytest -m "not slow"` is the fast inner loop: pure functions and in-process components. A test
+# is slow when it runs the real command or a real server process (the graphchat fixture, a
+# pseudo-terminal, a subprocess, an MCP server). The README's command runs everything.
+
+_SLOW_SIGNS = ("subprocess", "pexpect", "stdio(", "McpSource", "catalog_server", "mcp_server_time",
+               "tools_server", "write_servers", "os.fork", "multiprocessing")  # fmt: skip
+_slow_modules: dict[str, bool] = {}
+
+
+def _module_is_slow(path: Path) -> bool:
+    key = str(path)
+    if key not in _slow_modules:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        _slow_modules[key] = any(sign in text for sign in _SLOW_SIGNS)
+    return _slow_modules[key]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "graphchat" in names or "chat" in names or _module_is_slow(Path(str(item.fspath))):
+            item.add_marker(pytest.mark.slow)

@@ -389,8 +389,8 @@ def test_jsonl_events_carry_the_request_and_stderr_stays_json(graphchat: Graphch
 
 # --- chat shows what waits and answers it inline -----------------------------------------------
 
-from tests.test_chat_pty import Spawn, leave, send_message  # noqa: E402
-from tests.test_chat_pty import chat as chat  # noqa: E402,F401 - the pseudo-terminal fixture
+from tests.chat.test_pty import Spawn, leave, send_message  # noqa: E402
+from tests.chat.test_pty import chat as chat  # noqa: E402,F401 - the pseudo-terminal fixture
 
 
 def test_chat_shows_waiting_requests_and_answers_one_inline(

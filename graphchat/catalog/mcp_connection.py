@@ -349,6 +349,15 @@ class Connection:
             except RuntimeError:  # the start has just finished: the stop event does the rest
                 pass
 
+    async def wound_down(self) -> None:
+        """Wait until every earlier generation of this server (one that crashed and was
+        replaced) has finished shutting down; the live one is left alone."""
+        import asyncio
+
+        old = [t for t in self._old_tasks if not t.done()]
+        if old:
+            await asyncio.gather(*old, return_exceptions=True)
+
     async def aclose(self) -> None:
         import asyncio
 

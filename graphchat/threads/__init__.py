@@ -19,8 +19,8 @@ _HOMES = {
     "ThreadInfo": "store",
     "ThreadStore": "store",
     "fit_to_window": "window",
-    "shorten_tool_result": "replay",
-    "to_model_messages": "replay",
+    "shorten_tool_result": "repair",
+    "to_model_messages": "repair",
 }
 
 __all__ = [

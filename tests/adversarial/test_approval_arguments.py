@@ -10,11 +10,11 @@ from pathlib import Path
 import pexpect
 from mcp.types import ElicitResult
 
+from tests.chat.test_pty import TIMEOUT, leave, plain, send_message
 from tests.conftest import clean_env
+from tests.mcp_server.test_serve import TOUCH, answering, serve, text_of
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
-from tests.test_chat_pty import TIMEOUT, leave, plain, send_message
-from tests.test_mcp_serve import TOUCH, answering, serve, text_of
 
 # A path whose dangerous end sits far past any "short" display of the arguments.
 HIDDEN = "/home/me/project/build/tmp/" + "./" * 150 + "../../../.ssh/authorized_keys"

@@ -103,7 +103,7 @@ def test_ask_on_a_terminal_escapes_the_answer_and_the_activity(
 
 
 def test_chat_escapes_the_answer_and_tool_errors(workspace: Path, model_server: ScriptedModelServer) -> None:
-    from tests.test_chat_pty import TIMEOUT
+    from tests.chat.test_pty import TIMEOUT
 
     hostile(workspace)
     model_server.push(

@@ -95,8 +95,9 @@ class RecordingListener:
         self.sock.close()
 
 
-def start_http_server(marker: Path | None = None) -> tuple[Any, str]:
-    """tools_server.py over streamable HTTP on a pre-bound socket: (Popen, url). No waiting needed."""
+def start_http_server(marker: Path | None = None, called: Path | None = None) -> tuple[Any, str]:
+    """tools_server.py over streamable HTTP on a pre-bound socket: (Popen, url). No waiting needed.
+    `called`: a FIFO its `slow` tool writes to when a call reaches it (a test awaits reading it)."""
     import subprocess
 
     sock = listening_socket()
@@ -104,6 +105,8 @@ def start_http_server(marker: Path | None = None) -> tuple[Any, str]:
     env = dict(os.environ)
     if marker is not None:
         env["GRAPHCHAT_TEST_MARKER"] = str(marker)
+    if called is not None:
+        env["GRAPHCHAT_TEST_CALLED"] = str(called)
     proc = subprocess.Popen(
         [sys.executable, TOOLS_SERVER, "--http-fd", str(sock.fileno())],
         pass_fds=[sock.fileno()],
@@ -166,3 +169,11 @@ def seed_cache(workspace: Path) -> None:
         path = source.files.cache_path(config)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(orjson.dumps(doc))
+
+
+async def reached(fifo: Path) -> str:
+    """Wait, without blocking the event loop, until a server writes to `fifo` (GRAPHCHAT_TEST_CALLED:
+    a call has reached it); returns what it wrote (its pid)."""
+    import asyncio
+
+    return await asyncio.to_thread(fifo.read_text)

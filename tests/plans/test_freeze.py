@@ -18,11 +18,11 @@ import yaml
 from graphchat.plans.freeze import FreezeError, freeze, is_trivial, value_key, varying_place
 from graphchat.plans.loader import load_plan_text
 from graphchat.threads import lines as ev
+from tests.chat.test_pty import Spawn, leave, send_message
+from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
-from tests.test_chat_pty import Spawn, leave, send_message
-from tests.test_chat_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 
 # --- unit tests of the pure function -----------------------------------------------------------
 
@@ -290,7 +290,7 @@ def test_finish_turns_identity_and_determinism() -> None:
 
 # --- end to end: real threads from the real `ask`, a real MCP server, the real `plan run` ------
 
-CATALOG_SERVER = str(Path(__file__).resolve().parent / "servers" / "catalog_server.py")
+CATALOG_SERVER = str(Path(__file__).resolve().parent.parent / "servers" / "catalog_server.py")
 
 
 def shop(workspace: Path) -> Path:

@@ -15,7 +15,7 @@ import yaml
 
 from tests.conftest import GraphchatRunner, clean_env
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 MALFORMED = sorted((TESTS / "plans_malformed").glob("*.yaml"))
 REFERENCE = sorted((TESTS / "plans_reference").glob("*.yaml"))
 TIME_SERVER = "mcpServers:\n  time:\n    command: mcp-server-time\n"

@@ -16,7 +16,7 @@ from graphchat.plans.loader import load_plan, load_plan_data, plan_to_dict
 from graphchat.plans.model import Body, PlanLoadError
 from graphchat.plans.validate import Servers, known_servers, validate_against_catalog
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 MALFORMED = sorted((TESTS / "plans_malformed").glob("*.yaml"))
 REFERENCE = sorted((TESTS / "plans_reference").glob("*.yaml"))
 

@@ -16,7 +16,7 @@ from graphchat.threads import ThreadStore, fit_to_window, to_model_messages
 from graphchat.threads import lines as ev
 from graphchat.threads.repair import INTERRUPTED_CONTENT
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from graphchat.plans.executor import PlanOutcome, llm_factory_for, run_plan
 from graphchat.workspace import load_settings
 from tests.scripted_server import ScriptedModelServer
 
-REFERENCE = Path(__file__).resolve().parent / "plans_reference"
+REFERENCE = Path(__file__).resolve().parent.parent / "plans_reference"
 
 
 @pytest.fixture

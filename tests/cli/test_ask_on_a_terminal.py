@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pexpect
 
+from tests.chat.test_pty import plain
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
-from tests.test_chat_pty import plain
 
 
 def screen(raw: str) -> str:

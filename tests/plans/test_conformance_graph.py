@@ -701,8 +701,10 @@ class _SolverLLM:
     async def complete(
         self, messages: list[dict[str, Any]], on_text: Any = None, site: str = "", **kw: Any
     ) -> Any:
+        from graphchat.llm.types import Completion
+
         self.sent.append(messages)
-        return {"content": "done"}
+        return Completion(content="done")  # the real completion type, as every model client returns
 
 
 async def _solve(solver: str, inputs: Any = None) -> tuple[Any, str, str]:

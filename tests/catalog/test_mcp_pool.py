@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from graphchat.catalog.base import CallContext, Catalog
 from graphchat.catalog.build import build_catalog
 from graphchat.catalog.mcp_pool import McpSource
 from graphchat.workspace import load_settings
-from tests.servers.support import LOWLEVEL_SERVER, alive, pids, stdio, write_servers
+from tests.servers.support import LOWLEVEL_SERVER, alive, pids, reached, stdio, write_servers
 
 YES = CallContext(assume_yes=True)
 
@@ -57,7 +58,8 @@ async def test_a_crash_mid_call_names_the_server_and_the_next_call_restarts_it(w
         assert slow.is_error and "MCP server 't'" in slow.error_message  # the in-flight call too
         assert slow.ms < 4000  # not left waiting for its 5 s
         again = await catalog.call("t__whoami", {}, YES)
-        await asyncio.sleep(0.3)  # the crashed generation finishes winding down meanwhile
+        source = next(s for s in catalog.sources if isinstance(s, McpSource))
+        await source.connection("t").wound_down()  # the crashed generation has finished ending
         still = await catalog.call("t__whoami", {}, YES)
     finally:
         await catalog.aclose()
@@ -233,11 +235,16 @@ async def test_elicitation_from_a_server_goes_to_the_callers_asker(workspace: Pa
 
 async def test_aclose_leaves_no_server_process_even_with_calls_in_flight(workspace: Path) -> None:
     marker = workspace / "starts"
-    catalog = catalog_for(workspace, {"a": stdio(marker=marker), "b": stdio(marker=marker)})
+    called = workspace / "called"
+    os.mkfifo(called)
+    catalog = catalog_for(
+        workspace,
+        {"a": stdio(marker=marker, env={"GRAPHCHAT_TEST_CALLED": str(called)}), "b": stdio(marker=marker)},
+    )
     await catalog.prepare()
     assert len(pids(marker)) == 2 and all(alive(p) for p in pids(marker))
     pending = asyncio.ensure_future(catalog.call("a__slow", {"seconds": 30}, YES))
-    await asyncio.sleep(0.2)  # let the call reach the server
+    await reached(called)  # the call has reached the server
     pending.cancel()  # Ctrl-C
     with pytest.raises(asyncio.CancelledError):
         await pending

@@ -205,7 +205,7 @@ def test_quit_prints_the_resume_hint(chat: Spawn, model_server: ScriptedModelSer
 def test_a_destructive_tool_asks_inline_and_always_is_remembered(
     chat: Spawn, model_server: ScriptedModelServer, workspace: Path, tmp_path: Path
 ) -> None:
-    server = Path(__file__).resolve().parent / "servers" / "tools_server.py"
+    server = Path(__file__).resolve().parent.parent / "servers" / "tools_server.py"
     (workspace / "catalog" / "servers.yaml").write_text(
         json.dumps({"mcpServers": {"files": {"command": sys.executable, "args": [str(server)]}}})
     )

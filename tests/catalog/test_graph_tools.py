@@ -27,7 +27,7 @@ import pytest
 
 from tests.fake_github import FakeGithub
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "graph"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graph"
 EXAMPLE_PLANS = sorted(p.stem for p in [*FIXTURES.glob("plans/*.yaml"), *FIXTURES.glob("shots_plans/*.yaml")])
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Ada",

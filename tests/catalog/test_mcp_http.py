@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from graphchat.catalog.base import CallContext
 from graphchat.catalog.build import build_catalog
 from graphchat.catalog.mcp_pool import McpSource
 from graphchat.workspace import load_settings
-from tests.servers.support import RecordingListener, start_http_server, write_servers
+from tests.servers.support import RecordingListener, reached, start_http_server, write_servers
 
 YES = CallContext(assume_yes=True)
 
@@ -50,21 +51,23 @@ async def test_http_server_gets_expanded_headers_and_runs_calls_concurrently(
     assert elapsed < 1.5  # sequential: 2 s
 
 
-async def test_http_server_dying_mid_call_is_an_error_naming_the_server(
-    workspace: Path, http_server: tuple[Any, str]
-) -> None:
-    proc, url = http_server
+async def test_http_server_dying_mid_call_is_an_error_naming_the_server(workspace: Path) -> None:
+    called = workspace / "called"  # the server writes to it when the call reaches it
+    os.mkfifo(called)
+    proc, url = start_http_server(called=called)
     write_servers(workspace, {"web": {"type": "http", "url": url}})
     catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
     try:
         await catalog.prepare()
         in_flight = asyncio.ensure_future(catalog.call("web__slow", {"seconds": 10}, YES))
-        await asyncio.sleep(0.3)  # the call is on the server
+        await reached(called)  # the call is on the server
         proc.kill()
         result = await asyncio.wait_for(in_flight, 8)
         again = await catalog.call("web__whoami", {}, YES)  # restart attempt: nobody listens
     finally:
         await catalog.aclose()
+        proc.kill()
+        proc.wait()
     assert result.is_error and "MCP server 'web'" in result.error_message
     assert again.is_error and "MCP server 'web'" in again.error_message
 

@@ -72,7 +72,7 @@ def test_the_repositorys_bundled_servers_list_real_tools(tmp_path: Path, graphch
 # Installed by .ci/run (npm registry) so that the test itself never reaches the network.
 EVERYTHING = Path(
     os.environ.get("GRAPHCHAT_TEST_EVERYTHING")
-    or Path(__file__).resolve().parent.parent
+    or Path(__file__).resolve().parent.parent.parent
     / ".ci"
     / "node"
     / "node_modules"

@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
+from tests.chat.test_pty import Spawn, leave, send_message
+from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import SERVERS, stdio, write_servers
-from tests.test_chat_pty import Spawn, leave, send_message
-from tests.test_chat_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 
 CATALOG_SERVER = str(SERVERS / "catalog_server.py")
 
@@ -216,7 +216,7 @@ def test_an_exhausted_budget_is_an_error_result_for_the_chat_not_a_crash(
 def test_freeze_inlines_the_final_plan_of_a_plan_and_execute_call() -> None:
     from graphchat.plans.freeze import freeze
     from graphchat.plans.loader import load_plan_text
-    from tests.test_plan_freeze import make_events
+    from tests.plans.test_freeze import make_events
 
     planned = price_plan("items.0.id")
     planned["input_schema"] = {

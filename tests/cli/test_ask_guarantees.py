@@ -14,9 +14,9 @@ import pexpect
 
 from graphchat.threads import lines as ev
 from graphchat.threads.store import ThreadStore
+from tests.cli.test_ask import env_for, only_thread, sleep_call, thread_events
 from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
-from tests.test_ask_cli import env_for, only_thread, sleep_call, thread_events
 
 API_KEY = "sk-live-0123456789abcdef0123456789abcdef"
 SERVER_PASSWORD = "p4ssw0rd-from-the-environment-42"
