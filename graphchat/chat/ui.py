@@ -139,8 +139,18 @@ class ChatUI:
 
     async def read_message(self) -> str | None:
         """The next message (None on Ctrl-D at an empty prompt)."""
+        typed = self.take_typeahead()
+        if "\n" in typed:  # Enter was pressed during the turn: that line is the next message
+            line, rest = typed.split("\n", 1)
+            self._typeahead = rest.encode()  # what was typed after it waits in the next prompt
+            if line.strip():
+                from rich.text import Text
+
+                self.console.print(Text(f"{MESSAGE_PROMPT}{line}"))  # shown as if typed at the prompt
+                return line
+            typed = self.take_typeahead()
         try:
-            text = await self.prompt_session.prompt_async(MESSAGE_PROMPT, default=self.take_typeahead())
+            text = await self.prompt_session.prompt_async(MESSAGE_PROMPT, default=typed)
             # A trailing backslash continues on the next line (the Enter binding does it in place;
             # this covers dumb terminals, where prompt_toolkit uses its own bindings).
             while text.endswith("\\"):
@@ -420,14 +430,15 @@ class ChatUI:
         self._typeahead += data
 
     def take_typeahead(self) -> str:
-        """Printable keys typed during the last turn (escape sequences and controls dropped)."""
+        """Printable keys typed during the last turn (escape sequences and controls dropped;
+        an Enter stays a line break: `read_message` sends the line before it)."""
         import re
 
         text = self._typeahead.decode("utf-8", "ignore")
         self._typeahead = b""
         text = re.sub(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|O.|.)?", "", text)
         text = text.replace("\r", "\n")
-        return "".join(ch for ch in text if ch == "\n" or ch.isprintable()).strip("\n")
+        return "".join(ch for ch in text if ch == "\n" or ch.isprintable()).lstrip("\n")
 
     def close(self) -> None:
         """Leave the terminal as it was found (also on an unexpected error)."""

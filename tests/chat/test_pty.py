@@ -333,3 +333,20 @@ def test_resuming_shows_a_recap_and_tab_completes(
     again.expect_exact("debug__sleep")
     again.expect_exact("1 tools")
     leave(again)
+
+
+def test_a_message_typed_during_a_turn_is_sent_next(chat: Spawn, model_server: ScriptedModelServer) -> None:
+    """Issue 11 point 13: type-ahead keeps its Enter: the line is the next message, whole."""
+    model_server.push({"delay": 2.0, "text": "first answer"}, {"text": "second answer"})
+    child = chat()
+    send_message(child, "one")
+    child.expect_exact("thinking")  # the first turn runs
+    child.send("and two\rthree")  # typed while the model thinks: one line with its Enter, then more
+    child.expect_exact("first answer")
+    child.expect_exact("second answer")  # "and two" went as the next message, whole
+    child.expect_exact("three")  # what followed waits, unsent, in the prompt
+    child.sendcontrol("u")  # clear it, so leaving is Ctrl-D at an empty prompt
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert user_messages(model_server.requests[1]) == ["one", "and two"]
