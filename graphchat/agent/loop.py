@@ -95,8 +95,11 @@ async def run_tool_round(
     opened as a request (`ParkedCall`) waits, unrecorded: the others finish and are recorded
     (replay pairs results with calls by id), and the round raises `ParkedRound`.
     """
+    import time
+
     from graphchat.asks import ParkedCall
 
+    started = time.perf_counter()
     tasks = [asyncio.create_task(_call_one(catalog, call, ctx), name=f"tool:{call.name}") for call in calls]
     position = {task: k for k, task in enumerate(tasks)}
     results: dict[int, ToolResult] = {}
@@ -126,6 +129,7 @@ async def run_tool_round(
                     continue
                 if task.cancelled() or task.exception() is not None:
                     result = ToolResult.error(CANCELLED_MESSAGE)
+                    result.ms = (time.perf_counter() - started) * 1000  # the time it ran, not 0
                 else:
                     result = task.result()
                 record(_result_event(call, result))
@@ -223,11 +227,17 @@ async def run_loop(
         result.tool_calls_made.extend({"tool": call.name, "round": round_no} for call in calls)
         tool_results = await run_tool_round(catalog, calls, ctx, record)
         for call, tool_result in zip(calls, tool_results, strict=True):
+            text = tool_result.to_text()
+            if len(text) > max_tool_result_chars and ctx.events is not None:  # say it where it shows
+                ctx.events.info(
+                    f"  {call.name}: result cut to {max_tool_result_chars:,} of {len(text):,} characters "
+                    "for the model (settings.max_tool_result_chars)"
+                )
             history.append(
                 {
                     "role": "tool",
                     "tool_call_id": call.id,
-                    "content": shorten_tool_result(tool_result.to_text(), max_tool_result_chars),
+                    "content": shorten_tool_result(text, max_tool_result_chars),
                 }
             )
     raise GraphchatError(

@@ -216,6 +216,7 @@ async def test_cancellation_cancels_in_flight_calls_and_keeps_the_completed_ones
         )
     )
     await quick_finished.wait()
+    await asyncio.sleep(0.2)  # the slow call runs a while before Ctrl-C: its result says how long
     task.cancel()
     started = time.perf_counter()
     with pytest.raises(asyncio.CancelledError):
@@ -226,4 +227,5 @@ async def test_cancellation_cancels_in_flight_calls_and_keeps_the_completed_ones
     results = {e["tool_call_id"]: e for e in events if e["kind"] == "tool_result"}
     assert len(results) == 2  # one per call, naming it, so replay pairs them right
     assert results[slow_id]["is_error"] and "cancelled" in results[slow_id]["content"]
+    assert results[slow_id]["ms"] >= 200  # the time it ran (issue 11 point 14), not 0
     assert not results[quick_id]["is_error"] and json.loads(results[quick_id]["content"])["tag"] == "quick"

@@ -119,6 +119,8 @@ def test_usage_and_cost_per_turn_and_long_tool_results_whole_on_disk(
     # the model got the result shortened, with a note; the thread keeps it whole
     [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert len(tool_message["content"]) < 1200 and "shortened for the model" in tool_message["content"]
+    # and the person is told, on the activity lines (issue 11 point 14)
+    assert "debug__sleep: result cut to 1,000 of 5," in done.stderr
     [result] = [e for e in events if e["kind"] == "tool_result"]
     assert json.loads(result["content"])["label"] == long_label
 
