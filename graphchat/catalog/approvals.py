@@ -267,6 +267,33 @@ def _last_entry(mapping: Any, name: str) -> tuple[Any, Any] | None:
     return found
 
 
+def _flow_append(text: str, node: Any, piece: str) -> str:
+    """`text` with `piece` added as the last entry of the flow collection `node` (`[…]`/`{…}`):
+    inserted right after the last entry (before any comment, trailing comma or closing bracket),
+    or right after the opening bracket when it is empty; nothing else moves."""
+    if not node.value:
+        at = node.start_mark.index + 1
+        return f"{text[:at]}{piece}{text[at:]}"
+    last = node.value[-1]
+    last_end = last[1].end_mark.index if isinstance(last, tuple) else last.end_mark.index
+    return f"{text[:last_end]}, {piece}{text[last_end:]}"
+
+
+def _is_null(node: Any) -> bool:
+    import yaml
+
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")
+
+
+def _replace_null(text: str, key: Any, value: Any, replacement: str) -> str:
+    """`text` with the null `value` of `key:` replaced by `replacement` (written after the colon
+    when the value is empty)."""
+    if value.start_mark.index == value.end_mark.index:  # `key:` then nothing
+        colon = text.index(":", key.end_mark.index) + 1
+        return f"{text[:colon]} {replacement}{text[colon:]}"
+    return f"{text[: value.start_mark.index]}{replacement}{text[value.end_mark.index :]}"
+
+
 def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
     import yaml
 
@@ -274,9 +301,14 @@ def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
     if root is None:  # empty file, or comments only
         sep = "\n" if text and not text.endswith("\n") else ""
         return f"{text}{sep}approvals:\n  allow:\n    - {entry}\n"
-    if not isinstance(root, yaml.MappingNode) or root.flow_style:
+    if not isinstance(root, yaml.MappingNode):
         return None
     approvals = _last_entry(root, "approvals")
+    if root.flow_style:  # `{models: …, approvals: {…}}`: edit it as flow text throughout
+        if approvals is None:
+            return _flow_append(text, root, f"approvals: {{allow: [{entry}]}}")
+        if _is_null(approvals[1]):
+            return _replace_null(text, *approvals, f"{{allow: [{entry}]}}")
     if approvals is None:
         sep = "" if text.endswith("\n") else "\n"
         return f"{text}{sep}approvals:\n  allow:\n    - {entry}\n"
@@ -290,9 +322,12 @@ def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
         return f"{line}\n{' ' * (indent + 2)}allow:\n{' ' * (indent + 4)}- {entry}{text[line_end:]}"
     if not isinstance(approvals_node, yaml.MappingNode):
         return None
-    if approvals_node.flow_style:
-        return None
     allow = _last_entry(approvals_node, "allow")
+    if approvals_node.flow_style:  # `approvals: {mode: ask, …}`
+        if allow is None:
+            return _flow_append(text, approvals_node, f"allow: [{entry}]")
+        if _is_null(allow[1]):
+            return _replace_null(text, *allow, f"[{entry}]")
     if allow is None:
         first_key = approvals_node.value[0][0]
         col = first_key.start_mark.column
@@ -307,10 +342,10 @@ def _edit_in_place(text: str, root: Any, tool: str) -> str | None:
         return f"{text[: allow_node.start_mark.index]}[{entry}]{text[allow_node.end_mark.index :]}"
     if not isinstance(allow_node, yaml.SequenceNode):
         return None
-    if allow_node.flow_style or not allow_node.value:
-        items = [_scalar(str(item.value)) for item in allow_node.value]
-        body = "[" + ", ".join([*items, entry]) + "]"
-        return f"{text[: allow_node.start_mark.index]}{body}{text[allow_node.end_mark.index :]}"
+    if allow_node.flow_style:  # `allow: [a, b]`, on one line or several, comments and all
+        return _flow_append(text, allow_node, entry)
+    if not allow_node.value:
+        return None
     first = allow_node.value[0]
     line_start = text.rfind("\n", 0, first.start_mark.index) + 1
     prefix = text[line_start : first.start_mark.index]  # e.g. "    - "

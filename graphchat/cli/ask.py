@@ -432,12 +432,12 @@ class _StdoutWriter:
         if not self.tty:
             self.held.append(text)
             return
-        if self.markdown is not None:
-            self.markdown.write(text)
-            self.stream.flush()
-            return
         from graphchat.display import safe
 
+        if self.markdown is not None:
+            self.markdown.write(safe(text))  # a terminal acts on control characters: escaped
+            self.stream.flush()
+            return
         self.stream.write(safe(text))  # a terminal acts on control characters: escaped
         self.stream.flush()
         self.last = text[-1:] or self.last

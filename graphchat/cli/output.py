@@ -40,11 +40,16 @@ def note(message: str) -> None:
 
 
 def print_json(value: Any, *, pretty: bool = True) -> None:
-    """The deliverable as JSON on stdout."""
+    """The deliverable as JSON on stdout. DEL and C1 controls (which JSON leaves raw, and a
+    terminal acts on) are written as `\\u` escapes: the same JSON, nothing for a terminal to run."""
+    import re
+
     import orjson
 
     option = orjson.OPT_INDENT_2 if pretty else 0
-    sys.stdout.write(orjson.dumps(value, option=option, default=str).decode() + "\n")
+    text = orjson.dumps(value, option=option, default=str).decode()
+    text = re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 

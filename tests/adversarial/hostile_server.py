@@ -3,6 +3,10 @@ from the JSON in $HOSTILE_SPEC, so a test can serve any name, schema or result i
 
 HOSTILE_SPEC = {"tools": [{"name": "t", "input_schema": {...}, "output_schema": {...},
                            "read": true, "result": <any JSON>}]}
+
+A tool may instead answer `"text": <the raw text>`, add `"structured": <any JSON>` as
+structuredContent, and set `"is_error": true`. GRAPHCHAT_TEST_MARKER=<file> appends this
+process's pid on start (so a test can check that no server is left running).
 """
 
 from __future__ import annotations
@@ -53,8 +57,11 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
         return CallToolResult(
             content=[TextContent(type="text", text=f"unknown tool {params.name}")], is_error=True
         )
+    text = tool["text"] if "text" in tool else json.dumps(tool.get("result", {"ok": True}))
     return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(tool.get("result", {"ok": True})))]
+        content=[TextContent(type="text", text=text)],
+        structured_content=tool.get("structured"),
+        is_error=bool(tool.get("is_error", False)),
     )
 
 
@@ -62,6 +69,10 @@ server = Server("graphchat-test-hostile", version="1.0", on_list_tools=list_tool
 
 
 async def main() -> None:
+    marker = os.environ.get("GRAPHCHAT_TEST_MARKER")
+    if marker:
+        with open(marker, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 

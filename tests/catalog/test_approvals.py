@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,14 @@ async def test_declined_or_unanswered_questions_refuse(workspace: Path) -> None:
     assert ran.ran == []
 
 
+def inserted_only(before: str, after: str) -> bool:
+    """`after` is `before` with one piece of text inserted somewhere, nothing else changed."""
+    head = 0
+    while head < len(before) and before[head] == after[head]:
+        head += 1
+    return after[head + len(after) - len(before) :] == before[head:]
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -165,6 +174,14 @@ async def test_declined_or_unanswered_questions_refuse(workspace: Path) -> None:
         "approvals:\n  allow:\n  mode: ask\n",
         "approvals:\n",
         "approvals: {mode: auto}\n",
+        "# why\napprovals: {mode: ask, allow: [a, b]}  # tail\n",
+        "approvals: {mode: ask}  # why\n",
+        "approvals: {}\n",
+        "approvals: {mode: ask, allow: []}\n",
+        "approvals:\n  allow: [a,  # why\n    'b*',\n  ]  # tail\n  mode: ask\n",
+        "approvals: {mode: ask,\n  # why\n  allow: [x]  # tail\n}\n",
+        "{models: {default: openai/x}, approvals: {mode: ask}}  # tail\n",
+        "{models: {default: openai/x}}  # why\n",
     ],
 )
 def test_always_edits_graphchat_yaml_in_place(text: str) -> None:
@@ -179,6 +196,7 @@ def test_always_edits_graphchat_yaml_in_place(text: str) -> None:
     for comment in ("# only a comment", "# why", "# tail"):
         if comment in text:
             assert comment in after_text
+    assert inserted_only(text, after_text), after_text  # the rest of the file byte for byte
     assert add_allow_entry(after_text, "srv__tool") == after_text  # idempotent
 
 
@@ -198,3 +216,46 @@ async def test_a_destructive_mcp_tool_is_refused_headless_and_runs_with_yes(work
     finally:
         await catalog.aclose()
     assert not done.is_error and not victim.exists()
+
+
+FLOW_CONFIG = """\
+# my workspace: keep these notes
+settings: {max_agent_iterations: 15}  # enough
+approvals: {mode: ask, allow: [
+    t__note,  # notes are harmless
+  ]}  # asked for the rest
+# end of file
+"""
+
+
+def test_always_on_a_terminal_keeps_a_flow_style_graphchat_yaml_byte_for_byte(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 10 point 15: "always" to a `tools call` approval inserts the tool into a flow-style
+    `approvals: {…, allow: […]}` and changes nothing else in the file, comments included."""
+    import sys
+
+    import pexpect
+
+    from tests.conftest import clean_env
+
+    (workspace / "graphchat.yaml").write_text(FLOW_CONFIG)
+    write_servers(workspace, {"t": stdio()})
+    target = tmp_path / "touched.txt"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "tools", "call", "t__touch",
+         json.dumps({"path": str(target)})],
+        env=clean_env({"TERM": "xterm-256color", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace), dimensions=(30, 100), encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    child.expect_exact("? Allow t__touch (destructive)")
+    child.expect_exact("> ")
+    child.sendline("always")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert target.exists()
+    after = (workspace / "graphchat.yaml").read_text()
+    assert after == FLOW_CONFIG.replace("t__note,", 't__note, "t__touch",'), after
+    assert yaml.safe_load(after)["approvals"]["allow"] == ["t__note", "t__touch"]
