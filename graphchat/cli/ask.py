@@ -155,18 +155,21 @@ def run(args: argparse.Namespace) -> int:
     _thread_flags(args)
     if args.message is None and args.thread:
         _message_taken_for_a_thread(args, load_settings(getattr(args, "home", None)))
-    if args.message is None and (sys.stdin is None or sys.stdin.isatty()):
-        from graphchat.errors import EXIT_USAGE, GraphchatError
+    piped = None
+    if args.message is None:  # the question can only come from stdin: a usage error before all else
+        piped = "" if sys.stdin is None or sys.stdin.isatty() else _message_with_stdin("")
+        if not piped.strip():
+            from graphchat.errors import EXIT_USAGE, GraphchatError
 
-        raise GraphchatError(
-            "the question is missing",
-            EXIT_USAGE,
-            hint='usage: graphchat ask [-c | --thread=ID] "your question" (or pipe text into it)',
-        )
+            raise GraphchatError(
+                "the question is missing",
+                EXIT_USAGE,
+                hint='usage: graphchat ask [-c | --thread=ID] "your question" (or pipe text into it)',
+            )
 
     # No model configured: exit 2 before anything starts; litellm imports meanwhile.
     settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
-    message = _message_with_stdin(args.message or "")
+    message = piped if piped is not None else _message_with_stdin(args.message)
     if not message.strip():
         from graphchat.errors import EXIT_USAGE, GraphchatError
 
