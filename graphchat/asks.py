@@ -190,11 +190,47 @@ def coerce(text: str, prop: dict[str, Any]) -> Any:
     return text
 
 
+def pattern_problem(prop: dict[str, Any], value: Any) -> str | None:
+    """A text answer that misses the field's regex `pattern`, said in words when the field
+    says what it wants (its description or title): `expected <that>, e.g. <example>` — the
+    example is the schema's `examples`, `example` or `default`, else the pattern is shown.
+    None when there is nothing to say in words (jsonschema's message stands) or it matches."""
+    import re
+
+    pattern = prop.get("pattern")
+    wanted = prop.get("description") or prop.get("title")
+    if not isinstance(pattern, str) or not isinstance(value, str) or not wanted:
+        return None
+    try:
+        if re.search(pattern, value):
+            return None
+    except re.error:
+        return None
+    examples = prop.get("examples")
+    example = (
+        examples[0] if isinstance(examples, list) and examples else prop.get("example", prop.get("default"))
+    )
+    return f"expected {wanted}, " + (f"e.g. {example}" if example is not None else f"matching {pattern}")
+
+
+def pick_choice(text: str, choices: list[Any]) -> Any:
+    """One of `choices` by its number (1-based) or its text (case-insensitive); a choice that
+    is itself a number wins over a position. ValueError says what to type."""
+    text = text.strip()
+    for choice in choices:
+        if str(choice).lower() == text.lower():
+            return choice
+    if text.isdigit() and 1 <= int(text) <= len(choices):
+        return choices[int(text) - 1]
+    raise ValueError(f"choose one of: {', '.join(str(c) for c in choices)} (or its number)")
+
+
 def describe_field(name: str, prop: dict[str, Any]) -> str:
-    """The label shown for one field: name, choices or type, description."""
+    """The label shown for one field: name, choices or type, description. Choices are listed
+    numbered, one a line, before the label (`ask_by_lines`), so the hint asks for a number."""
     label = prop.get("title") or name
     if "enum" in prop:
-        hint = "/".join(str(c) for c in prop["enum"])
+        hint = f"1-{len(prop['enum'])}" if prop["enum"] else "no choice"
     elif prop.get("type") == "boolean":
         hint = "y/n"
     else:
@@ -324,6 +360,11 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
     required = set(question.schema.get("required") or [])
     answer: dict[str, Any] = {}
     for name, prop in props.items():
+        choices = prop.get("enum") if isinstance(prop, dict) else None
+        if isinstance(choices, list):
+            reader.say(f"  {safe(str(prop.get('title') or name), newlines=False)}:")
+            for i, choice in enumerate(choices, 1):
+                reader.say(f"    {i}. {safe(str(choice), newlines=False)}")
         for _attempt in range(MAX_ATTEMPTS):
             line = await reader.prompt(f"  {safe(describe_field(name, prop), newlines=False)}: ")
             if line is None:
@@ -333,7 +374,7 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
                     return Answer.declined()
                 break
             try:
-                value = coerce(line, prop)
+                value = pick_choice(line, choices) if isinstance(choices, list) else coerce(line, prop)
             except ValueError as exc:
                 reader.say(f"  {safe(exc)}")
                 continue
@@ -341,7 +382,9 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
             # re-asked rather than failing the whole answer once every field is typed.
             from graphchat.jsonschema_util import first_error
 
-            problem = first_error(prop, value) if isinstance(prop, dict) else None
+            problem = pattern_problem(prop, value) if isinstance(prop, dict) else None
+            if problem is None and isinstance(prop, dict):
+                problem = first_error(prop, value)
             if problem is not None:
                 reader.say(f"  {safe(problem)}")
                 continue

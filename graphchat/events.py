@@ -267,7 +267,8 @@ class Spinner:
 
 
 class TerminalSink(EventSink):
-    """Human-readable activity lines on stderr: `→ tool {args}`, `✓ tool 0.8s`, `✗ tool msg`;
+    """Human-readable activity lines on stderr: `→ tool {args}`, `✓ tool 0.8s`, `✗ tool msg`,
+    `– tool 0.1s not answered (declined)`;
     on a terminal, a spinner line with the elapsed time while graphchat waits."""
 
     human = True
@@ -342,6 +343,8 @@ class TerminalSink(EventSink):
             if f.get("is_error"):
                 detail = f" {_short(f.get('message') or 'failed', 160)}" if self.error_details else ""
                 self._line(self._paint(f"✗ {label} {secs}{detail}", "31"))
+            elif f.get("message"):  # done but not a success (a question nobody answered)
+                self._line(self._paint(f"– {label} {secs} {_short(f['message'], 160)}", "33"))
             else:
                 self._line(self._paint(f"✓ {label} {secs}", "32"))
         elif event == "step_started" and not self.quiet:

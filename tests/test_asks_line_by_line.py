@@ -40,3 +40,14 @@ async def test_a_value_breaking_its_field_schema_is_re_asked() -> None:
 async def test_three_bad_values_decline() -> None:
     answer = await ask_by_lines(Question("When?", schema=SCHEMA), Lines(["1", "2", "3"]))
     assert not answer.answered and answer.reason == "declined"
+
+
+async def test_a_pattern_miss_is_said_in_words_with_an_example() -> None:
+    """Issue 11 point 12: with a description (or title), a pattern miss says what is wanted."""
+    described = {"type": "string", "pattern": "^[A-Z]{3}$", "description": "a three-letter airport code"}
+    schema = {"type": "object", "properties": {"from": {**described, "examples": ["ZRH"]}, "to": described}}
+    reader = Lines(["zurich", "ZRH", "x", "GVA"])
+    answer = await ask_by_lines(Question("Where?", schema=schema), reader)
+    assert answer.value == {"from": "ZRH", "to": "GVA"}
+    assert "  expected a three-letter airport code, e.g. ZRH" in reader.said
+    assert "  expected a three-letter airport code, matching ^[A-Z]{3}$" in reader.said

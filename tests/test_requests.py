@@ -508,7 +508,7 @@ def test_answer_without_a_value_asks_on_the_terminal(graphchat: GraphchatRunner,
             timeout=60,
         )
         child.expect_exact("? Which channel?")
-        child.expect_exact("channel (stable/beta")
+        child.expect_exact("channel (1-")
         child.sendline("beta")
         child.expect_exact("count (integer)")
         child.sendline("")

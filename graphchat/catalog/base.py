@@ -54,6 +54,8 @@ class ToolResult:
     value: Any
     is_error: bool = False
     ms: float = 0.0
+    # Not an error, yet not done either (a question nobody answered): shown `– tool note`.
+    note: str | None = None
 
     @classmethod
     def error(cls, message: str, **extra: Any) -> ToolResult:
@@ -325,7 +327,11 @@ class Catalog:
         result.ms = (time.perf_counter() - started) * 1000
         if events:
             events.tool_finished(
-                name, result.ms, result.is_error, result.error_message if result.is_error else None, call
+                name,
+                result.ms,
+                result.is_error,
+                result.error_message if result.is_error else result.note,
+                call,
             )
         if not result.is_error and self.record_shape is not None and spec.source != "core":
             try:

@@ -155,7 +155,8 @@ async def ask_user(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         asker.park(question)  # a host whose runs can wait parks the call (issue 9)
     if answer.answered:
         return ToolResult({"answer": answer.value, "answered": True})
-    return ToolResult({"answered": False, "reason": answer.reason or "declined"})
+    reason = answer.reason or "declined"
+    return ToolResult({"answered": False, "reason": reason}, note=f"not answered ({reason})")
 
 
 def _question(arguments: dict[str, Any]) -> Any:

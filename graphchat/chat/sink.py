@@ -24,6 +24,8 @@ def finished_line(tool: str, ms: float, is_error: bool, message: str | None) -> 
     secs = f"{ms / 1000:.1f}s"
     if is_error:
         return f"✗ {tool} {secs} {_short(message or 'failed', 160)}"
+    if message:  # done but not a success: a question nobody answered
+        return f"– {tool} {secs} {_short(message, 160)}"
     return f"✓ {tool} {secs}"
 
 
@@ -86,7 +88,7 @@ class ChatSink(EventSink):
                 self.plan = None
             elif self.plan is not None:
                 ui.set_status(self.plan.text())  # the list stays while the plan runs
-            style = "red" if f.get("is_error") else "green"
+            style = "red" if f.get("is_error") else "yellow" if f.get("message") else "green"
             ui.activity(
                 finished_line(label, f.get("ms") or 0.0, bool(f.get("is_error")), f.get("message")), style
             )

@@ -131,13 +131,15 @@ def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
     """Before any step runs: every tool the plan names must resolve (no server is started)."""
     from graphchat.errors import GraphchatError
     from graphchat.plans.discovery import discover
+    from graphchat.plans.splice_types import learned_shapes
     from graphchat.plans.validate import known_servers, validate_against_catalog
 
     index = discover(settings.plans_dir, warn=lambda _message: None)
     # Servers never started here have no cached tool list yet: they count as configured (and
     # are started by the run itself), only unconfigured ones are problems.
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
-    problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans)
+    shapes = learned_shapes(settings.catalog_dir / "shapes")
+    problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans, shapes=shapes)
     if problems:
         where = plan.path or plan.identifier
         lines = "\n".join(f"  {where}: {problem}" for problem in problems)

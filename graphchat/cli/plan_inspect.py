@@ -210,12 +210,12 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def _validate_one(
-    plan: Any, catalog: Any, servers: Any, plans: Any, *, by_path: bool
+    plan: Any, catalog: Any, servers: Any, plans: Any, *, by_path: bool, shapes: Any = None
 ) -> tuple[list[str], list[str]]:
     from graphchat.plans.validate import validate_against_catalog
 
     problems = validate_against_catalog(
-        plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path
+        plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path, shapes=shapes
     )
     notes = list(plan.warnings)  # fields the loader ignored, as graph does: not fatal
     if by_path:
@@ -237,6 +237,7 @@ def run_validate(args: argparse.Namespace) -> int:
         relative_problems,
     )
     from graphchat.plans.model import PlanLoadError, plan_identifier
+    from graphchat.plans.splice_types import learned_shapes
     from graphchat.plans.validate import known_servers
 
     settings = _settings(args)
@@ -315,7 +316,14 @@ def run_validate(args: argparse.Namespace) -> int:
             )
             continue
         assert servers is not None  # read above whenever a target has a plan
-        problems, notes = _validate_one(plan, catalog, servers, index.plans, by_path=by_path)
+        problems, notes = _validate_one(
+            plan,
+            catalog,
+            servers,
+            index.plans,
+            by_path=by_path,
+            shapes=learned_shapes(settings.catalog_dir / "shapes"),
+        )
         for server in sorted(_server_prefixes(plan)):
             if server not in servers.configured or servers.cached.get(server):
                 continue

@@ -1,4 +1,5 @@
-"""Catalog-level validation: does every tool a plan names resolve here?
+"""Catalog-level validation: does every tool a plan names resolve here, and can each tool take
+the values spliced into it whole (`graphchat.plans.splice_types`)?
 
 Runs after the loader (structure is already sound). It never starts an MCP server: a
 `server__tool` is checked against the server's cached tool list when there is one, else at
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphchat.plans.model import Plan, Step
+from graphchat.plans.splice_types import Shapes, splice_problems
 from graphchat.plans.steps import CONTROL
 
 if TYPE_CHECKING:
@@ -88,8 +90,11 @@ def validate_against_catalog(
     servers: Servers | None = None,
     plans: Mapping[str, Plan] | None = None,
     soft_required_servers: bool = False,
+    shapes: Shapes | None = None,
 ) -> list[str]:
-    """Every tool-resolution problem of a loaded plan (empty = runnable here).
+    """Every tool-resolution problem of a loaded plan (empty = runnable here), then every
+    typed splice a tool's input schema cannot take (`graphchat.plans.splice_types`; `shapes`:
+    the learned output shapes of tools).
 
     `plans` is the workspace's plan index (a `plan__x` that loads is accepted even when the
     catalog hides it, with the reason). `soft_required_servers`: when validating a plan *file*,
@@ -105,7 +110,8 @@ def validate_against_catalog(
             "(add them to catalog/servers.yaml)"
         )
     excused = set(missing) if soft_required_servers else set()
-    for label, step in step_labels(plan):
+    labelled = step_labels(plan)
+    for label, step in labelled:
         tool = step.tool_name
         if tool in CONTROL:
             if tool == "agent" and isinstance(step.input.get("tools"), list):
@@ -117,7 +123,7 @@ def validate_against_catalog(
         problem = tool_problem(tool, catalog, info, plans=plans, excused=excused, self_id=plan.identifier)
         if problem:
             problems.append(f"step {label}: tool_name: {problem}")
-    return problems
+    return problems + splice_problems(plan, catalog, labelled, shapes)
 
 
 def tool_problem(

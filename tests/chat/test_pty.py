@@ -269,11 +269,13 @@ def test_a_plan_tool_that_asks_is_answered_inline(
     send_message(child, "help me pick a colour")
     child.expect_exact("→ plan__pick_colour")
     child.expect_exact("? Which colour, and how many?")
-    child.expect_exact("colour (red/green/blue):")
+    for number, colour in enumerate(("red", "green", "blue"), 1):  # numbered, one a line
+        child.expect_exact(f"{number}. {colour}")
+    child.expect_exact("colour (1-3):")
     child.sendline("purple")
     child.expect_exact("choose one of: red, green, blue")  # re-asked, not failed
-    child.expect_exact("colour (red/green/blue):")
-    child.sendline("blue")
+    child.expect_exact("colour (1-3):")
+    child.sendline("3")  # by its number
     child.expect_exact("count (integer):")
     child.sendline("3")
     child.expect_exact("You picked 3 blue ones.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -173,3 +174,30 @@ def test_ask_on_a_terminal_renders_markdown_and_a_pipe_gets_the_text(
         capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
     )  # fmt: skip
     assert piped.stdout == answer
+
+
+def test_a_question_left_unanswered_is_never_shown_done(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    """Issue 11 point 12: a question the person declines reads `– ask_user … not answered
+    (declined)`, never `✓ ask_user`."""
+    question = {"question": "Which zone?", "options": ["UTC", "CET"]}
+    model_server.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": question}]},
+        {"text": "Fine, no zone."},
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "ask", "convert the time"],
+        env=clean_env({**model_server.env(), "TERM": "xterm-256color", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace), dimensions=(30, 100), encoding="utf-8", timeout=60,
+    )  # fmt: skip
+    child.expect_exact("? Which zone?")
+    child.expect_exact("> ")
+    child.sendline("")  # a blank line declines
+    raw = child.read()
+    child.close()
+    assert child.exitstatus == 0, raw
+    shown = screen(raw)
+    assert "✓ ask_user" not in shown
+    assert re.search(r"^– ask_user \d+\.\ds not answered \(declined\)$", shown, re.M), shown

@@ -254,6 +254,11 @@ def test_ask_unavailable_without_a_terminal(graphchat: GraphchatRunner, plans: P
     assert json.loads(run.stdout) == {
         "asked": {"answer": {"channel": "stable"}, "answered": False, "reason": "unavailable"}
     }
+    # Issue 11 point 12: the default that stood in for a person is said, in one line.
+    notes = [line for line in run.stderr.splitlines() if "using the default" in line]
+    assert notes == [
+        'E0: \'Which channel?\' not answered (unavailable); using the default {"channel": "stable"}'
+    ]
 
 
 def test_ask_answers_file(graphchat: GraphchatRunner, plans: Path, tmp_path: Path) -> None:
@@ -294,7 +299,9 @@ def _spawn(workspace: Path, *args: str):  # type: ignore[no-untyped-def]
 def test_ask_on_a_terminal_reprompts_then_answers(workspace: Path, plans: Path) -> None:
     child = _spawn(workspace, "plan", "run", "release")
     child.expect_exact("? Which channel?")
-    child.expect("channel")
+    for number, choice in enumerate(("stable", "beta", "nightly"), 1):  # numbered, one a line
+        child.expect_exact(f"    {number}. {choice}\r\n")
+    child.expect_exact("channel (1-3)")
     child.sendline("weekly")  # not a choice: re-asked
     child.expect("choose one of: stable, beta, nightly")
     child.sendline("BETA")  # enums match case-insensitively
@@ -303,6 +310,35 @@ def test_ask_on_a_terminal_reprompts_then_answers(workspace: Path, plans: Path) 
     child.expect("whole number")
     child.sendline("2")
     child.expect(r'"channel": "beta"')
+    child.expect(pexpect_eof())
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_a_pattern_miss_says_what_is_expected_with_an_example(workspace: Path) -> None:
+    (workspace / "plans" / "tag.yaml").write_text(
+        """identifier: tag
+name: Tag
+description: Ask for a release tag.
+steps:
+  - id: E0
+    tool_name: ask
+    input:
+      prompt: "Which tag?"
+      output_schema:
+        type: object
+        required: [tag]
+        properties:
+          tag: {type: string, pattern: "^v[0-9]+[.][0-9]+$", description: a version tag, examples: [v1.2]}
+output: {tag: "{{E0.answer.tag}}"}
+"""
+    )
+    child = _spawn(workspace, "plan", "run", "tag")
+    child.expect_exact("? Which tag?")
+    child.sendline("1.2")
+    child.expect_exact("expected a version tag, e.g. v1.2")  # words, not the regex
+    child.sendline("v1.2")
+    child.expect(r'"tag": "v1.2"')
     child.expect(pexpect_eof())
     child.close()
     assert child.exitstatus == 0

@@ -319,3 +319,58 @@ def test_lists_fit_the_terminal_and_print_no_full_paths(reference_ws: Path) -> N
         assert listed, rows
         assert all(len(r) <= 80 for r in listed), listed
         assert not any(str(reference_ws) in r for r in listed), listed
+
+
+def test_a_spliced_value_of_another_type_than_the_argument_is_caught(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """Issue 11 point 8: a whole-value splice keeps its type, so a value of known shape that the
+    tool's input schema cannot take is a problem before the run — never on an unknown shape."""
+    plans = workspace / "plans"
+    (plans / "warm.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "identifier": "warm",
+                "name": "W",
+                "description": "d",
+                "steps": [{"id": "E0", "tool_name": "debug__sleep", "input": {"seconds": 0, "label": "x"}}],
+            }
+        )
+    )
+    plan = {
+        "identifier": "typed",
+        "name": "T",
+        "description": "d",
+        "input_schema": {"type": "object", "properties": {"zones": {"type": "array", "items": {"type": "string"}}}},
+        "steps": [
+            {"id": "E0", "tool_name": "debug__sleep", "input": {"seconds": 0}},
+            {"id": "E1", "tool_name": "debug__sleep", "input": {"seconds": 0, "label": "{{E0.slept}}"}},
+            {"id": "E2", "tool_name": "debug__sleep", "input": {"seconds": 0, "label": "{{input.zones}}"}},
+            {"id": "E3", "tool_name": "filter", "input": {"over": "{{input.zones}}", "where": {"value": "{{item}}", "op": "ne", "to": ""}}},
+            {"id": "E4", "tool_name": "debug__sleep", "input": {"seconds": "{{E3.count}}", "label": "{{E3.count}}"}},
+            # fine: the same types, text around the tag, a path of unknown shape
+            {"id": "E5", "tool_name": "debug__sleep", "input": {"seconds": "{{E0.slept}}", "label": "{{E0.label}}"}},
+            {"id": "E6", "tool_name": "debug__sleep", "input": {"seconds": 0, "label": "at {{E0.slept}}"}},
+            {"id": "E7", "tool_name": "debug__sleep", "input": {"seconds": 0, "label": "{{E0.nothing}}"}},
+        ],
+    }  # fmt: skip
+    (plans / "typed.yaml").write_text(yaml.safe_dump(plan, sort_keys=False))
+    env = {"GRAPHCHAT_TEST_TOOLS": "1"}
+    zones = "step E2: input.label: '{{input.zones}}' is array (per the plan's input_schema), but debug__sleep wants string"
+    count = (
+        "step E4: input.label: '{{E3.count}}' is integer (E3's filter output), but debug__sleep wants string"
+    )
+    before = graphchat("plan", "validate", "typed", "--json", env=env)
+    assert json.loads(before.stdout)["problems"] == [zones, count]  # E0's shape is not known yet
+    assert graphchat("plan", "run", "warm", env=env).returncode == 0  # debug__sleep's shape is learned
+    slept = "step E1: input.label: '{{E0.slept}}' is integer (E0's learned shape of debug__sleep), but debug__sleep wants string"
+    result = graphchat("plan", "validate", "typed", env=env)
+    assert result.returncode == 1, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("step E")] == [
+        slept,
+        zones,
+        count,
+    ]
+    run = graphchat("plan", "run", "typed", '{"zones": ["UTC"]}', env={**env, "GRAPHCHAT_EVENTS": "jsonl"})
+    assert run.returncode == 1 and slept in run.stderr
+    assert not [e for e in events_in(run.stderr) if e.get("event") == "tool_started"]  # before the first step

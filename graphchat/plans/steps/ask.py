@@ -3,6 +3,7 @@ every answer is validated against the schema; `when_unanswered` decides the rest
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -194,6 +195,9 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
             raise StepFailed(
                 step.label, "ask", "the default answer does not fit the schema: " + "; ".join(problems)
             )
+        if ctx.events is not None:  # a default stands in for the person: say so, in one line
+            shown = json.dumps(default, ensure_ascii=False, default=str)
+            ctx.events.info(f"{step.label}: {prompt!r} not answered ({reason}); using the default {shown}")
         return {"answer": default, "answered": False, "reason": reason}
     raise StepFailed(step.label, "ask", f"the question was not answered ({reason}): {prompt}")
 
