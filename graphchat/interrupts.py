@@ -25,6 +25,11 @@ def _like_ctrl_c(signum: int, frame: FrameType | None) -> None:
     if type(runner).__name__ == "Runner":  # asyncio.run: cancel the main task, as on Ctrl-C
         handler(signal.SIGINT, frame)  # type: ignore[operator,misc]
         return
+    if callable(handler) and handler is not signal.default_int_handler:
+        # A host's own Ctrl-C (the chat: cancel the running turn, on the loop): the turn is
+        # recorded as interrupted by this signal, and the host ends (its terminal is gone).
+        handler(signal.SIGINT, frame)
+        return
     raise KeyboardInterrupt
 
 

@@ -60,11 +60,21 @@ class ChatApp:
         return "(none)"
 
     async def run(self) -> None:
+        from graphchat import interrupts
+
         loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+
+        def interrupted() -> None:
+            turn = self.ui.turn_task
+            if turn is not None and not turn.done():
+                self.ui.cancel_turn()  # Ctrl-C, SIGTERM, SIGHUP: the turn ends, recorded
+            elif interrupts.received() and main is not None:
+                main.cancel()  # SIGTERM/SIGHUP at the prompt: nothing to record, the chat ends
 
         def on_sigint(signum: int, frame: Any) -> None:
             # Python runs this between bytecodes of the loop thread: hand it to the loop.
-            loop.call_soon_threadsafe(self.ui.cancel_turn)
+            loop.call_soon_threadsafe(interrupted)
 
         previous = signal.signal(signal.SIGINT, on_sigint)
         try:
@@ -83,6 +93,8 @@ class ChatApp:
                     continue
                 message = line[1:] if line.startswith("//") else line
                 await self.run_turn(message)
+                if interrupts.received():  # SIGTERM/SIGHUP ended the turn: the chat ends too
+                    break
         finally:
             signal.signal(signal.SIGINT, previous)
             self.ui.close()

@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = args.verbose or os.environ.get("GRAPHCHAT_DEBUG") == "1"
     try:
-        return int(func(args) or 0)
+        code = int(func(args) or 0)
+        return interrupts.exit_code() if interrupts.received() else code  # ended by SIGTERM/SIGHUP
     except GraphchatError as exc:
         report_error(exc.message, exc.hint)
         if debug:
