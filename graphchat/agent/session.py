@@ -152,7 +152,7 @@ class Session:
         # replay it starts) to the turn's closing event.
         async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
             thread.append(dict(ev.user(message)))
-            return await self._run(thread, on_text, on_tools)
+            return await self._run(thread, on_text, on_tools, message)
 
     def _say(self, message: str) -> None:
         if self.events is not None:
@@ -181,7 +181,10 @@ class Session:
         thread: Thread,
         on_text: Callable[[str], None] | None,
         on_tools: Callable[[str], None] | None,
+        message: str | None = None,
     ) -> TurnResult:
+        """One turn's rounds. `message`: the person's message when the caller has it (a resumed
+        turn finds it in the thread), what the offered tools are ranked against."""
         from graphchat.agent.loop import ParkedRound, run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
@@ -203,7 +206,8 @@ class Session:
             from graphchat.llm.runtime import alitellm_module
 
             await alitellm_module()  # the import may still run: wait without blocking Ctrl-C
-            tools = self._offered(self.catalog.model_tools(), _last_user_text(thread))
+            ranked_by = message if message is not None else _last_user_text(thread)
+            tools = self._offered(self.catalog.model_tools(), ranked_by)
             history = await asyncio.to_thread(self._history, thread, llm, tools)
             result = await run_loop(
                 llm=llm,

@@ -32,6 +32,9 @@ def server_rows(
                 await source.aclose()
 
         live = asyncio.run(start_all())
+    from graphchat.threads.redact import Redactor, settings_secrets
+
+    redactor = Redactor(settings_secrets(settings))  # once: it reads servers.yaml and the environment
     rows = []
     for config in source.servers:
         cached = source.files.cached(config)
@@ -52,7 +55,7 @@ def server_rows(
             "name": config.name,
             "transport": config.transport,
             "target": config.where,
-            "expanded": _expanded_where(config, settings),
+            "expanded": _expanded_where(config, redactor),
             "state": state,
             "tools": len(shown) if shown is not None else None,
             "tools_total": len(tools) if tools is not None else None,
@@ -69,18 +72,17 @@ def server_rows(
     return rows
 
 
-def _expanded_where(config: Any, settings: Settings) -> str | None:
+def _expanded_where(config: Any, redactor: Any) -> str | None:
     """The command line or URL as it will start, `${VAR}`s expanded (secrets redacted); None
     when a variable is unset (the start would fail, and `target` shows what is written)."""
     from graphchat.errors import GraphchatError
-    from graphchat.threads.redact import Redactor, settings_secrets
 
     try:
         expanded = config.expanded()
     except GraphchatError:
         return None
     text = expanded.url or " ".join([expanded.command or "", *expanded.args]).strip()
-    return Redactor(settings_secrets(settings)).text(text)
+    return str(redactor.text(text))
 
 
 def fresh_log(settings: Settings, server: str, since: float) -> str | None:
