@@ -64,6 +64,8 @@ class Host:
     catalog: Catalog
     _store: ThreadStore | None = field(default=None, repr=False)
     _sessions: list[Session] = field(default_factory=list, repr=False)
+    # False: the catalog belongs to someone else (a warm helper's, kept running between turns)
+    owns_catalog: bool = True
 
     @property
     def threads(self) -> ThreadStore:
@@ -118,7 +120,8 @@ class Host:
             for session in self._sessions:
                 await session.aclose()
         finally:
-            await self.catalog.aclose()
+            if self.owns_catalog:
+                await self.catalog.aclose()
         unused = getattr(self.asker, "unused", None)
         if callable(unused) and unused():
             keys = ", ".join(repr(k) for k in unused())
@@ -135,11 +138,13 @@ def open_host(
     answers: str | None = None,
     approver: Callable[[Approver], Approver] | None = None,
     record_shapes: bool = True,
+    catalog: Catalog | None = None,
 ) -> Host:
     """Assemble a command's stack. `events`: where activity goes (default: stderr lines, or
     JSONL with GRAPHCHAT_EVENTS=jsonl); `here`: who can answer questions (default: the
     terminal when there is one); `answers`: an --answers file, asked first; `approver` wraps
-    the workspace's approval policy (see `build_catalog`). Cheap: nothing starts here."""
+    the workspace's approval policy (see `build_catalog`); `catalog`: one already running (a
+    warm helper's), used and left running. Cheap: nothing starts here."""
     from graphchat.catalog.build import build_catalog
     from graphchat.events import sink_for_environment
 
@@ -149,7 +154,9 @@ def open_host(
 
         here = host_asker  # the terminal when there is one
     asker = answering(answers, here(sink), sink)
-    catalog = build_catalog(settings, events=sink, approver=approver, record_shapes=record_shapes)
+    owns = catalog is None
+    if catalog is None:
+        catalog = build_catalog(settings, events=sink, approver=approver, record_shapes=record_shapes)
     for message in catalog.warnings:  # skipped servers, name clashes: every command says so
         sink.warning(message)
-    return Host(settings, sink, asker, catalog)
+    return Host(settings, sink, asker, catalog, owns_catalog=owns)

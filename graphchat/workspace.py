@@ -7,6 +7,7 @@ current one holding graphchat.yaml, else the per-user data folder (created on fi
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,11 @@ SETTINGS_KEYS = (
     "system_prompt_file",
     "max_thread_result_chars",
     "max_tools_offered",
+    "warm",
+    "warm_idle",
 )
+WARM_MODES = ("manual", "auto", "off")  # settings.warm (graphchat.warm)
+WARM_IDLE_DEFAULT = 900  # seconds a warm helper waits for a question before it leaves
 TEXT_SETTINGS = ("system_prompt", "system_prompt_file")
 # Builtin tool packs enabled with `tools: {packs: [...]}` (graph's names; `github` also brings the
 # git tools, as graph's github pack does). `data` and `llm` are always on and may be listed.
@@ -111,6 +116,8 @@ class Settings:
     raw: dict[str, Any] = field(default_factory=dict)
     packs: tuple[str, ...] = ()  # enabled builtin tool packs (TOOL_PACKS)
     github_api_url: str | None = None  # tools.github_api_url (GitHub Enterprise)
+    warm: str = "manual"  # settings.warm: manual (`graphchat warm`), auto (the first ask starts it), off
+    warm_idle: int = WARM_IDLE_DEFAULT  # settings.warm_idle, in seconds
 
     @property
     def catalog_dir(self) -> Path:
@@ -215,6 +222,17 @@ def _parse_config(data: Any) -> dict[str, Any]:
                 ("settings", key),
                 f"settings.{key}: unknown setting ({guess}settings are: {', '.join(SETTINGS_KEYS)})",
             )
+        if key == "warm":
+            if value not in WARM_MODES:
+                raise _Problem(
+                    ("settings", key),
+                    f"settings.warm: expected one of {', '.join(WARM_MODES)}, got {value!r}",
+                )
+            out[key] = value
+            continue
+        if key == "warm_idle":
+            out[key] = _duration(value)
+            continue
         if key in TEXT_SETTINGS:
             if not isinstance(value, str) or not value.strip():
                 raise _Problem(("settings", key), f"settings.{key}: expected a non-empty string")
@@ -247,6 +265,21 @@ def _parse_config(data: Any) -> dict[str, Any]:
     return out
 
 
+def _duration(value: Any) -> int:
+    """settings.warm_idle: seconds (900) or a duration (`90s`, `15m`, `2h`)."""
+    import re
+
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    match = re.fullmatch(r"\s*(\d+)\s*([smh]?)\s*", str(value)) if isinstance(value, str) else None
+    if match is None or int(match.group(1)) < 1:
+        raise _Problem(
+            ("settings", "warm_idle"),
+            f"settings.warm_idle: expected seconds or a duration like 15m, got {value!r}",
+        )
+    return int(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+
+
 def _parse_tools(tools: Any) -> dict[str, Any]:
     """`tools: {packs: [git, github], github_api_url: URL}`; an unknown pack lists the packs."""
     if tools is None:
@@ -273,10 +306,13 @@ def _parse_tools(tools: Any) -> dict[str, Any]:
     return {"packs": tuple(dict.fromkeys(p for p in packs if p in TOOL_PACKS)), "github_api_url": url}
 
 
-def _env_default_model(models: dict[str, ModelConfig]) -> dict[str, ModelConfig]:
-    env_model = os.environ.get("GRAPHCHAT_MODEL")
-    env_base = os.environ.get("GRAPHCHAT_API_BASE")
-    env_key = os.environ.get("GRAPHCHAT_API_KEY")
+def _env_default_model(
+    models: dict[str, ModelConfig], environ: Mapping[str, str] | None = None
+) -> dict[str, ModelConfig]:
+    env = os.environ if environ is None else environ
+    env_model = env.get("GRAPHCHAT_MODEL")
+    env_base = env.get("GRAPHCHAT_API_BASE")
+    env_key = env.get("GRAPHCHAT_API_KEY")
     if not (env_model or env_base or env_key):
         return models
     current = models.get("default")
@@ -311,9 +347,17 @@ def _system_prompt(parsed: dict[str, Any], workspace: Path, doc: Any) -> str | N
         raise ConfigError(f"{where}: settings.system_prompt_file: cannot read {path}: {why}") from None
 
 
-def load_settings(home: str | os.PathLike[str] | None = None, model_override: str | None = None) -> Settings:
-    """Settings of the workspace: graphchat.yaml, then environment, then flags."""
-    workspace = find_workspace(home)
+def load_settings(
+    home: str | os.PathLike[str] | None = None,
+    model_override: str | None = None,
+    *,
+    workspace: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Settings of the workspace: graphchat.yaml, then environment, then flags. `workspace`:
+    a folder already found (a warm helper's), used as it is; `environ`: the asking process's
+    environment when it is not this one's (a warm helper's request)."""
+    workspace = workspace if workspace is not None else find_workspace(home)
     config_path = workspace / CONFIG_NAME
     parsed: dict[str, Any] = {"models": {}}
     raw: dict[str, Any] = {}
@@ -329,7 +373,7 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
         raw = doc.data or {}
     else:
         config_path = None  # type: ignore[assignment]
-    models = _env_default_model(parsed["models"])
+    models = _env_default_model(parsed["models"], environ)
     return Settings(
         workspace=workspace,
         config_path=config_path,
@@ -346,4 +390,6 @@ def load_settings(home: str | os.PathLike[str] | None = None, model_override: st
         raw=raw,
         packs=parsed.get("packs", ()),
         github_api_url=parsed.get("github_api_url"),
+        warm=parsed.get("warm", "manual"),
+        warm_idle=parsed.get("warm_idle", WARM_IDLE_DEFAULT),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,8 +42,13 @@ class TimedOut(Exception):
     """The program did not finish in time; it was killed."""
 
 
+# The asking process's working directory, when it is not this one's (a warm helper's turn).
+WORKING_DIR: ContextVar[str | None] = ContextVar("graphchat_working_dir", default=None)
+
+
 def run_dir(settings: Settings) -> Path:
-    """Where tool programs run: the workspace, unless it is the per-user data folder."""
+    """Where tool programs run: the workspace, unless it is the per-user data folder (then the
+    asking process's working directory)."""
     from graphchat.workspace import user_data_dir
 
     try:
@@ -50,7 +56,8 @@ def run_dir(settings: Settings) -> Path:
             return settings.workspace
     except OSError:
         pass
-    return Path.cwd()
+    asked_from = WORKING_DIR.get()
+    return Path(asked_from) if asked_from else Path.cwd()
 
 
 async def run_program(

@@ -167,9 +167,27 @@ def run(args: argparse.Namespace) -> int:
                 hint='usage: graphchat ask [-c | --thread=ID] "your question" (or pipe text into it)',
             )
 
+    # This workspace's warm helper, when one runs, takes the question (graphchat.warm).
+    from graphchat.warm.client import hand_over
+
+    code, message = hand_over(args, piped)
+    if code is not None:
+        return code
     # No model configured: exit 2 before anything starts; litellm imports meanwhile.
     settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
-    message = piped if piped is not None else _message_with_stdin(args.message)
+    if message is None:
+        message = piped if piped is not None else _message_with_stdin(args.message)
+    check_message(message)
+    import asyncio
+
+    code = asyncio.run(ask_turn(settings, flags(args), message, args.thread, TerminalFront()))
+    from graphchat.warm.control import start_in_background
+
+    start_in_background(settings)  # settings.warm: auto — the next questions go to a warm helper
+    return code
+
+
+def check_message(message: str) -> None:
     if not message.strip():
         from graphchat.errors import EXIT_USAGE, GraphchatError
 
@@ -178,13 +196,11 @@ def run(args: argparse.Namespace) -> int:
             EXIT_USAGE,
             hint='usage: graphchat ask [-c | --thread=ID] "your question" (or pipe text into it)',
         )
-    import asyncio
-
-    return asyncio.run(_ask(args, settings, message))
 
 
-def _flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags that change what a turn does (kept in a parked turn's record)."""
+def flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that change what a turn does (kept in a parked turn's record, and handed to a
+    warm helper with the question)."""
     return {
         "json": bool(args.json),
         "yes": bool(args.yes),
@@ -193,30 +209,33 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "no_stream": bool(args.no_stream),
         "park": not getattr(args, "no_park", False),
         "home": getattr(args, "home", None),
+        "wait": not getattr(args, "no_wait", False),
     }
 
 
-def _open(settings: Any, flags: dict[str, Any]) -> tuple[Any, Any]:
+def _open(settings: Any, flags: dict[str, Any], front: Any, catalog: Any = None) -> tuple[Any, Any]:
     """The host of `ask`; headless (nobody can answer here), its asker parks what it cannot
-    answer (issue 9). Returns (host, the parking asker or None)."""
+    answer (issue 9). Returns (host, the parking asker or None). `catalog`: a catalog kept by
+    a warm helper (the host uses it and leaves it running)."""
     from graphchat.host import open_host
 
     if not flags.get("park"):
-        return open_host(settings, answers=flags.get("answers")), None
-    from graphchat.asks import host_asker
+        return open_host(
+            settings, events=front.sink(), here=front.here, answers=flags.get("answers"), catalog=catalog
+        ), None
     from graphchat.parked import ParkingAsker
     from graphchat.requests import RequestStore
 
     made: list[ParkingAsker] = []
 
     def here(sink: Any) -> Any:
-        inner = host_asker(sink)
+        inner = front.here(sink)
         if inner.can_answer:
             return inner
         made.append(ParkingAsker(inner, RequestStore(settings.workspace), sink))
         return made[0]
 
-    host = open_host(settings, answers=flags.get("answers"), here=here)
+    host = open_host(settings, events=front.sink(), answers=flags.get("answers"), here=here, catalog=catalog)
     return host, (made[0] if made else None)
 
 
@@ -239,74 +258,147 @@ def refuse_parked_thread(thread: Any) -> None:
         )
 
 
-async def _ask(args: argparse.Namespace, settings: Any, message: str) -> int:
-    from graphchat.cli.output import warn
-
-    flags = _flags(args)
-    host, parking = _open(settings, flags)
+async def ask_turn(
+    settings: Any,
+    flags: dict[str, Any],
+    message: str,
+    thread_flag: str | None,
+    front: Any,
+    *,
+    catalog: Any = None,
+    cwd: str | None = None,
+) -> int:
+    """One `ask` turn on `settings`, shown through `front` (this terminal: TerminalFront; a
+    warm helper's client: graphchat.warm.helper.RemoteFront). `catalog`: the helper's running
+    catalog; `cwd`: the asking process's working directory (a helper never changes its own)."""
+    host, parking = _open(settings, flags, front, catalog)
     try:
-        thread = host.continued(args.thread)
-        if thread is None and args.thread is not None:
-            warn("there is no thread to continue yet: starting a new one")
+        thread = host.continued(thread_flag)
+        if thread is None and thread_flag is not None:
+            front.warn("there is no thread to continue yet: starting a new one")
         if thread is not None:
             refuse_parked_thread(thread)
-        session = host.session(thread, model_override=args.model, assume_yes=args.yes)
-        session.stream = not args.no_stream
-        session.wait_for_thread = not args.no_wait
+        session = host.session(thread, model_override=flags.get("model"), assume_yes=bool(flags.get("yes")))
+        session.stream = not flags["no_stream"]
+        session.wait_for_thread = flags.get("wait", True)
         if parking is not None:
             parking.thread_id = session.thread.id
         await host.warm_up()
-        return await _turn(host, session, flags, lambda **kw: session.turn(message, **kw))
+        return await _turn(host, session, flags, lambda **kw: session.turn(message, **kw), front, cwd=cwd)
     finally:
         await host.aclose()  # no server process is left behind, whatever happened
 
 
-async def _turn(host: Any, session: Any, flags: dict[str, Any], start: Any, record: Any = None) -> int:
+async def _turn(
+    host: Any,
+    session: Any,
+    flags: dict[str, Any],
+    start: Any,
+    front: Any,
+    record: Any = None,
+    cwd: str | None = None,
+) -> int:
     """Run (or resume) the turn and present it: the answer on stdout; a parked turn exit 5."""
     from graphchat.agent.session import TurnParked
-    from graphchat.cli.output import print_json
 
     streaming = not (flags["json"] or flags["no_stream"])
-    writer = _StdoutWriter() if streaming else None
+    front.begin(streaming)
     try:
         result = await start(
-            on_text=writer.write if writer else None,
-            on_tools=writer.narration if writer else None,
+            on_text=front.text if streaming else None,
+            on_tools=front.narration if streaming else None,
         )
     except TurnParked as parked:
-        if writer is not None:
-            writer.finish()
-        return park_turn(host, flags, parked, record)
+        front.finish()
+        return park_turn(host, flags, parked, front, record, cwd=cwd)
     except BaseException:
-        if writer is not None:
-            writer.finish()  # on a terminal, the error line must not start after a partial answer
+        front.finish()  # on a terminal, the error line must not start after a partial answer
         raise
     if record is not None:
         record.delete()  # the resumed turn ended
+    payload = None
     if flags["json"]:
-        print_json(
-            {
-                "content": result.content,
-                "thread_id": result.thread_id,
-                "tool_calls_made": result.tool_calls_made,
-                "usage": result.usage,
-            }
-        )
-    elif writer is not None:
-        writer.finish()
-    else:
-        sys.stdout.write(result.content)
-        if sys.stdout.isatty() and not result.content.endswith("\n"):
-            sys.stdout.write("\n")
-        sys.stdout.flush()
+        payload = {
+            "content": result.content,
+            "thread_id": result.thread_id,
+            "tool_calls_made": result.tool_calls_made,
+            "usage": result.usage,
+        }
+    front.answer(result.content, payload)
     host.events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
     return 0
 
 
-def park_turn(host: Any, flags: dict[str, Any], parked: Any, record: Any = None) -> int:
+class TerminalFront:
+    """Where an `ask` turn shows itself in this process: the answer on stdout (and nothing
+    else there), activity and errors on stderr, questions on the terminal when there is one.
+    A warm helper runs the same turn against a RemoteFront, whose client replays every call
+    on this class: the same code renders both."""
+
+    def __init__(self) -> None:
+        self.writer: _StdoutWriter | None = None
+
+    def sink(self) -> Any:
+        from graphchat.events import sink_for_environment
+
+        return sink_for_environment()
+
+    def here(self, sink: Any) -> Any:
+        from graphchat.asks import host_asker
+
+        return host_asker(sink)
+
+    def begin(self, streaming: bool) -> None:
+        self.writer = _StdoutWriter() if streaming else None
+
+    def text(self, text: str) -> None:
+        if self.writer is not None:
+            self.writer.write(text)
+
+    def narration(self, text: str) -> None:
+        if self.writer is not None:
+            self.writer.narration(text)
+
+    def finish(self) -> None:
+        if self.writer is not None:
+            self.writer.finish()
+
+    def answer(self, content: str, payload: dict[str, Any] | None) -> None:
+        """The turn's answer: the --json object, the end of the streamed text, or the text."""
+        if payload is not None:
+            from graphchat.cli.output import print_json
+
+            print_json(payload)
+        elif self.writer is not None:
+            self.writer.finish()
+        else:
+            sys.stdout.write(content)
+            if sys.stdout.isatty() and not content.endswith("\n"):
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+
+    def warn(self, message: str) -> None:
+        from graphchat.cli.output import warn
+
+        warn(message)
+
+    def parked(self, requests: list[dict[str, Any]], json: bool, home: str | None) -> int:
+        from graphchat.cli.plan import report_parked
+
+        return report_parked(requests, json=json, home=home)
+
+
+def park_turn(
+    host: Any,
+    flags: dict[str, Any],
+    parked: Any,
+    front: Any,
+    record: Any = None,
+    *,
+    cwd: str | None = None,
+) -> int:
     """Keep a parked turn's position (the calls, which wait, the others' results) and report
     it (exit 5)."""
-    from graphchat.cli.plan import report_parked
     from graphchat.parked import RunRecord
     from graphchat.requests import RequestStore
 
@@ -315,7 +407,7 @@ def park_turn(host: Any, flags: dict[str, Any], parked: Any, record: Any = None)
     data = {
         "command": "ask",
         "flags": flags,
-        "cwd": os.getcwd(),
+        "cwd": cwd or os.getcwd(),
         "workspace": str(host.settings.workspace),
         "thread": parked.thread_id,
         "calls": [call.to_event() for call in round.calls],
@@ -333,7 +425,7 @@ def park_turn(host: Any, flags: dict[str, Any], parked: Any, record: Any = None)
         request.run = record.id
         store.save(request)
     requests = [store.get(i).public() for i in data["requests"]]
-    return report_parked(requests, json=flags["json"], home=flags.get("home"))
+    return int(front.parked(requests, flags["json"], flags.get("home")))
 
 
 async def _resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, Any]]:
@@ -393,7 +485,8 @@ def resume_ask(store: Any, record: Any) -> int:
     settings = load_settings(record.data["workspace"], model=flags.get("model"), needs="chat")
 
     async def go() -> int:
-        host, parking = _open(settings, flags)
+        front = TerminalFront()
+        host, parking = _open(settings, flags, front)
         try:
             thread = host.threads.open(record.data["thread"])
             session = host.session(
@@ -404,7 +497,9 @@ def resume_ask(store: Any, record: Any) -> int:
                 parking.thread_id = thread.id
             await host.warm_up()
             results = await _resumed_results(host, store, record)
-            return await _turn(host, session, flags, lambda **kw: session.resume(results, **kw), record)
+            return await _turn(
+                host, session, flags, lambda **kw: session.resume(results, **kw), front, record
+            )
         finally:
             await host.aclose()
 

@@ -9,7 +9,7 @@ import sys
 # Before anything can import litellm: no network fetch of the cost map at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-GROUPS = ("ask", "chat", "plan", "tools", "threads", "shapes", "mcp", "init", "requests")
+GROUPS = ("ask", "chat", "plan", "tools", "threads", "shapes", "mcp", "init", "requests", "warm")
 
 
 def build_parser() -> argparse.ArgumentParser:
