@@ -199,6 +199,7 @@ class Helper:
         self.reason = ""
         self.catalog: Any = None
         self.idle = 900
+        self.served = 0  # turns accepted since the start
         self._server: asyncio.AbstractServer | None = None
         self._socket_inode: int | None = None
 
@@ -334,6 +335,7 @@ class Helper:
             "idle_s": self.idle,
             "idle_left_s": round(idle_left, 1),
             "turns_running": len(self.active),
+            "turns_served": self.served,
             "servers": self.servers(),
             "socket": str(self.paths.socket),
             "log": str(self.paths.log),
@@ -383,6 +385,7 @@ class Helper:
             writer.write(wire.encode({"t": "refused", "why": refusal}))
             return
         conn = Conn(writer, request)
+        self.served += 1
         conn.send({"t": "accepted", "pid": os.getpid()})
         await writer.drain()
         task = asyncio.get_running_loop().create_task(
