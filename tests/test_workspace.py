@@ -87,3 +87,25 @@ def test_bad_config_is_one_line_with_file_and_line(
     assert message.startswith(f"{tmp_path / 'graphchat.yaml'}:{line}: "), message
     assert fragment in message and "\n" not in message
     assert info.value.exit_code == 2
+
+
+def test_warm_settings_and_their_errors(tmp_path: Path) -> None:
+    ws = tmp_path / "w"
+    ws.mkdir()
+    config = ws / "graphchat.yaml"
+    config.write_text("")
+    assert (load_settings(ws).warm, load_settings(ws).warm_idle) == ("manual", 900)
+    config.write_text("settings:\n  warm: auto\n  warm_idle: 90s\n")
+    assert (load_settings(ws).warm, load_settings(ws).warm_idle) == ("auto", 90)
+    config.write_text("settings:\n  warm_idle: 2h\n")
+    assert load_settings(ws).warm_idle == 7200
+    config.write_text("settings:\n  warm_idle: 30\n")
+    assert load_settings(ws).warm_idle == 30
+    config.write_text("settings:\n  warm: sometimes\n")
+    with pytest.raises(
+        ConfigError, match=r"graphchat.yaml:2.*settings.warm: expected one of manual, auto, off"
+    ):
+        load_settings(ws)
+    config.write_text("settings:\n  warm_idle: soon\n")
+    with pytest.raises(ConfigError, match=r"settings.warm_idle: expected seconds or a duration like 15m"):
+        load_settings(ws)
