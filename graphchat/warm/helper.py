@@ -10,8 +10,9 @@ turn is its own task. Anything a turn writes to stdout or stderr by other means 
 client too (the streams are routed by the task's context); what no client was there to see
 goes to the helper's log.
 
-It leaves after `settings.warm_idle` seconds without a turn, when its configuration changes
-on disk (it could no longer be used), on `graphchat warm --stop`, or on SIGTERM.
+It leaves after `settings.warm_idle` seconds without a turn, on `graphchat warm --stop`, on
+SIGTERM, or when its configuration changes on disk (no client could use it any more): then a
+helper for the new configuration, under the same environment, takes its place.
 
 Run as `python -m graphchat.warm.helper --workspace DIR [--ready-fd N]`.
 """
@@ -200,6 +201,7 @@ class Helper:
         self.catalog: Any = None
         self.idle = 900
         self.served = 0  # turns accepted since the start
+        self.successor = False  # leaving because the configuration changed: start the next one
         self._server: asyncio.AbstractServer | None = None
         self._socket_inode: int | None = None
 
@@ -275,6 +277,7 @@ class Helper:
                 try:
                     if identify(self.workspace).key != self.identity.key:
                         self.reason = "configuration changed"
+                        self.successor = True
                         break
                 except OSError:
                     pass
@@ -296,6 +299,20 @@ class Helper:
             await self.catalog.aclose()
         sys.stderr.write(f"graphchat warm: helper {os.getpid()} left ({self.reason or 'stopped'})\n")
         sys.stderr.flush()
+        if self.successor:
+            self._start_successor()
+
+    def _start_successor(self) -> None:
+        """The configuration changed on disk: a helper for the new one takes over (it checks
+        the new configuration itself; one that cannot start says why in its log)."""
+        from graphchat.warm import control
+
+        try:
+            identity = ident.identify(self.workspace)
+            reply = control.spawn(self.workspace, ident.paths(identity), wait=False)
+            sys.stderr.write(f"graphchat warm: helper {reply['pid']} starts for the new configuration\n")
+        except Exception as exc:  # noqa: BLE001 - the log says it; the next ask runs locally
+            sys.stderr.write(f"graphchat warm: could not start a helper for the new configuration: {exc}\n")
 
     def _forget_files(self) -> None:
         """Remove the socket and info file, when they are still this helper's."""
