@@ -12,7 +12,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -229,30 +229,36 @@ def test_an_approval_is_asked_on_the_client_terminal_as_locally(
     assert masked(seen["warm"]) == masked(seen["local"])
 
 
-# --- 4 and 5. Ctrl-C, SIGTERM ------------------------------------------------------------------
+# --- 4 and 5. Ctrl-C, SIGTERM, SIGHUP ----------------------------------------------------------
 
 
-def slow_call(called: Path) -> list[dict[str, Any]]:
+def slow_call() -> list[dict[str, Any]]:
     return [{"tool_calls": [{"name": "t__slow", "arguments": {"seconds": 600, "label": "long"}}]}]
 
 
 def interrupted_turn(
-    warm: Warm, server: ScriptedModelServer, terminals: Terminals, called: Path, *, local: bool, sig: int
-) -> tuple[int | None, str, list[dict[str, Any]]]:
-    """Ask for a 10-minute tool call, send `sig` once it runs; the exit code, what the
-    terminal showed after it, and the thread's events."""
+    warm: Warm,
+    server: ScriptedModelServer,
+    terminals: Terminals,
+    replies: list[dict[str, Any]],
+    ready: Callable[[pexpect.spawn], object],
+    *,
+    local: bool,
+    sig: int,
+) -> tuple[int | None, str, str, list[dict[str, Any]]]:
+    """Ask, send `sig` once `ready(child)` returned; the exit code, what the terminal showed,
+    the thread's id and its events."""
     before = threads(warm.workspace)
-    called.unlink(missing_ok=True)
-    server.push(*slow_call(called))
+    server.push(*replies)
     child = terminals.ask("wait a long time", local=local)
-    assert wait_until(called.exists, timeout=90), child.read_nonblocking(100000, timeout=1)
+    assert ready(child), child.logfile_read.getvalue()
     if sig == signal.SIGINT:
         child.sendintr()
     else:
         os.kill(child.pid, sig)
-    code, rest = ended(child)
+    code, raw = ended(child)
     [thread_id] = threads(warm.workspace) - before
-    return code, shown(rest), thread_events(warm.workspace, thread_id)
+    return code, shown(raw), thread_id, thread_events(warm.workspace, thread_id)
 
 
 def kinds_and_failure(events: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
@@ -265,27 +271,55 @@ def kinds_and_failure(events: list[dict[str, Any]]) -> tuple[list[str], dict[str
     )
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def at_the_question(child: pexpect.spawn) -> bool:
+    child.expect_exact("? Your name?")
+    child.expect_exact("> ")
+    return True
+
+
+SIGNALS = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "interrupted (SIGTERM)")}
+SIGNALS[signal.SIGHUP] = (129, "interrupted (SIGHUP)")
+
+
+@pytest.mark.parametrize(
+    ("sig", "during"),
+    [
+        (signal.SIGINT, "tool"),
+        (signal.SIGTERM, "tool"),
+        (signal.SIGHUP, "tool"),
+        (signal.SIGINT, "question"),
+    ],
+    ids=["Ctrl-C", "SIGTERM", "SIGHUP", "Ctrl-C-at-a-question"],
+)
 def test_an_interrupted_warm_turn_is_cancelled_and_recorded_as_a_local_one(
-    warm: Warm, model_server: ScriptedModelServer, terminals: Terminals, tmp_path: Path, sig: int
+    warm: Warm, model_server: ScriptedModelServer, terminals: Terminals, tmp_path: Path, sig: int, during: str
 ) -> None:
+    """During a 10-minute tool call (or at a question): the client says so and exits 128 + the
+    signal, the thread records what a local `ask` records, and the helper serves on."""
     called = tmp_path / "called"
     write_servers(warm.workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(called)})})
     pid = warm.start()
-    local = interrupted_turn(warm, model_server, terminals, called, local=True, sig=sig)
-    warmed = interrupted_turn(warm, model_server, terminals, called, local=False, sig=sig)
+    if during == "tool":
+        replies, ready = slow_call(), lambda child: wait_until(called.exists, timeout=90)
+    else:
+        replies, ready = [{"tool_calls": [{"name": "ask_user", "arguments": NAME}]}], at_the_question
+    runs = {}
+    for where in ("local", "warm"):
+        called.unlink(missing_ok=True)
+        runs[where] = interrupted_turn(
+            warm, model_server, terminals, replies, ready, local=where == "local", sig=sig
+        )
     assert served(warm) == 1
-    expected_code = 130 if sig == signal.SIGINT else 143
-    said = "interrupted" if sig == signal.SIGINT else "interrupted (SIGTERM)"
-    assert local[0] == expected_code, local[1]
+    code, said = SIGNALS[sig]
+    local, warmed = runs["local"], runs["warm"]
+    assert local[0] == code, local[1]
     assert said in local[1].splitlines(), local[1]
     assert (warmed[0], masked(warmed[1])) == (local[0], masked(local[1]))
-    kinds, result, failure = kinds_and_failure(local[2])
+    kinds, result, failure = kinds_and_failure(local[3])
     assert kinds == ["user", "assistant", "tool_result", "turn_failed"], kinds
     assert failure["interrupted"] is True, failure
-    assert kinds_and_failure(warmed[2]) == (kinds, result, failure)
-    [thread_id] = [t for t in threads(warm.workspace) if thread_events(warm.workspace, t) == warmed[2]]
-    listed = warm.run("threads", "show", thread_id)
+    assert kinds_and_failure(warmed[3]) == (kinds, result, failure)
+    listed = warm.run("threads", "show", warmed[2])
     assert listed.returncode == 0, listed.stderr
     # the helper is still there and answers the next question
     assert alive(pid)
@@ -305,7 +339,7 @@ def test_a_second_ctrl_c_does_not_wait_for_the_helper(
     called = tmp_path / "called"
     write_servers(warm.workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(called)})})
     pid = warm.start()
-    model_server.push(*slow_call(called))
+    model_server.push(*slow_call())
     child = terminals.ask("wait a long time")
     assert wait_until(called.exists, timeout=90)
     os.kill(pid, signal.SIGSTOP)
