@@ -1,8 +1,8 @@
 """A warm `ask` on a real pseudo-terminal shows and asks what a local `ask` shows and asks
 (issue 14, item 2): the rendered answer and the tool lines, questions and approvals typed on
-the client's terminal, Ctrl-C and SIGTERM during a slow tool call (the turn cancelled and
-recorded as a local interruption records it, the helper still serving), and a second Ctrl-C
-that never waits for the helper."""
+the client's terminal, Ctrl-C, SIGTERM and SIGHUP during a slow tool call or at a question
+(the turn cancelled and recorded as a local interruption records it, the helper still
+serving), and a second Ctrl-C that never waits for the helper."""
 
 from __future__ import annotations
 
@@ -115,17 +115,19 @@ def test_a_rendered_answer_and_its_tool_lines_look_the_same_warm_and_local(
         },
         {"text": ANSWER},
     ]
-    seen = {}
+    seen, raws = {}, {}
     for where in ("local", "warm"):
         model_server.push(*replies)
         code, raw = ended(terminals.ask("plan?", local=where == "local"))
         assert code == 0, raw
         seen[where] = shown(raw)
+        raws[where] = masked(SPINNER.sub("", raw))
     assert served(warm) == 1  # the second went through the helper
     local = seen["local"]
     assert "Use bold moves." in local and "• one" in local and "**" not in local, local
     assert re.search(r"^→ t__slow", local, re.M) and re.search(r"^✓ t__slow", local, re.M), local
     assert masked(seen["warm"]) == masked(local)
+    assert raws["warm"] == raws["local"]  # the same bytes, escape codes and all
 
 
 # --- 2. questions ------------------------------------------------------------------------------
