@@ -403,7 +403,11 @@ class TerminalAsker(Asker):
         self.reader = reader or StderrLineReader()
 
     async def _ask(self, question: Question) -> Answer:
-        return await ask_by_lines(question, self.reader)
+        held = getattr(self.events, "spinner_held", None)  # a terminal's spinner stops meanwhile
+        if held is None:
+            return await ask_by_lines(question, self.reader)
+        with held():
+            return await ask_by_lines(question, self.reader)
 
 
 def terminal_available() -> bool:

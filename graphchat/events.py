@@ -6,9 +6,11 @@ lines on stderr), the JSONL one (`GRAPHCHAT_EVENTS=jsonl`), the chat UI's, or no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from graphchat.display import safe
@@ -205,6 +207,7 @@ class Spinner:
         self.tools: dict[str, float] = {}
         self.shown = False
         self.frame = 0
+        self.held = 0  # a person is typing an answer below: no status line meanwhile
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -228,6 +231,8 @@ class Spinner:
 
     def draw(self) -> None:
         """Redraw the status line (caller holds the lock)."""
+        if self.held:
+            return
         text = self._text()
         if text is None:
             self.clear()
@@ -305,6 +310,25 @@ class TerminalSink(EventSink):
             if self.spinner is not None:
                 self.spinner.draw()
             self.stream.flush()
+
+    @contextlib.contextmanager
+    def spinner_held(self) -> Iterator[None]:
+        """No spinner line while a question is asked on the terminal: it would redraw over the
+        prompt and what the person types."""
+        spinner = self.spinner
+        if spinner is None:
+            yield
+            return
+        with self._lock:
+            spinner.clear()
+            spinner.held += 1
+            self.stream.flush()
+        try:
+            yield
+        finally:
+            with self._lock:
+                spinner.held -= 1
+                spinner.draw()
 
     def waiting(self, what: str | None) -> None:
         spinner = self.spinner

@@ -8,6 +8,7 @@ blocks stop the servers); anywhere else it is a KeyboardInterrupt, as Ctrl-C wou
 
 from __future__ import annotations
 
+import contextvars
 import signal
 from types import FrameType
 
@@ -15,6 +16,11 @@ from graphchat.errors import EXIT_INTERRUPTED
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _received: list[int] = []  # the first signal that interrupted this process (not SIGINT)
+# A warm helper's turn (graphchat.warm.helper): what interrupted its client, which the turn's
+# record names instead of this process's own (a one-item list, filled when the client cancels).
+CLIENT_REASON: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "graphchat_client_reason", default=None
+)
 
 
 def _like_ctrl_c(signum: int, frame: FrameType | None) -> None:
@@ -49,6 +55,9 @@ def received() -> bool:
 
 def reason() -> str:
     """What interrupted the process: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
+    client = CLIENT_REASON.get()
+    if client:
+        return client[0]
     return signal.Signals(_received[0]).name if _received else "Ctrl-C"
 
 

@@ -120,7 +120,10 @@ class Relay:
                 if self.cancelled:  # a second Ctrl-C: stop waiting for the helper to wind down
                     raise
                 self.cancelled = True
-                self._send({"t": "cancel"})  # the helper cancels the turn and says so
+                from graphchat import interrupts
+
+                # the helper cancels the turn, records what interrupted it, and says so
+                self._send({"t": "cancel", "reason": interrupts.reason()})
                 continue
             except (OSError, ValueError):
                 return self._helper_gone()

@@ -49,6 +49,7 @@ class Conn:
         self.thread = threading.get_ident()
         self.tty: dict[str, bool] = dict(request.get("tty") or {})
         self.answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.interrupted_by: list[str] = []  # what interrupted the client (its cancel says)
         self._ids = 0
 
     def send(self, message: dict[str, Any]) -> None:
@@ -429,6 +430,9 @@ class Helper:
             except ValueError:
                 continue
             if message.get("t") == "cancel":
+                if not conn.interrupted_by:
+                    why = message.get("reason")
+                    conn.interrupted_by.append(why if why in ("SIGTERM", "SIGHUP") else "Ctrl-C")
                 task.cancel()
             elif message.get("t") == "answer":
                 future = conn.answers.pop(int(message.get("id") or 0), None)
@@ -439,8 +443,10 @@ class Helper:
         """Run one turn for `conn` and end with its exit code, as `graphchat.cli.main` would."""
         from graphchat.catalog.process import WORKING_DIR
         from graphchat.errors import EXIT_INTERRUPTED, GraphchatError
+        from graphchat.interrupts import CLIENT_REASON
 
         _current.set(conn)
+        CLIENT_REASON.set(conn.interrupted_by)  # the thread records the client's Ctrl-C/SIGTERM
         WORKING_DIR.set(str(request.get("cwd") or "") or None)
         debug = bool(request.get("debug"))
         try:
