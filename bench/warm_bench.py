@@ -6,8 +6,9 @@ calls in one round. Each run, interleaved so machine load affects all alike:
 - `python -c "import litellm"` (LITELLM_LOCAL_MODEL_COST_MAP=True; the floor of a cold `ask`);
 - cold `graphchat ask` with that round (GRAPHCHAT_WARM=0: litellm imported, the server started);
 - warm `graphchat ask` with that round (handed to the helper `graphchat warm` started);
-- warm `graphchat ask` with a plain answer: its whole time minus the model's own time (the
-  server's time on the request), i.e. what graphchat adds to a question;
+- warm `graphchat ask` with a plain answer (events as a person sees them, not JSONL): its whole
+  time minus the model's own time (the server's time on the request), i.e. what graphchat adds
+  to a question;
 - `graphchat --help`.
 The round is measured at the model server: from the arrival of the request whose reply asked
 for the 8 calls to the arrival of the request carrying their results (physical limit 0.5 s).
@@ -146,7 +147,9 @@ class Bench:
         self.server.take()
         self.server.push({"text": "hello"})
         cpu, helper_cpu = _children_cpu(), _process_cpu(self.helper)
-        whole, done = self.run(self.command("ask", "hi", python=python), self.env)
+        # the events as a person sees them (GRAPHCHAT_EVENTS is the client's own: the same helper)
+        human = {k: v for k, v in self.env.items() if k != "GRAPHCHAT_EVENTS"}
+        whole, done = self.run(self.command("ask", "hi", python=python), human)
         cpu, helper_cpu = _children_cpu() - cpu, _process_cpu(self.helper) - helper_cpu
         if done.returncode != 0 or done.stdout.strip() != "hello":
             raise SystemExit(f"warm plain ask failed ({done.returncode}): {done.stderr[-2000:]}")
