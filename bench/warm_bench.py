@@ -70,6 +70,14 @@ def _process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 class Bench:
     def __init__(self, root: Path, server: TimedServer) -> None:
         self.workspace = root / "ws"
@@ -135,10 +143,11 @@ class Bench:
             except (OSError, ValueError, KeyError):
                 pass
         for pid in self.pids:
-            try:
-                os.kill(pid, signal.SIGKILL)  # only if `--stop` did not end it
-            except ProcessLookupError:
-                pass
+            if _alive(pid):  # `--stop` did not end it
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         shutil.rmtree(self.runtime, ignore_errors=True)
 
     # --- the measures -----------------------------------------------------------------------------
@@ -226,7 +235,8 @@ def main() -> int:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the helper is stopped then too
     root = Path(tempfile.mkdtemp(prefix="graphchat-warm-bench-"))
-    server = TimedServer().start()
+    server = TimedServer()
+    server.start()
     bench = Bench(root, server)
     load = os.getloadavg()[0]
     served = 0
