@@ -569,6 +569,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--ready-fd", type=int, default=None)
     args = parser.parse_args(argv)
+    wire.use_orjson()
     sys.stdout = RoutedStream("out", sys.stdout)  # type: ignore[assignment]
     sys.stderr = RoutedStream("err", sys.stderr)  # type: ignore[assignment]
     code = asyncio.run(_main(Path(args.workspace), args.ready_fd))

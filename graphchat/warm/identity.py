@@ -167,19 +167,15 @@ def find(home: str | None = None, environ: Mapping[str, str] | None = None) -> I
 def runtime_dir(create: bool = True) -> Path:
     """This user's directory of helper sockets: $XDG_RUNTIME_DIR/graphchat, else
     <tmp>/graphchat-<uid>. Raises UnsafeDirectory when it is not this user's alone."""
-    import tempfile
-
     uid = os.getuid()
-    candidates = []
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime):
-        candidates.append(Path(runtime) / "graphchat")
-    candidates.append(Path(tempfile.gettempdir()) / f"graphchat-{uid}")
-    for folder in candidates:
-        if len(str(folder)) + 26 <= _SOCKET_PATH_MAX:
-            break
-    else:
-        folder = Path("/tmp") / f"graphchat-{uid}"
+    folder = Path(runtime) / "graphchat" if runtime and os.path.isabs(runtime) else None
+    if folder is None or len(str(folder)) + 26 > _SOCKET_PATH_MAX:
+        import tempfile  # only here: its import (random, hashlib, shutil) is ms of a client's start
+
+        folder = Path(tempfile.gettempdir()) / f"graphchat-{uid}"
+        if len(str(folder)) + 26 > _SOCKET_PATH_MAX:
+            folder = Path("/tmp") / f"graphchat-{uid}"
     if create:
         try:
             folder.mkdir(mode=0o700, parents=False, exist_ok=True)

@@ -10,31 +10,45 @@ Helper → client during a turn, in the order things happened: `accepted`, then 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
 from typing import Any
 
-import orjson
-
 PROTOCOL = 1
+
+# The client keeps to the standard library's json: importing orjson (with the datetime, uuid
+# and platform modules it loads) costs a start ~12 ms, more than all the JSON a turn's messages
+# take to decode. The helper, which encodes every message of every turn, uses orjson
+# (use_orjson()). Both write the same JSON.
+_orjson: Any = None
+
+
+def use_orjson() -> None:
+    global _orjson
+    import orjson
+
+    _orjson = orjson
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(message, default=str) + b"\n"
-    except TypeError:  # a lone surrogate in some text: the standard library escapes it
-        import json
-
-        return json.dumps(message, default=str, separators=(",", ":")).encode() + b"\n"
+    if _orjson is not None:
+        try:
+            return bytes(_orjson.dumps(message, default=str)) + b"\n"
+        except TypeError:  # a lone surrogate in some text: the standard library escapes it
+            pass
+    return json.dumps(message, default=str, separators=(",", ":")).encode() + b"\n"
 
 
 def decode(line: bytes) -> dict[str, Any]:
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        import json
-
+    value: Any = None
+    if _orjson is not None:
+        try:
+            value = _orjson.loads(line)
+        except _orjson.JSONDecodeError:  # an escaped lone surrogate: the standard library takes it
+            value = None
+    if value is None:
         value = json.loads(line)
     if not isinstance(value, dict):
         raise ValueError("not an object")
