@@ -12,7 +12,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 GROUPS = ("ask", "chat", "plan", "tools", "threads", "shapes", "mcp", "init", "requests", "warm")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; `only`: the one command group the arguments name (the others are not
+    imported: a warm `ask` starts in tens of milliseconds, and ten groups cost twenty)."""
     from importlib import import_module
 
     from graphchat import __version__
@@ -27,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--version", action="version", version=f"graphchat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in GROUPS:
+    for group in (only,) if only else GROUPS:
         import_module(f"graphchat.cli.{group}").register(sub)
     _global_options_everywhere(parser)
     return parser
@@ -53,13 +55,29 @@ def _global_options_everywhere(parser: argparse.ArgumentParser) -> None:
             _global_options_everywhere(child)
 
 
+def _command_group(argv: list[str]) -> str | None:
+    """The command group `argv` names, when it is plain (`[--home D] [-v] GROUP ...`); None
+    when anything else comes first (`--help`, `--version`, a typo): the full parser decides."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--home":
+            i += 2
+            continue
+        if arg.startswith("--home=") or arg in ("-v", "--verbose"):
+            i += 1
+            continue
+        return arg if arg in GROUPS else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from graphchat import interrupts
     from graphchat.cli.output import report_error
     from graphchat.errors import EXIT_USAGE, GraphchatError
 
     interrupts.install()  # SIGTERM and SIGHUP: like Ctrl-C (cancel, record, stop servers)
-    parser = build_parser()
+    parser = build_parser(_command_group(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:
