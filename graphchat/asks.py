@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from graphchat.events import EventSink
 
 MAX_ATTEMPTS = 3
+# At an approval (options once / always / refuse), y and n mean what a person means by them.
+APPROVAL_WORDS = {"y": 0, "yes": 0, "n": -1, "no": -1}
 
 
 @dataclass
@@ -351,6 +353,8 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
                 return Answer(True, line)
             if line.isdigit() and 1 <= int(line) <= len(options):
                 return Answer(True, options[int(line) - 1])
+            if question.kind == "approval" and options and line.lower() in APPROVAL_WORDS:
+                return Answer(True, options[APPROVAL_WORDS[line.lower()]])  # y: once, n: refuse
             for option in options:
                 if option.lower() == line.lower() or option.lower().startswith(line.lower()):
                     return Answer(True, option)

@@ -51,3 +51,14 @@ async def test_a_pattern_miss_is_said_in_words_with_an_example() -> None:
     assert answer.value == {"from": "ZRH", "to": "GVA"}
     assert "  expected a three-letter airport code, e.g. ZRH" in reader.said
     assert "  expected a three-letter airport code, matching ^[A-Z]{3}$" in reader.said
+
+
+async def test_y_and_n_answer_an_approval_but_not_an_ordinary_choice() -> None:
+    options = ["once", "always", "refuse"]
+    for typed, meant in (("y", "once"), ("YES", "once"), ("n", "refuse"), ("no", "refuse"), ("2", "always")):
+        answer = await ask_by_lines(Question("Run it?", options=options, kind="approval"), Lines([typed]))
+        assert (answer.answered, answer.value) == (True, meant), typed
+    reader = Lines(["y"])
+    answer = await ask_by_lines(Question("Which?", options=["red", "blue"]), reader)
+    assert not answer.answered
+    assert any("choose one of: red, blue" in line for line in reader.said)
