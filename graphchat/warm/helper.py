@@ -226,6 +226,7 @@ class Helper:
         for server, error in (await self.catalog.prepare()).items():
             sys.stderr.write(f"warning: MCP server {server}: {error}\n")
         await self._listen()
+        self.last = time.monotonic()  # the idle time counts from now, not from the slow start
         return {"ok": True, "pid": os.getpid(), "servers": self.servers()}
 
     async def _listen(self) -> None:
