@@ -218,6 +218,7 @@ def test_settings_warm_auto_starts_a_helper_after_the_first_ask(
     model_server.push({"text": "first"})
     first = warm.ask("hi")
     assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert list(warm.socket_dir.glob("*.log"))  # started before the ask returned (its log opened)
     assert wait_until(lambda: warm.status().get("running") is True, timeout=120)
     warm.started.extend(warm.pids())
     assert warm.status()["turns_served"] == 0  # the first one ran locally
@@ -226,6 +227,17 @@ def test_settings_warm_auto_starts_a_helper_after_the_first_ask(
     assert (second.returncode, second.stdout) == (0, "second"), second.stderr
     assert warm.status()["turns_served"] == 1
     assert masked(second.stderr) == masked(first.stderr)
+
+
+def test_settings_warm_auto_starts_nothing_under_graphchat_warm_0(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    (warm.workspace / "graphchat.yaml").write_text("settings:\n  warm: auto\n")
+    model_server.push({"text": "first"})
+    first = warm.ask("hi", warm=False)
+    assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert list(warm.socket_dir.glob("*")) == []  # no log: no helper was spawned
+    assert warm.run("warm", "--status").returncode == 1
 
 
 # --- identity ------------------------------------------------------------------------------
@@ -402,6 +414,22 @@ def test_a_listener_that_is_not_a_working_helper_means_a_local_ask(
     if behaviour != "close":
         [request] = fake.requests
         assert json.loads(request)["op"] == "ask"
+
+
+def test_a_large_piped_question_goes_through_the_helper_too(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    """The request is one line of the wire: longer than asyncio's 64 KiB default, it was refused
+    (and asked locally)."""
+    warm.start()
+    piped = "".join(f"line {i} of the piped context\n" for i in range(20_000))  # ~600 KB
+    assert len(piped) > 4 * 65536
+    model_server.push({"text": "read it"})
+    asked = warm.ask("summarise", input=piped)
+    assert (asked.returncode, asked.stdout) == (0, "read it"), asked.stderr
+    assert warm.status()["turns_served"] == 1
+    sent = str(model_server.requests[-1]["messages"][-1]["content"])
+    assert sent.startswith("summarise") and "line 19999 of the piped context" in sent
 
 
 # --- a crash mid-turn ----------------------------------------------------------------------------
