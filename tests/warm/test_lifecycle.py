@@ -139,6 +139,29 @@ def test_warm_starts_once_shows_itself_and_stops(warm: Warm) -> None:
     assert "no warm helper runs" in again_stopped.stderr
 
 
+def test_two_warm_commands_at_once_start_one_helper(warm: Warm) -> None:
+    procs = [
+        subprocess.Popen(
+            warm.command("warm"),
+            env=warm.env,
+            cwd=str(warm.workspace),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=180) for proc in procs]
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        if out.strip().isdigit():
+            warm.started.append(int(out))
+        assert proc.returncode == 0, err
+    assert outputs[0][0] == outputs[1][0] and re.fullmatch(r"\d+\n", outputs[0][0]), outputs
+    pid = int(outputs[0][0])
+    assert warm.pids() == [pid] and warm.status()["pid"] == pid
+
+
 def test_the_helper_leaves_after_its_idle_time(warm: Warm, model_server: ScriptedModelServer) -> None:
     (warm.workspace / "graphchat.yaml").write_text("settings:\n  warm_idle: 2\n")
     pid = warm.start()

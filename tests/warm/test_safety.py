@@ -92,6 +92,27 @@ def test_a_socket_directory_that_is_a_symlink_is_never_used(
         os.rename(real, warm.socket_dir)
 
 
+@pytest.mark.skipif(os.getuid() != 0, reason="giving the directory to another user needs root")
+def test_a_socket_directory_of_another_user_is_never_used(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    pid = warm.start()
+    info = info_of(warm, pid)
+    os.chown(warm.socket_dir, 65534, -1)
+    try:
+        model_server.push({"text": "local"})
+        asked = warm.ask("hi")
+        assert (asked.returncode, asked.stdout) == (0, "local"), asked.stderr
+        assert raw_status(Path(info["_socket"]))["turns_served"] == 0  # type: ignore[index]
+        done = warm.run("warm")
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.splitlines() == [
+            f"error: the warm helper's directory is not safe to use: {warm.socket_dir} belongs to another user"
+        ]
+    finally:
+        os.chown(warm.socket_dir, os.getuid(), -1)
+
+
 def _ask_directly(socket_path: str, **fields: Any) -> dict[str, Any]:
     request = {
         "op": "ask",
