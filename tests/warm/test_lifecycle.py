@@ -81,6 +81,21 @@ def with_tools_server(warm: Warm, **extra: Any) -> Path:
     return marker
 
 
+def gone(warm: Warm, pid: int, timeout: float = 30.0) -> bool:
+    """True once helper `pid` has ended; then the fixture's teardown no longer signals that pid
+    (it could be another process's by then): out of `warm.started`, its info file removed."""
+    if not wait_until(lambda: not alive(pid), timeout=timeout):
+        return False
+    warm.started[:] = [p for p in warm.started if p != pid]
+    for info in warm.socket_dir.glob("*.json"):
+        try:
+            if json.loads(info.read_text()).get("pid") == pid:
+                info.unlink()
+        except (OSError, ValueError):
+            pass
+    return True
+
+
 def one_error_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1, stderr
@@ -123,7 +138,7 @@ def test_warm_starts_once_shows_itself_and_stops(warm: Warm) -> None:
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout == ""
     assert f"pid {pid}" in stopped.stderr
-    assert wait_until(lambda: not alive(pid), timeout=30)
+    assert gone(warm, pid)
     assert not Path(info["_socket"]).exists()
     assert not Path(info["_info"]).exists()
 
@@ -167,7 +182,7 @@ def test_the_helper_leaves_after_its_idle_time(warm: Warm, model_server: Scripte
     pid = warm.start()
     info = info_of(warm, pid)
     assert info["idle"] == 2  # (its status would race with its leaving)
-    assert wait_until(lambda: not alive(pid), timeout=60)
+    assert gone(warm, pid, timeout=60)
     assert not Path(info["_socket"]).exists() and not Path(info["_info"]).exists()
     model_server.push({"text": "still answered"})
     asked = warm.ask("hi")
@@ -234,6 +249,17 @@ def test_settings_warm_off_refuses_graphchat_warm(warm: Warm) -> None:
     assert done.stdout == "" and warm.pids() == []
 
 
+@pytest.mark.parametrize("value", ["maybe", "true", "1", "[auto]"])
+def test_a_bad_settings_warm_is_one_line_naming_it(warm: Warm, value: str) -> None:
+    (warm.workspace / "graphchat.yaml").write_text(f"settings:\n  warm: {value}\n")
+    for command in (("warm",), ("ask", "hi")):
+        done = warm.run(*command)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert "settings.warm:" in one_error_line(done.stderr), done.stderr
+        assert done.stdout == ""
+    assert warm.pids() == []
+
+
 def test_settings_warm_auto_starts_a_helper_after_the_first_ask(
     warm: Warm, model_server: ScriptedModelServer
 ) -> None:
@@ -289,7 +315,7 @@ def test_a_changed_config_file_is_not_used_and_the_old_helper_leaves(
     local = warm.ask("who", warm=False)
     assert masked(after.stderr) == masked(local.stderr)  # not a word about the helper
 
-    assert wait_until(lambda: not alive(pid), timeout=60)  # the stale one notices and leaves
+    assert gone(warm, pid, timeout=60)  # the stale one notices and leaves
     assert not Path(info["_socket"]).exists() and not Path(info["_info"]).exists()
 
 
@@ -359,6 +385,7 @@ def test_a_killed_helper_is_passed_over_silently_and_replaced(
     local = warm.ask("hi", warm=False)
     assert (asked.returncode, asked.stdout) == (0, "answered"), asked.stderr
     assert masked(asked.stderr) == masked(local.stderr)
+    assert gone(warm, pid)
     new = warm.start()
     assert new != pid and alive(new)
     assert warm.status()["pid"] == new
@@ -414,7 +441,7 @@ def stale_socket(warm: Warm) -> Iterator[Path]:
     pid = warm.start()
     info = info_of(warm, pid)
     os.kill(pid, signal.SIGKILL)
-    assert wait_until(lambda: not alive(pid))
+    assert gone(warm, pid)
     path = Path(info["_socket"])
     path.unlink()
     yield path
@@ -490,6 +517,7 @@ def test_a_helper_killed_mid_turn_is_one_line_and_the_thread_survives(
     assert len(errors) == 1 and errors[0].startswith(f"error: the warm helper (pid {pid}) stopped"), err
     assert err.rstrip("\n").splitlines()[-1] == errors[0]
     assert wait_until(lambda: not alive(server), timeout=30)  # its MCP server does not linger
+    assert gone(warm, pid)
 
     [messages] = list((warm.workspace / "threads").glob("*/messages.jsonl"))
     shown = warm.run("threads", "show", messages.parent.name)
@@ -547,3 +575,4 @@ def test_each_request_runs_in_its_own_working_directory(
         assert (status["pid"], status["workspace"], status["turns_served"]) == (pid, str(data.resolve()), 2)
     finally:
         graphchat("warm", "--stop", cwd=folders[0])
+        gone(warm, pid)
