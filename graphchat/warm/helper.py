@@ -38,6 +38,9 @@ from graphchat.warm import wire  # noqa: E402
 
 _current: contextvars.ContextVar[Conn | None] = contextvars.ContextVar("graphchat_warm_conn", default=None)
 STALE_CHECK_S = 2.0
+# The longest line a client may send: an ask's request carries the whole message (piped stdin
+# up to 4M characters, JSON-escaped); asyncio's default of 64 KiB sent big questions local.
+REQUEST_LIMIT = 64 * 1024 * 1024
 
 
 class Conn:
@@ -229,6 +232,7 @@ class Helper:
         for server, error in (await self.catalog.prepare()).items():
             sys.stderr.write(f"warning: MCP server {server}: {error}\n")
         await self._listen()
+        self.last = time.monotonic()  # the idle time counts from now, not from the slow start
         return {"ok": True, "pid": os.getpid(), "servers": self.servers()}
 
     async def _listen(self) -> None:
@@ -241,7 +245,9 @@ class Helper:
             pass
         old = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(self._connected, path=str(path))
+            self._server = await asyncio.start_unix_server(
+                self._connected, path=str(path), limit=REQUEST_LIMIT
+            )
         finally:
             os.umask(old)
         os.chmod(path, 0o600)
