@@ -85,10 +85,6 @@ class Warm:
                 pass
         return found
 
-    def turns_seen(self) -> int:
-        """How many `ask` turns helpers accepted (their logs count nothing; the threads do)."""
-        return len(list((self.workspace / "threads").glob("*.jsonl")))
-
 
 def alive(pid: int) -> bool:
     try:
@@ -100,6 +96,14 @@ def alive(pid: int) -> bool:
             return stat.read().split(b") ", 1)[-1][:1] != b"Z"
     except OSError:
         return True
+
+
+def is_helper(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return b"graphchat.warm.helper" in cmdline.read()
+    except OSError:
+        return False
 
 
 def wait_until(check, timeout: float = 30.0, step: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
@@ -123,8 +127,9 @@ def warm(workspace: Path, model_server: ScriptedModelServer) -> Iterator[Warm]:
     finally:
         subprocess.run(state.command("warm", "--stop"), env=env, capture_output=True, timeout=60)
         for pid in {*state.pids(), *state.started}:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            if is_helper(pid):  # a pid that ended long ago may be another process's by now
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         shutil.rmtree(runtime, ignore_errors=True)
