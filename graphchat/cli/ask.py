@@ -553,6 +553,12 @@ class _StdoutWriter:
                 self.last = "\n"
             return
         self.held.clear()
+        if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":  # stderr stays JSON lines
+            if text.strip():
+                from graphchat.events import JsonlSink
+
+                JsonlSink(sys.stderr).emit("narration", text=text.strip())
+            return
         from graphchat.display import safe
 
         said = safe(text.strip())
