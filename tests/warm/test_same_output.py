@@ -16,7 +16,10 @@ from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
 from tests.warm.conftest import Warm
 
-TIMINGS = re.compile(r"\d+(\.\d+)?\s?(s|ms)\b|\"ms\":\s*[\d.]+|\"(ts|at|started|ended)\":\s*\"[^\"]*\"")
+TIMINGS = re.compile(
+    r"\d+(\.\d+)?\s?(s|ms)\b|\"ms\":\s*[\d.]+|\"(ts|at|started|ended)\":\s*\"[^\"]*\""
+    r"|\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:?\d\d)?"
+)
 IDS = re.compile(r"(?<![0-9a-f])[0-9a-f]{6,}(?![0-9a-f])")
 
 
@@ -66,13 +69,28 @@ def both(
 ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     """The same question asked locally and then through the helper, the model replying alike;
     the two runs' model requests are the same too (ids masked)."""
-    first = len(server.requests)
+    first, made = len(server.requests), thread_ids(warm)
     local = ask_local(warm, server, replies, *args, **kw)
-    middle = len(server.requests)
+    middle, local_made = len(server.requests), thread_ids(warm)
     warmed = ask_warm(warm, server, replies, *args, **kw)
+    warm_made = thread_ids(warm)
     assert_same(local, warmed)
     assert masked(json.dumps(server.requests[middle:])) == masked(json.dumps(server.requests[first:middle]))
+    # a new thread each: what the two turns recorded is the same too
+    local_new, warm_new = local_made - made, warm_made - local_made
+    assert len(local_new) == len(warm_new)
+    if local_new:
+        (local_thread,), (warm_thread,) = local_new, warm_new
+        assert thread_text(warm, warm_thread) == thread_text(warm, local_thread)
     return local, warmed
+
+
+def thread_ids(warm: Warm) -> set[str]:
+    return {p.name for p in (warm.workspace / "threads").iterdir() if (p / "messages.jsonl").exists()}
+
+
+def thread_text(warm: Warm, thread: str) -> str:
+    return masked((warm.workspace / "threads" / thread / "messages.jsonl").read_text())
 
 
 def messages(body: dict[str, Any], role: str) -> list[str]:
@@ -168,6 +186,27 @@ def test_an_empty_question_is_refused_alike_and_never_reaches_the_helper(
     assert served(warm) == 0 and model_server.requests == []
 
 
+def test_piped_stdin_without_a_message_is_the_question_alike(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    warm.start()
+    local, _ = both(warm, model_server, [{"text": "Tuesday"}], input="what day is it?\n")
+    assert (local.returncode, local.stdout) == (0, "Tuesday"), local.stderr
+    assert messages(model_server.requests[-1], "user") == ["what day is it?"]
+    # nothing piped, no message: a usage error before anything starts
+    local = ask_local(warm, model_server, [], input="")
+    warmed = warm.ask(input="")
+    assert_same(local, warmed)
+    assert local.returncode == 2 and "the question is missing" in local.stderr, local.stderr
+
+
+def test_a_model_override_is_used_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
+    warm.start()
+    local, _ = both(warm, model_server, [{"text": "other"}], "which model?", "--model", "openai/other")
+    assert (local.returncode, local.stdout) == (0, "other"), local.stderr
+    assert model_server.requests[-1]["model"] == "other"
+
+
 # --- 3. continuing a thread --------------------------------------------------------------------
 
 
@@ -249,6 +288,24 @@ def test_a_failing_tool_and_an_unknown_tool_are_the_same(
     local, _ = both(warm, model_server, replies, "try it")
     assert (local.returncode, local.stdout) == (0, "No such tool."), local.stderr
     assert "nosuch__tool" in messages(model_server.requests[-1], "tool")[0]
+
+
+def test_a_server_crashing_mid_call_is_the_same_and_the_helper_goes_on(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    tools_workspace(warm)
+    warm.start()
+    replies = [{"tool_calls": [{"name": "t__crash", "arguments": {}}]}, {"text": "It crashed."}]
+    local, _ = both(warm, model_server, replies, "crash it")
+    assert (local.returncode, local.stdout) == (0, "It crashed."), local.stderr
+    # the helper's server is started again for the next question
+    replies = [
+        {"tool_calls": [{"name": "t__slow", "arguments": {"seconds": 0, "label": "up"}}]},
+        {"text": "Up."},
+    ]
+    local, _ = both(warm, model_server, replies, "again")
+    assert (local.returncode, local.stdout) == (0, "Up."), local.stderr
+    assert json.loads(messages(model_server.requests[-1], "tool")[0]) == {"result": "up: slept 0.0s"}
 
 
 # --- 5. a question nobody can answer parks the turn --------------------------------------------
@@ -371,6 +428,13 @@ def test_jsonl_events_are_the_same(warm: Warm, model_server: ScriptedModelServer
     kinds = [e["event"] for e in events]
     assert kinds.count("tool_started") == 2 and kinds.count("tool_finished") == 2, kinds
     assert {"event": "narration", "text": "Checking."} in events  # the narration too, as an event
+
+    # a question nobody can answer parks the turn: the request is an event too
+    local, warmed = both(warm, model_server, [ASK_COLOR], "Paint it.", env=env)
+    assert local.returncode == 5 and local.stdout == "", local.stderr
+    events = [json.loads(line) for line in local.stderr.splitlines()]
+    (opened,) = [e for e in events if e["event"] == "request_opened"]
+    assert opened["question"] == "Which color?"
 
 
 # --- 8. several clients at once ----------------------------------------------------------------
