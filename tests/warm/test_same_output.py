@@ -271,6 +271,26 @@ def test_model_errors_are_reported_alike(warm: Warm, model_server: ScriptedModel
     assert local.returncode != 0 and local.stdout == "", local.stderr
 
 
+def test_a_dropped_stream_and_a_rate_limit_are_the_same(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    warm.start()
+    replies = [{"text": "a long answer that breaks", "dropmid": True}, {"text": "the whole answer"}]
+    local, _ = both(warm, model_server, replies, "hi")
+    assert local.returncode == 1 and "broke off mid-reply" in local.stderr, local.stderr
+    local, _ = both(warm, model_server, [{"error": 429, "retry_after": 0}, {"text": "after the wait"}], "hi")
+    assert (local.returncode, local.stdout) == (0, "after the wait"), local.stderr
+
+
+def test_odd_text_reaches_stdout_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
+    """Control characters, line separators, emoji, a carriage return: byte for byte on a pipe."""
+    warm.start()
+    text = "\x1b[31mred\x1b[0m caf\u00e9 \U0001f389\r\nnext\u2028line\ttab\x07 end"
+    local, _ = both(warm, model_server, [{"text": text}], "say odd things")
+    assert local.returncode == 0, local.stderr
+    local, _ = both(warm, model_server, [{"text": "half \ud800 a surrogate"}], "say it")
+
+
 def test_a_failing_tool_and_an_unknown_tool_are_the_same(
     warm: Warm, model_server: ScriptedModelServer
 ) -> None:
