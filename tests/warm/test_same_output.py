@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +240,66 @@ def test_thread_id_and_c_continue_a_thread_alike(warm: Warm, model_server: Scrip
             local = done
         else:
             assert_same(local, done)
+
+
+def held_thread(warm: Warm, server: ScriptedModelServer, local: bool) -> tuple[str, list[str], str, str, int]:
+    """A thread whose turn lock another process (this test) holds: a `--no-wait` ask is
+    refused; a plain one waits and, once the lock is released, answers with the thread's
+    earlier messages. Returns the refusal's stderr, the waiting ask's first stderr line, its
+    stdout, the rest of its stderr, and its exit code."""
+    import fcntl
+    import os
+
+    made = ask_local(warm, server, [{"text": "Noted."}], "remember 5", "--json")
+    thread = json.loads(made.stdout)["thread_id"]
+    run = ask_local if local else ask_warm
+    fd = os.open(warm.workspace / "threads" / thread / "turn.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        refused = run(warm, server, [{"text": "never"}], f"--thread={thread}", "--no-wait", "and?")
+        assert refused.returncode == 1 and f"thread {thread} is busy" in refused.stderr, refused.stderr
+        assert f"(pid {os.getpid()})" in refused.stderr
+
+        before = served(warm)
+        asked = len(server.requests)
+        server.script.clear()
+        server.push({"text": "5"})
+        waiting = subprocess.Popen(
+            warm.command("ask", f"--thread={thread}", "and?"),
+            env={**warm.env, **({"GRAPHCHAT_WARM": "0"} if local else {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(warm.workspace),
+        )
+        said: list[str] = []
+        reader = threading.Thread(target=lambda: said.append(str(waiting.stderr.readline())), daemon=True)
+        reader.start()
+        reader.join(timeout=90)  # the first line it writes: it waits for the lock
+        assert said and "waiting for it to end" in said[0], said
+        assert waiting.poll() is None and len(server.requests) == asked
+        assert served(warm) == before + (0 if local else 1)
+    finally:
+        os.close(fd)  # the lock is released
+    out, err = waiting.communicate(timeout=120)
+    assert messages(server.requests[-1], "user") == ["remember 5", "and?"]
+    return (
+        refused.stderr.replace(thread, "<thread>"),
+        said[0].replace(thread, "<thread>"),
+        out,
+        err,
+        waiting.returncode,
+    )
+
+
+def test_a_busy_thread_is_refused_or_waited_for_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
+    warm.start()
+    local = held_thread(warm, model_server, local=True)
+    assert local[2:] == ("5", "", 0), local
+    assert held_thread(warm, model_server, local=False) == local
 
 
 def test_nothing_to_continue_and_an_unknown_thread_alike(
