@@ -10,7 +10,8 @@ from __future__ import annotations
 import builtins
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from graphchat.llm.types import Usage
 
 FAMILIES = ("read", "write", "destructive")
+
+# The numbering of one turn's tool calls in events (c1, c2, …), when a turn sets it: a warm
+# helper runs many turns, some at once, on one catalog; each is numbered as in its own process.
+TURN_CALL_IDS: ContextVar[Iterator[int] | None] = ContextVar("graphchat_turn_call_ids", default=None)
 
 
 @dataclass
@@ -313,7 +318,7 @@ class Catalog:
             if events:
                 events.tool_finished(name, 0.0, True, problem)
             return result
-        call = f"c{next(self._call_ids)}"  # tells parallel calls of one tool apart in events
+        call = f"c{next(TURN_CALL_IDS.get() or self._call_ids)}"  # tells parallel calls apart in events
         if events:
             events.tool_started(name, arguments, call)
         try:

@@ -271,6 +271,11 @@ async def ask_turn(
     """One `ask` turn on `settings`, shown through `front` (this terminal: TerminalFront; a
     warm helper's client: graphchat.warm.helper.RemoteFront). `catalog`: the helper's running
     catalog; `cwd`: the asking process's working directory (a helper never changes its own)."""
+    import itertools
+
+    from graphchat.catalog.base import TURN_CALL_IDS
+
+    TURN_CALL_IDS.set(itertools.count(1))  # this turn's tool calls: c1, c2, … (a helper runs many)
     host, parking = _open(settings, flags, front, catalog)
     try:
         thread = host.continued(thread_flag)
@@ -553,6 +558,12 @@ class _StdoutWriter:
                 self.last = "\n"
             return
         self.held.clear()
+        if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":  # stderr stays JSON lines
+            if text.strip():
+                from graphchat.events import JsonlSink
+
+                JsonlSink(sys.stderr).emit("narration", text=text.strip())
+            return
         from graphchat.display import safe
 
         said = safe(text.strip())
