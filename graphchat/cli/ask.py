@@ -317,7 +317,9 @@ async def _turn(
         front.finish()
         return park_turn(host, flags, parked, front, record, cwd=cwd)
     except BaseException:
-        front.finish()  # on a terminal, the error line must not start after a partial answer
+        # on a terminal the error line must not start after a partial answer; elsewhere a
+        # partial answer is not the deliverable: stdout stays empty (the thread keeps it)
+        front.finish(complete=False)
         raise
     if record is not None:
         record.delete()  # the resumed turn ended
@@ -364,9 +366,9 @@ class TerminalFront:
         if self.writer is not None:
             self.writer.narration(text)
 
-    def finish(self) -> None:
+    def finish(self, complete: bool = True) -> None:
         if self.writer is not None:
-            self.writer.finish()
+            self.writer.finish(complete)
 
     def answer(self, content: str, payload: dict[str, Any] | None) -> None:
         """The turn's answer: the --json object, the end of the streamed text, or the text."""
@@ -573,14 +575,16 @@ class _StdoutWriter:
             err.write(f"\033[2m{said}\033[0m\n" if paint else f"{said}\n")
             err.flush()
 
-    def finish(self) -> None:
+    def finish(self, complete: bool = True) -> None:
+        """The answer ended; `complete` False: it broke off (an error, an interrupt), and text
+        held back for a pipe is dropped rather than passed off as the answer."""
         if self.markdown is not None:
             self.markdown.end()
             self.stream.flush()
             return
-        if self.held:
+        if self.held and complete:
             self.stream.write("".join(self.held))
-            self.held.clear()
+        self.held.clear()
         if self.tty and self.last and self.last != "\n":
             self.stream.write("\n")
         self.stream.flush()

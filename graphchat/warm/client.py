@@ -139,7 +139,7 @@ class Relay:
     def _helper_gone(self) -> int:
         from graphchat.cli.output import report_error
 
-        self.front.finish()
+        self.front.finish(complete=False)
         report_error(
             f"the warm helper (pid {self.pid}) stopped during the turn; the thread keeps what was done "
             f"(its log: {self.paths.log})"
@@ -160,7 +160,7 @@ class Relay:
         elif kind == "begin":
             front.begin(bool(message.get("streaming")))
         elif kind == "finish":
-            front.finish()
+            front.finish(bool(message.get("complete", True)))
         elif kind == "answer":
             front.answer(str(message.get("content") or ""), message.get("payload"))
         elif kind == "warn":

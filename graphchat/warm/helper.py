@@ -176,8 +176,8 @@ class RemoteFront:
     def narration(self, text: str) -> None:
         self.conn.send({"t": "narration", "s": text})
 
-    def finish(self) -> None:
-        self.conn.send({"t": "finish"})
+    def finish(self, complete: bool = True) -> None:
+        self.conn.send({"t": "finish", "complete": complete})
 
     def answer(self, content: str, payload: dict[str, Any] | None) -> None:
         self.conn.send({"t": "answer", "content": content, "payload": payload})

@@ -158,6 +158,15 @@ def test_unknown_thread_id_lists_the_recent_ids(
     assert model_server.requests == []  # nothing was sent
 
 
+def test_a_broken_stream_on_a_pipe_leaves_stdout_empty(
+    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.push({"text": "the start of a long answer", "dropmid": True})
+    done = graphchat("ask", "hi", env=env_for(model_server))
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert "broke off mid-reply" in done.stderr  # a partial answer is not the deliverable
+
+
 def test_a_broken_stream_on_a_terminal_puts_the_error_on_its_own_line(
     model_server: ScriptedModelServer, workspace: Path
 ) -> None:

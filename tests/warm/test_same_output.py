@@ -339,6 +339,7 @@ def test_a_dropped_stream_and_a_rate_limit_are_the_same(
     replies = [{"text": "a long answer that breaks", "dropmid": True}, {"text": "the whole answer"}]
     local, _ = both(warm, model_server, replies, "hi")
     assert local.returncode == 1 and "broke off mid-reply" in local.stderr, local.stderr
+    assert local.stdout == ""  # a partial answer is not the deliverable (the thread keeps it)
     local, _ = both(warm, model_server, [{"error": 429, "retry_after": 0}, {"text": "after the wait"}], "hi")
     assert (local.returncode, local.stdout) == (0, "after the wait"), local.stderr
 
