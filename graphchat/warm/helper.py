@@ -52,6 +52,7 @@ class Conn:
         self.thread = threading.get_ident()
         self.tty: dict[str, bool] = dict(request.get("tty") or {})
         self.answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.stopped = False  # the helper is leaving (warm --stop, SIGTERM): not the client's Ctrl-C
         self.interrupted_by: list[str] = []  # what interrupted the client (its cancel says)
         self._ids = 0
 
@@ -205,6 +206,7 @@ class Helper:
         self.catalog: Any = None
         self.idle = 900
         self.served = 0  # turns accepted since the start
+        self.conns: dict[asyncio.Task[Any], Conn] = {}  # the running turns' connections
         self.successor = False  # leaving because the configuration changed: start the next one
         self._server: asyncio.AbstractServer | None = None
         self._socket_inode: int | None = None
@@ -298,7 +300,10 @@ class Helper:
         if self._server is not None:
             self._server.close()
         self._forget_files()
-        for task in list(self.active):
+        for task, conn in list(self.conns.items()):
+            if not conn.interrupted_by:  # the thread records the turn as ended by a SIGTERM
+                conn.interrupted_by.append("SIGTERM")
+                conn.stopped = True
             task.cancel()
         if self.active:
             await asyncio.wait(list(self.active), timeout=10)
@@ -416,11 +421,13 @@ class Helper:
             self._turn(conn, request), context=contextvars.copy_context()
         )
         self.active.add(task)
+        self.conns[task] = conn
         listening = asyncio.create_task(self._listen_to(reader, conn, task))
         try:
             await asyncio.wait({task})
         finally:
             self.active.discard(task)
+            self.conns.pop(task, None)
             self.last = time.monotonic()
             listening.cancel()
 
@@ -458,6 +465,16 @@ class Helper:
         try:
             code = await self._run_ask(conn, request)
         except asyncio.CancelledError:
+            if conn.stopped:  # not the client's doing: say so, as a crash of the helper would
+                conn.send(
+                    {
+                        "t": "error",
+                        "message": f"the warm helper (pid {os.getpid()}) was stopped during the turn "
+                        f"({self.reason or 'stopped'}); the thread keeps what was done",
+                    }
+                )
+                conn.send({"t": "exit", "code": 1})
+                return
             conn.send({"t": "exit", "code": EXIT_INTERRUPTED, "interrupted": True})
             return
         except GraphchatError as exc:

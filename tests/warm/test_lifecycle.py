@@ -530,6 +530,45 @@ def test_a_helper_killed_mid_turn_is_one_line_and_the_thread_survives(
     assert "go slowly" in sent and "and now?" in sent
 
 
+def test_a_helper_stopped_mid_turn_says_so_in_one_line_and_the_thread_records_it(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    called = warm.workspace.parent / "called"
+    with_tools_server(warm, env={"GRAPHCHAT_TEST_CALLED": str(called)})
+    pid = warm.start()
+    model_server.push({"tool_calls": [{"name": "t__slow", "arguments": {"seconds": 30}}]})
+    client = subprocess.Popen(
+        warm.command("ask", "go slowly"),
+        env=warm.env,
+        cwd=str(warm.workspace),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_until(lambda: called.exists() and called.read_text().strip() != "", timeout=60)
+        stopped = warm.run("warm", "--stop")
+        out, err = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    assert stopped.returncode == 0, stopped.stderr
+    assert (client.returncode, out) == (1, ""), err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: the warm helper (pid {pid}) was stopped during the turn "
+        "(stopped by graphchat warm --stop); the thread keeps what was done"
+    ], err
+    assert gone(warm, pid)
+    [messages] = list((warm.workspace / "threads").glob("*/messages.jsonl"))
+    lines = [json.loads(line) for line in messages.read_text().splitlines()]
+    [failed] = [line for line in lines if line.get("kind") == "turn_failed"]
+    assert "SIGTERM" in json.dumps(failed), failed  # recorded as a SIGTERM would be, not a Ctrl-C
+    assert warm.run("threads", "show", messages.parent.name).returncode == 0
+
+
 # --- the working directory of each request ---------------------------------------------------------
 
 
