@@ -344,11 +344,15 @@ class TerminalFront:
 
     def __init__(self) -> None:
         self.writer: _StdoutWriter | None = None
+        self._sink: Any = None
 
     def sink(self) -> Any:
-        from graphchat.events import sink_for_environment
+        """This process's activity sink: terminal lines on stderr, or JSONL (one, made once)."""
+        if self._sink is None:
+            from graphchat.events import sink_for_environment
 
-        return sink_for_environment()
+            self._sink = sink_for_environment()
+        return self._sink
 
     def here(self, sink: Any) -> Any:
         from graphchat.asks import host_asker
@@ -356,7 +360,7 @@ class TerminalFront:
         return host_asker(sink)
 
     def begin(self, streaming: bool) -> None:
-        self.writer = _StdoutWriter() if streaming else None
+        self.writer = _StdoutWriter(self.sink()) if streaming else None
 
     def text(self, text: str) -> None:
         if self.writer is not None:
@@ -519,10 +523,12 @@ class _StdoutWriter:
     On a terminal the text streams as it arrives; text the model wrote before calling tools
     (narration) is ended with its own line break, so a tool line never glues to it. Elsewhere
     (a pipe, a file) each round's text is held until it is known to be the answer: narration
-    goes to stderr (dimmed on a terminal), so stdout is the final answer byte for byte.
+    goes to stderr (dimmed on a terminal; a `narration` event on a JSONL sink), so stdout is
+    the final answer byte for byte.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, events: Any = None) -> None:
+        self.events = events  # the command's activity sink
         self.stream = sys.stdout
         self.tty = self.stream.isatty()
         self.last = ""
@@ -560,11 +566,9 @@ class _StdoutWriter:
                 self.last = "\n"
             return
         self.held.clear()
-        if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":  # stderr stays JSON lines
+        if self.events is not None and not self.events.human:  # JSONL: stderr stays JSON lines
             if text.strip():
-                from graphchat.events import JsonlSink
-
-                JsonlSink(sys.stderr).emit("narration", text=text.strip())
+                self.events.emit("narration", text=text.strip())
             return
         from graphchat.display import safe
 

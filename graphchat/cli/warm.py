@@ -38,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
             return _status(ident.find(home), json=args.json)
         if args.stop:
             return _stop(ident.find(home))
+        return _start(home)
     except ident.UnsafeDirectory as exc:
         raise GraphchatError(f"the warm helper's directory is not safe to use: {exc}") from None
-    return _start(home)
 
 
 def _start(home: str | None) -> int:
@@ -58,11 +58,8 @@ def _start(home: str | None) -> int:
         where = settings.config_path or settings.workspace / "graphchat.yaml"
         raise ConfigError(f"settings.warm is off in {where}: no warm helper for this workspace")
     settings.model_for("chat")  # no model: exit 2 now, as ask would
-    try:
-        identity = ident.identify(settings.workspace)
-        paths = ident.paths(identity)
-    except ident.UnsafeDirectory as exc:
-        raise GraphchatError(f"the warm helper's directory is not safe to use: {exc}") from None
+    identity = ident.identify(settings.workspace)
+    paths = ident.paths(identity)  # an unsafe directory: `run` says so
     running = control.status(paths)
     if running is not None:
         print(running["pid"])

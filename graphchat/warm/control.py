@@ -57,12 +57,13 @@ def stop(paths: ident.Paths, timeout: float = 15.0) -> int | None:
         return None
     pid = int(reply.get("pid") or 0)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and alive(pid):
         time.sleep(0.05)
     return pid
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie counts as gone)."""
     if pid <= 0:
         return False
     try:

@@ -86,18 +86,6 @@ class Warm:
         return found
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().split(b") ", 1)[-1][:1] != b"Z"
-    except OSError:
-        return True
-
-
 def is_helper(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:

@@ -14,16 +14,19 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
+from graphchat.warm.control import alive
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import pids as server_pids
 from tests.servers.support import stdio, write_servers
-from tests.warm.conftest import Warm, alive, wait_until
+from tests.warm.conftest import Warm, wait_until
+
+T = TypeVar("T")
 
 TIMINGS = re.compile(r"\d+(\.\d+)?s\b|\"ms\":\s*[\d.]+")
 
@@ -485,16 +488,10 @@ def test_a_large_piped_question_goes_through_the_helper_too(
 # --- a crash mid-turn ----------------------------------------------------------------------------
 
 
-def test_a_helper_killed_mid_turn_is_one_line_and_the_thread_survives(
-    warm: Warm, model_server: ScriptedModelServer
-) -> None:
-    called = warm.workspace.parent / "called"
-    marker = with_tools_server(warm, env={"GRAPHCHAT_TEST_CALLED": str(called)})
-    pid = warm.start()
-    [server] = server_pids(marker)
-    model_server.push(
-        {"text": "one moment", "tool_calls": [{"name": "t__slow", "arguments": {"seconds": 5}}]}
-    )
+def asked_during_the_call(warm: Warm, called: Path, action: Callable[[], T]) -> tuple[int, str, str, T]:
+    """`graphchat ask "go slowly"` in the background; `action()` once its tool call has started
+    (the test server writes `called`). Returns the ask's exit code, stdout, stderr and what
+    `action` returned."""
     client = subprocess.Popen(
         warm.command("ask", "go slowly"),
         env=warm.env,
@@ -506,13 +503,27 @@ def test_a_helper_killed_mid_turn_is_one_line_and_the_thread_survives(
     )
     try:
         assert wait_until(lambda: called.exists() and called.read_text().strip() != "", timeout=60)
-        os.kill(pid, signal.SIGKILL)
+        done = action()
         out, err = client.communicate(timeout=60)
     finally:
         if client.poll() is None:
             client.kill()
             client.wait()
-    assert client.returncode == 1, (out, err)
+    return client.returncode, out, err, done
+
+
+def test_a_helper_killed_mid_turn_is_one_line_and_the_thread_survives(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    called = warm.workspace.parent / "called"
+    marker = with_tools_server(warm, env={"GRAPHCHAT_TEST_CALLED": str(called)})
+    pid = warm.start()
+    [server] = server_pids(marker)
+    model_server.push(
+        {"text": "one moment", "tool_calls": [{"name": "t__slow", "arguments": {"seconds": 5}}]}
+    )
+    code, out, err, _ = asked_during_the_call(warm, called, lambda: os.kill(pid, signal.SIGKILL))
+    assert code == 1, (out, err)
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: the warm helper (pid {pid}) stopped"), err
     assert err.rstrip("\n").splitlines()[-1] == errors[0]
@@ -537,25 +548,9 @@ def test_a_helper_stopped_mid_turn_says_so_in_one_line_and_the_thread_records_it
     with_tools_server(warm, env={"GRAPHCHAT_TEST_CALLED": str(called)})
     pid = warm.start()
     model_server.push({"tool_calls": [{"name": "t__slow", "arguments": {"seconds": 30}}]})
-    client = subprocess.Popen(
-        warm.command("ask", "go slowly"),
-        env=warm.env,
-        cwd=str(warm.workspace),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert wait_until(lambda: called.exists() and called.read_text().strip() != "", timeout=60)
-        stopped = warm.run("warm", "--stop")
-        out, err = client.communicate(timeout=60)
-    finally:
-        if client.poll() is None:
-            client.kill()
-            client.wait()
+    code, out, err, stopped = asked_during_the_call(warm, called, lambda: warm.run("warm", "--stop"))
     assert stopped.returncode == 0, stopped.stderr
-    assert (client.returncode, out) == (1, ""), err
+    assert (code, out) == (1, ""), err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert errors == [
         f"error: the warm helper (pid {pid}) was stopped during the turn "

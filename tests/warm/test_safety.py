@@ -17,9 +17,10 @@ import pytest
 
 import graphchat
 from graphchat.warm import wire
+from graphchat.warm.control import alive
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
-from tests.warm.conftest import Warm, alive
+from tests.warm.conftest import Warm
 from tests.warm.test_lifecycle import info_of, masked, raw_status
 
 

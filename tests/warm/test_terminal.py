@@ -19,10 +19,11 @@ from typing import Any
 import pexpect
 import pytest
 
+from graphchat.warm.control import alive
 from tests.cli.test_ask_on_a_terminal import screen
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
-from tests.warm.conftest import Warm, alive, wait_until
+from tests.warm.conftest import Warm, wait_until
 
 TIMINGS = re.compile(r"\d+(\.\d+)?s\b")
 # A spinner frame (`\r ESC[2K ESC[2m⠼ ask_user 0.3s ESC[0m`): how many are drawn depends on time.
