@@ -8,8 +8,10 @@ missing file is a tool error, never an empty result a gate would misread.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.argv import UnsafeArgument, as_data, inside
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.packs import pack_specs
 
@@ -41,14 +43,14 @@ class GitPackSource(ToolSource):
             return ToolResult.error(f"unknown git pack tool {spec.name}")
         try:
             return ToolResult(await handler(apply_defaults(spec.input_schema, arguments)))
-        except GitFailed as exc:
+        except (GitFailed, UnsafeArgument) as exc:
             return ToolResult.error(str(exc))
 
     async def git(self, *args: str, ok_codes: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
-        from graphchat.catalog.process import TimedOut, run_dir, run_program
+        from graphchat.catalog.process import TimedOut, run_program
 
         try:
-            done = await run_program(["git", *args], cwd=run_dir(self.settings), timeout=TIMEOUT_SECS)
+            done = await run_program(["git", *args], cwd=self.cwd(), timeout=TIMEOUT_SECS)
         except TimedOut:
             raise GitFailed(f"git {args[0]}: timed out after {TIMEOUT_SECS}s") from None
         except OSError as exc:
@@ -58,12 +60,54 @@ class GitPackSource(ToolSource):
             raise GitFailed(f"git {args[0]} failed: {detail}")
         return done.code, done.stdout
 
+    def cwd(self) -> Path:
+        from graphchat.catalog.process import run_dir
+
+        return run_dir(self.settings)
+
+    # --- chosen values, held to the argument rule (graphchat.catalog.argv) ---------------------
+
+    async def ref(self, tool: str, name: str, value: Any) -> str:
+        """A ref argument: never an option, and it must name a commit here (`HEAD~3`, `v1.0`)."""
+        text = as_data(str(value), f"{tool}: argument '{name}'")
+        code, _ = await self.git(
+            "rev-parse", "--verify", "-q", "--end-of-options", f"{text}^{{commit}}", ok_codes=(0, 1)
+        )
+        if code != 0:
+            raise GitFailed(
+                f"{tool}: argument '{name}' is {text!r}, which is not a commit in this repository"
+            )
+        return text
+
+    async def paths(self, tool: str, name: str, value: Any) -> list[str]:
+        """Space-separated pathspecs (graph's lists); each plain path stays inside the repository."""
+        words = _words(value)
+        if not words:
+            return words
+        plain = [w for w in words if not w.startswith(":")]  # `:(exclude)…`, `:/` are git's magic
+        if plain:
+            _, top = await self.git("rev-parse", "--show-toplevel")
+            root = Path(_text(top).strip())
+            for word in plain:
+                inside(root, self.cwd(), word, f"{tool}: argument '{name}'")
+        return words
+
+    async def path(self, tool: str, name: str, value: Any) -> str:
+        """A file path inside the repository (relative to its top level, as in `REF:PATH`)."""
+        text = str(value)
+        _, top = await self.git("rev-parse", "--show-toplevel")
+        root = Path(_text(top).strip())
+        base = root if not text.startswith(("./", "../")) else self.cwd()
+        return inside(root, base, text, f"{tool}: argument '{name}'")
+
     # --- the tools ------------------------------------------------------------------------------
 
     async def _git_changed_files(self, a: dict[str, Any]) -> dict[str, Any]:
-        rng = f"{a['base']}...{a['head']}"
-        _, names = await self.git("diff", "--name-status", "-M", rng)
-        _, nums = await self.git("diff", "--numstat", "-M", rng)
+        base = await self.ref("git_changed_files", "base", a["base"])
+        head = await self.ref("git_changed_files", "head", a["head"])
+        rng = f"{base}...{head}"
+        _, names = await self.git("diff", "--name-status", "-M", "--end-of-options", rng, "--")
+        _, nums = await self.git("diff", "--numstat", "-M", "--end-of-options", rng, "--")
         status_lines = [line for line in _text(names).split("\n") if line]
         numstat_lines = [line for line in _text(nums).split("\n") if line]
         changes = []
@@ -97,20 +141,25 @@ class GitPackSource(ToolSource):
         return {"files": [c["path"] for c in changes], "count": len(changes), "changes": changes}
 
     async def _git_diff(self, a: dict[str, Any]) -> dict[str, Any]:
-        spec = [*_words(a.get("paths")), *(f":(exclude){e}" for e in _words(a.get("exclude")))]
-        _, out = await self.git("diff", f"{a['base']}...{a['head']}", "--", *spec)
+        base = await self.ref("git_diff", "base", a["base"])
+        head = await self.ref("git_diff", "head", a["head"])
+        paths = await self.paths("git_diff", "paths", a.get("paths"))
+        exclude = await self.paths("git_diff", "exclude", a.get("exclude"))
+        spec = [*paths, *(f":(exclude){e}" for e in exclude)]
+        _, out = await self.git("diff", "--end-of-options", f"{base}...{head}", "--", *spec)
         return {"text": _truncated(out, int(a["max_bytes"]), "diff")}
 
     async def _git_file(self, a: dict[str, Any]) -> dict[str, Any]:
-        _, out = await self.git("show", f"{a['ref']}:{a['path']}")
+        ref = await self.ref("git_file", "ref", a["ref"])
+        path = await self.path("git_file", "path", a["path"])
+        _, out = await self.git("show", "--end-of-options", f"{ref}:{path}")
         return {"text": _truncated(out, int(a.get("max_bytes", 200000)), "file")}
 
     async def _git_grep(self, a: dict[str, Any]) -> dict[str, Any]:
-        ref = str(a.get("ref") or "HEAD")
-        spec = _words(a.get("paths"))
-        args = ["grep", "-nIE", "-e", str(a["pattern"]), ref]
-        if spec:
-            args += ["--", *spec]
+        ref = await self.ref("git_grep", "ref", a.get("ref") or "HEAD")
+        spec = await self.paths("git_grep", "paths", a.get("paths"))
+        # the pattern follows -e; the ref is checked above (git grep has no --end-of-options)
+        args = ["grep", "-nIE", "-e", str(a["pattern"]), ref, "--", *spec]
         _, out = await self.git(*args, ok_codes=(0, 1))
         limit = int(a.get("max_matches", 200))
         lines = [line for line in _text(out).split("\n") if line]
@@ -124,17 +173,20 @@ class GitPackSource(ToolSource):
         return {"matches": matches, "count": len(matches), "truncated": len(lines) > limit}
 
     async def _git_log(self, a: dict[str, Any]) -> dict[str, Any]:
-        rng = f"{a['base']}..{a.get('head') or 'HEAD'}"
+        base = await self.ref("git_log", "base", a["base"])
+        head = await self.ref("git_log", "head", a.get("head") or "HEAD")
+        rng = f"{base}..{head}"
         filters = [] if a.get("include_merges") is True else ["--no-merges"]
-        spec = ["--", *_words(a.get("paths"))]
+        spec = ["--", *await self.paths("git_log", "paths", a.get("paths"))]
         limit = int(a.get("max_commits", 200))
-        _, counted = await self.git("rev-list", "--count", *filters, rng, *spec)
+        _, counted = await self.git("rev-list", "--count", *filters, "--end-of-options", rng, *spec)
         total = int(_text(counted).strip() or 0)
         _, out = await self.git(
             "log",
             *filters,
             f"--max-count={limit}",
             "--pretty=format:%H%x1f%h%x1f%an%x1f%aI%x1f%s%x1e",
+            "--end-of-options",
             rng,
             *spec,
         )

@@ -59,6 +59,7 @@ class ToolDoc:
     cwd: str | None = None
     timeout_secs: float = DEFAULT_TIMEOUT_SECS
     output: str = "json"
+    options_allowed: list[str] = field(default_factory=list)
     # prompt
     prompt: str = ""
     system: str | None = None
@@ -178,6 +179,16 @@ def _parse_exec(tool: ToolDoc, data: dict[str, Any]) -> None:
     if output not in ("json", "text"):
         raise _Problem(("output",), f"`output` must be json or text, got {output!r}")
     tool.output = output
+    allowed = data.get("options_allowed") or []
+    if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
+        raise _Problem(("options_allowed",), "`options_allowed` must be a list of input names")
+    declared = (tool.input_schema or {}).get("properties") or {}
+    for index, name in enumerate(allowed):
+        if name not in declared:
+            raise _Problem(
+                ("options_allowed", index), f"`options_allowed` names {name!r}, not an input of the tool"
+            )
+    tool.options_allowed = list(allowed)
 
 
 def _parse_prompt(tool: ToolDoc, data: dict[str, Any]) -> None:
@@ -279,14 +290,19 @@ class ToolRunner:
     async def run_exec(self, tool: ToolDoc, arguments: dict[str, Any]) -> ToolResult:
         import orjson
 
+        from graphchat.catalog.argv import UnsafeArgument, exec_argv
         from graphchat.catalog.process import TimedOut, run_dir, run_program
         from graphchat.plans.template import TemplateError, render_text
 
         scope = {"input": arguments}
         try:
-            argv = [tool.command, *(render_text(arg, scope) for arg in tool.args)]
+            rendered = [render_text(arg, scope) for arg in tool.args]
         except TemplateError as err:
             return ToolResult.error(f"{PREFIX}{tool.name}: cannot render args: {err}")
+        try:
+            argv = exec_argv(f"{PREFIX}{tool.name}", tool.command, tool.args, rendered, tool.options_allowed)
+        except UnsafeArgument as err:
+            return ToolResult.error(str(err))
         try:
             env = {key: expand_env(value) for key, value in tool.env.items()}
         except ValueError as err:
