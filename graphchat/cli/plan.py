@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from graphchat.cli.plan_inspect import register_inspect
 
     register_inspect(plan_sub)
+    from graphchat.cli.plan_edit import register_edit
+
+    register_edit(plan_sub)
 
 
 # --- resolving a plan ------------------------------------------------------------------------

@@ -25,6 +25,9 @@ def register_inspect(plan_sub: argparse._SubParsersAction) -> None:
     )
     p_show.add_argument("plan", metavar="NAME|PATH")
     p_show.add_argument("--json", action="store_true", help="machine-readable output")
+    picture = p_show.add_mutually_exclusive_group()
+    picture.add_argument("--tree", action="store_true", help="draw the step tree (what each step reads)")
+    picture.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart of the data flow")
     p_show.set_defaults(func=run_show)
 
     p_val = plan_sub.add_parser(
@@ -182,6 +185,11 @@ def run_show(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     plan = find_plan(args.plan, settings.plans_dir, warn=warn)
+    if getattr(args, "tree", False) or getattr(args, "mermaid", False):
+        from graphchat.plans.picture import mermaid, tree
+
+        sys.stdout.write(mermaid(plan) if args.mermaid else "\n".join(tree(plan)) + "\n")
+        return 0
     data = plan_to_dict(plan)
     if args.json:
         print_json(

@@ -1,0 +1,354 @@
+"""`graphchat plan new/set/unset/step …`: graph's authoring verbs over `plans/authoring.py`.
+
+Each command applies one edit to a plan file and writes it back; a rejected edit leaves the
+file byte for byte. `--json` prints graph's envelope on stdout (also on a rejection, before the
+exit 1); without it one result line goes to stderr and stdout stays empty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
+
+VALUE_HELP = "inline JSON, @file or - (stdin)"
+
+
+def register_edit(plan_sub: argparse._SubParsersAction) -> None:
+    """Add new/set/unset/step to the `plan` group's sub-parsers."""
+
+    def json_flag(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--json", action="store_true", help="print graph's envelope on stdout")
+
+    new = plan_sub.add_parser("new", help="start a plan file with its header and no steps")
+    new.add_argument("id", metavar="ID", help="the plan's identifier ([a-zA-Z0-9_-])")
+    new.add_argument("--name", help="display name (default: from the id)")
+    new.add_argument("--description", help="what the plan does (it routes the model to the plan)")
+    new.add_argument("--output", metavar="PATH", help="where to write (default: plans/ID.yaml)")
+    json_flag(new)
+    new.set_defaults(func=run_new)
+
+    set_ = plan_sub.add_parser("set", help="set one plan attribute")
+    set_.add_argument("target", metavar="NAME|PATH")
+    set_.add_argument("attribute", help="name, description, identifier, exemplars, requires_servers, "
+                      "input_schema, solver or output")  # fmt: skip
+    set_.add_argument(
+        "values",
+        nargs="+",
+        metavar="VALUE",
+        help=f"a string (several for lists); JSON attributes take {VALUE_HELP}",
+    )
+    json_flag(set_)
+    set_.set_defaults(func=run_set)
+
+    unset = plan_sub.add_parser("unset", help="remove one optional plan attribute")
+    unset.add_argument("target", metavar="NAME|PATH")
+    unset.add_argument("attribute")
+    json_flag(unset)
+    unset.set_defaults(func=run_unset)
+
+    step = plan_sub.add_parser("step", help="add, update, rename, unset or remove one step")
+    step_sub = step.add_subparsers(dest="step_command", metavar="SUBCOMMAND")
+    add = step_sub.add_parser("add", help="add a step (appended, or --before/--after a step)")
+    add.add_argument("target", metavar="NAME|PATH")
+    add.add_argument("id", metavar="ID")
+    add.add_argument("tool", metavar="TOOL")
+    add.add_argument("input", metavar="INPUT", help=f"the step's input object: {VALUE_HELP}")
+    add.add_argument("--reasoning")
+    where = add.add_mutually_exclusive_group()
+    where.add_argument("--before", metavar="ID")
+    where.add_argument("--after", metavar="ID")
+    json_flag(add)
+    add.set_defaults(func=run_step_add)
+
+    update = step_sub.add_parser("update", help="set a step's tool, input or reasoning")
+    update.add_argument("target", metavar="NAME|PATH")
+    update.add_argument("id", metavar="ID")
+    update.add_argument("attribute", choices=["tool", "input", "reasoning"])
+    update.add_argument("value", metavar="VALUE", help=f"input takes {VALUE_HELP}")
+    json_flag(update)
+    update.set_defaults(func=run_step_update)
+
+    rename = step_sub.add_parser("rename", help="rename a step and every reference to it")
+    rename.add_argument("target", metavar="NAME|PATH")
+    rename.add_argument("id", metavar="ID")
+    rename.add_argument("new_id", metavar="NEW_ID")
+    json_flag(rename)
+    rename.set_defaults(func=run_step_rename)
+
+    unset_step = step_sub.add_parser("unset", help="remove a step's optional attribute (reasoning)")
+    unset_step.add_argument("target", metavar="NAME|PATH")
+    unset_step.add_argument("id", metavar="ID")
+    unset_step.add_argument("attribute")
+    json_flag(unset_step)
+    unset_step.set_defaults(func=run_step_unset)
+
+    rm = step_sub.add_parser("rm", help="remove a step (refused while a later step reads it)")
+    rm.add_argument("target", metavar="NAME|PATH")
+    rm.add_argument("id", metavar="ID")
+    json_flag(rm)
+    rm.set_defaults(func=run_step_rm)
+
+    def no_step_verb(args: argparse.Namespace) -> int:
+        step.print_usage(sys.stderr)
+        raise GraphchatError("plan step: choose one of add, update, rename, unset, rm", EXIT_USAGE)
+
+    step.set_defaults(func=no_step_verb)
+
+
+# --- resolving the file --------------------------------------------------------------------------
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from graphchat.workspace import load_settings
+
+    return load_settings(getattr(args, "home", None))
+
+
+def plan_file(settings: Any, target: str) -> Path:
+    """NAME (a plan of the workspace, loading or not) or PATH → the file to edit."""
+    from graphchat.plans.discovery import _looks_like_path, discover
+
+    if _looks_like_path(target):
+        path = Path(target).expanduser()
+        if not path.is_file():
+            raise GraphchatError(f"no plan file {target}", EXIT_USAGE)
+        return path
+    index = discover(settings.plans_dir)
+    found = index.plans[target].path if target in index.plans else None
+    if found is not None:
+        return Path(found)
+    for path in index.errors:
+        if path.stem == target or index.raw_ids.get(path) == target:
+            return Path(path)
+    index.get(target)  # raises "unknown plan" with the close names
+    raise GraphchatError(f"unknown plan {target!r}", EXIT_USAGE)
+
+
+def _value(text: str, what: str) -> Any:
+    from graphchat.cli.output import read_document_arg
+
+    try:
+        return read_document_arg(text, what=what)
+    except GraphchatError as exc:
+        raise GraphchatError(exc.message, EXIT_USAGE, exc.hint) from None
+
+
+# --- running an edit -----------------------------------------------------------------------------
+
+
+def _edit(args: argparse.Namespace, edit: Any, renames: dict[str, str] | None = None) -> int:
+    from graphchat.plans import authoring
+
+    settings = _settings(args)
+    path = plan_file(settings, args.target)
+    try:
+        done = authoring.apply_edit(path, edit, renames=renames)
+    except authoring.AuthoringError as exc:
+        raise GraphchatError(str(exc), EXIT_USAGE) from None
+    except authoring.EditRefused as exc:
+        return _refused(args, str(exc), exc.details)
+    except authoring.EditRejected as exc:
+        return _rejected(args, exc)
+    except OSError as exc:
+        raise GraphchatError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return _accepted(args, settings, done)
+
+
+def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
+    from graphchat.cli.output import print_json
+
+    notes = _catalog_notes(settings, done.path)
+    envelope: dict[str, Any] = {"ok": True, **done.summary, "savedTo": str(done.path)}
+    if done.renamed_from is not None:
+        envelope["renamedFrom"] = str(done.renamed_from)
+    if done.pre_existing:
+        envelope["preExistingProblems"] = done.pre_existing
+        envelope["note"] = "edit applied; the plan is still invalid, but only from pre-existing problems"
+    if notes:
+        envelope["notes"] = notes
+    if args.json:
+        print_json(envelope)
+        return 0
+    what = _describe(args, done.summary)
+    line = f"✓ {what} → {done.path}"
+    if done.renamed_from is not None:
+        line += f" (new file; {done.renamed_from} is left as it was)"
+    sys.stderr.write(line + "\n")
+    for problem in done.pre_existing:
+        sys.stderr.write(f"still to fix: {problem}\n")
+    for note in notes:
+        sys.stderr.write(f"note: {note}\n")
+    return 0
+
+
+def _rejected(args: argparse.Namespace, exc: Any) -> int:
+    from graphchat.cli.output import print_json
+
+    if args.json:
+        envelope: dict[str, Any] = {"ok": False, "error": str(exc), "problemsIntroduced": exc.introduced}
+        if exc.pre_existing:
+            envelope["preExistingProblems"] = exc.pre_existing
+        print_json(envelope)
+        return EXIT_FAILURE
+    sys.stderr.write(
+        f"error: edit rejected — it would add {len(exc.introduced)} problem(s); the file is unchanged\n"
+    )
+    for problem in exc.introduced:
+        sys.stderr.write(f"  {problem}\n")
+    return EXIT_FAILURE
+
+
+def _refused(args: argparse.Namespace, message: str, details: dict[str, Any]) -> int:
+    from graphchat.cli.output import print_json
+
+    if args.json:
+        print_json({"ok": False, "error": message, **details})
+    else:
+        sys.stderr.write(f"error: {message}\n")
+    return EXIT_FAILURE
+
+
+def _describe(args: argparse.Namespace, summary: dict[str, Any]) -> str:
+    command = args.func.__name__.removeprefix("run_")
+    if command == "set":
+        return f"set {args.attribute}"
+    if command == "unset":
+        return f"unset {args.attribute}"
+    if command == "step_add":
+        return f"step {summary['id']} added ({_steps(summary['steps'])})"
+    if command == "step_update":
+        return f"step {args.id}: {args.attribute} updated"
+    if command == "step_rename":
+        return f"step {args.id} renamed to {args.new_id}, references rewritten"
+    if command == "step_unset":
+        return f"step {args.id}: {args.attribute} removed"
+    if command == "step_rm":
+        return f"step {args.id} removed ({_steps(summary['steps'])} left)"
+    return command
+
+
+def _steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
+
+
+def _catalog_notes(settings: Any, path: Path) -> list[str]:
+    """What the catalog says of the edited plan (an unknown tool…): reported, never a rejection."""
+    from graphchat.plans.discovery import discover
+    from graphchat.plans.loader import load_plan
+    from graphchat.plans.model import PlanLoadError
+
+    try:
+        plan = load_plan(path)
+    except PlanLoadError:
+        return []
+    from graphchat.catalog.build import build_catalog
+    from graphchat.plans.validate import known_servers, validate_against_catalog
+
+    catalog = build_catalog(settings, record_shapes=False)
+    try:
+        servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
+        return validate_against_catalog(
+            plan,
+            catalog,
+            servers=servers,
+            plans=discover(settings.plans_dir).plans,
+            soft_required_servers=True,
+        )
+    except Exception:  # the catalog's own problems are its commands' to report
+        return []
+
+
+# --- the verbs -----------------------------------------------------------------------------------
+
+
+def run_new(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    settings = _settings(args)
+    path = Path(args.output).expanduser() if args.output else settings.plans_dir / f"{args.id}.yaml"
+    try:
+        done = authoring.new_plan(path, args.id, args.name, args.description)
+    except authoring.AuthoringError as exc:
+        raise GraphchatError(str(exc), EXIT_USAGE) from None
+    except authoring.EditRefused as exc:
+        return _refused(args, str(exc), exc.details)
+    except OSError as exc:
+        raise GraphchatError(f"cannot write {path}: {exc.strerror or exc}") from None
+    from graphchat.cli.output import print_json
+
+    if args.json:
+        print_json(
+            {
+                "ok": True,
+                "id": args.id,
+                "steps": 0,
+                "savedTo": str(path),
+                "preExistingProblems": done.pre_existing,
+            }
+        )
+    else:
+        sys.stderr.write(
+            f"✓ plan '{args.id}' created → {path} (add steps with `graphchat plan step add {args.id} …`)\n"
+        )
+    return 0
+
+
+def run_set(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    if args.attribute in authoring.JSON_ATTRIBUTES:
+        if len(args.values) != 1:
+            raise GraphchatError(f"{args.attribute} takes one value ({VALUE_HELP})", EXIT_USAGE)
+        values = [_value(args.values[0], args.attribute)]
+    else:
+        values = list(args.values)
+    return _edit(args, lambda data: authoring.set_attribute(data, args.attribute, values))
+
+
+def run_unset(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    return _edit(args, lambda data: authoring.unset_attribute(data, args.attribute))
+
+
+def run_step_add(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    inputs = _value(args.input, "input")
+    return _edit(
+        args,
+        lambda data: authoring.add_step(
+            data, args.id, args.tool, inputs, reasoning=args.reasoning, before=args.before, after=args.after
+        ),
+    )
+
+
+def run_step_update(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    value: Any = _value(args.value, "input") if args.attribute == "input" else args.value
+    return _edit(args, lambda data: authoring.update_step(data, args.id, args.attribute, value))
+
+
+def run_step_rename(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    return _edit(
+        args, lambda data: authoring.rename_step(data, args.id, args.new_id), renames={args.id: args.new_id}
+    )
+
+
+def run_step_unset(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    return _edit(args, lambda data: authoring.unset_step(data, args.id, args.attribute))
+
+
+def run_step_rm(args: argparse.Namespace) -> int:
+    from graphchat.plans import authoring
+
+    return _edit(args, lambda data: authoring.remove_step(data, args.id))
