@@ -109,23 +109,12 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def plan_file(settings: Any, target: str) -> Path:
-    """NAME (a plan of the workspace, loading or not) or PATH → the file to edit."""
-    from graphchat.plans.discovery import _looks_like_path, discover
+    from graphchat.plans import authoring
 
-    if _looks_like_path(target):
-        path = Path(target).expanduser()
-        if not path.is_file():
-            raise GraphchatError(f"no plan file {target}", EXIT_USAGE)
-        return path
-    index = discover(settings.plans_dir)
-    found = index.plans[target].path if target in index.plans else None
-    if found is not None:
-        return Path(found)
-    for path in index.errors:
-        if path.stem == target or index.raw_ids.get(path) == target:
-            return Path(path)
-    index.get(target)  # raises "unknown plan" with the close names
-    raise GraphchatError(f"unknown plan {target!r}", EXIT_USAGE)
+    try:
+        return authoring.locate(settings.plans_dir, target)
+    except authoring.AuthoringError as exc:
+        raise GraphchatError(str(exc), EXIT_USAGE) from None
 
 
 def _value(text: str, what: str) -> Any:
@@ -159,19 +148,13 @@ def _edit(args: argparse.Namespace, edit: Any, renames: dict[str, str] | None = 
 
 
 def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
+    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import print_json
+    from graphchat.plans import authoring
 
-    notes = _catalog_notes(settings, done.path)
-    envelope: dict[str, Any] = {"ok": True, **done.summary, "savedTo": str(done.path)}
-    if done.renamed_from is not None:
-        envelope["renamedFrom"] = str(done.renamed_from)
-    if done.pre_existing:
-        envelope["preExistingProblems"] = done.pre_existing
-        envelope["note"] = "edit applied; the plan is still invalid, but only from pre-existing problems"
-    if notes:
-        envelope["notes"] = notes
+    notes = authoring.catalog_notes(done.path, build_catalog(settings, record_shapes=False), settings)
     if args.json:
-        print_json(envelope)
+        print_json(authoring.envelope(done, notes))
         return 0
     what = _describe(args, done.summary)
     line = f"✓ {what} → {done.path}"
@@ -187,12 +170,10 @@ def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
 
 def _rejected(args: argparse.Namespace, exc: Any) -> int:
     from graphchat.cli.output import print_json
+    from graphchat.plans import authoring
 
     if args.json:
-        envelope: dict[str, Any] = {"ok": False, "error": str(exc), "problemsIntroduced": exc.introduced}
-        if exc.pre_existing:
-            envelope["preExistingProblems"] = exc.pre_existing
-        print_json(envelope)
+        print_json(authoring.rejection(exc))
         return EXIT_FAILURE
     sys.stderr.write(
         f"error: edit rejected — it would add {len(exc.introduced)} problem(s); the file is unchanged\n"
@@ -233,33 +214,6 @@ def _describe(args: argparse.Namespace, summary: dict[str, Any]) -> str:
 
 def _steps(count: int) -> str:
     return f"{count} step" if count == 1 else f"{count} steps"
-
-
-def _catalog_notes(settings: Any, path: Path) -> list[str]:
-    """What the catalog says of the edited plan (an unknown tool…): reported, never a rejection."""
-    from graphchat.plans.discovery import discover
-    from graphchat.plans.loader import load_plan
-    from graphchat.plans.model import PlanLoadError
-
-    try:
-        plan = load_plan(path)
-    except PlanLoadError:
-        return []
-    from graphchat.catalog.build import build_catalog
-    from graphchat.plans.validate import known_servers, validate_against_catalog
-
-    catalog = build_catalog(settings, record_shapes=False)
-    try:
-        servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
-        return validate_against_catalog(
-            plan,
-            catalog,
-            servers=servers,
-            plans=discover(settings.plans_dir).plans,
-            soft_required_servers=True,
-        )
-    except Exception:  # the catalog's own problems are its commands' to report
-        return []
 
 
 # --- the verbs -----------------------------------------------------------------------------------

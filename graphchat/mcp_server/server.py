@@ -69,9 +69,11 @@ class PlanServer:
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         from mcp.types import ListToolsResult
 
+        from graphchat.mcp_server import authoring
+
         try:
             self.refresh()
-            return ListToolsResult(tools=self.tools())
+            return ListToolsResult(tools=self.tools() + authoring.tools())
         except Exception as exc:
             self._warn(f"mcp serve: listing plans failed: {type(exc).__name__}: {exc}")
             return ListToolsResult(tools=[])
@@ -90,6 +92,8 @@ class PlanServer:
         from graphchat.catalog.base import CallContext
 
         name = params.name
+        if name.startswith("graph_"):
+            return await self._author(ctx, name, params.arguments or {})
         if not name.startswith(PREFIX):
             return error_result(f"unknown tool: {name}")
         self.refresh()
@@ -115,6 +119,31 @@ class PlanServer:
         call_ctx = CallContext(asker=asker, events=self.events, surface="mcp")
         result = await self.catalog.call(catalog_name, arguments, call_ctx)
         return to_call_result(publicize(result, spec, arguments))
+
+    async def _author(self, ctx: Any, name: str, arguments: dict[str, Any]) -> Any:
+        """graph's authoring tools; a plan file written is announced with tools/list_changed."""
+        import orjson
+        from mcp.types import CallToolResult, TextContent
+
+        from graphchat.catalog.base import CallContext
+        from graphchat.mcp_server import authoring
+
+        if name not in authoring.TOOLS:
+            return error_result(f"unknown tool: {name}")
+        if name == "graph_tools_test":
+            await self.catalog.prepare()
+        call_ctx = CallContext(asker=UnavailableAsker(self.events), events=self.events, surface="mcp")
+        value, is_error = await authoring.call(name, arguments, self.host.settings, self.catalog, call_ctx)
+        if name in authoring.MUTATING and not is_error:
+            self.refresh()
+            try:
+                await ctx.session.send_tool_list_changed()
+            except Exception as exc:  # a client without the notification does not undo the edit
+                self._warn(f"mcp serve: could not send tools/list_changed: {exc}")
+        text = orjson.dumps(value, default=str).decode()
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=value, is_error=is_error
+        )
 
     async def _start_run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
         from graphchat.catalog.base import CallContext
@@ -226,13 +255,18 @@ def serve(home: str | None = None) -> int:
         server = Server(
             "graphchat",
             version=__version__,
-            instructions="The plans of a graphchat workspace: each plan_<name> tool runs one plan.",
+            instructions="The plans of a graphchat workspace: each plan_<name> tool runs one plan. The "
+            "graph_plan_* tools list, read, validate and edit plans one change at a time (an edit that would "
+            "break a plan is refused); graph_tools_* list and show the tools a step may call.",
             on_list_tools=plans.list_tools,
             on_call_tool=plans.call_tool,
         )
         try:
             async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                from mcp.server import NotificationOptions
+
+                options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+                await server.run(read_stream, write_stream, options)
         finally:
             await plans.aclose()
 

@@ -400,6 +400,73 @@ def apply_edit(
     return Edited(target, summary, after, renamed_from)
 
 
+def locate(plans_dir: Path, target: str) -> Path:
+    """NAME (a plan of the workspace, loading or not) or PATH → the file to edit."""
+    from graphchat.errors import GraphchatError
+    from graphchat.plans.discovery import _looks_like_path, discover
+
+    if _looks_like_path(target):
+        path = Path(target).expanduser()
+        if not path.is_file():
+            raise AuthoringError(f"no plan file {target}")
+        return path
+    index = discover(plans_dir)
+    found = index.plans[target].path if target in index.plans else None
+    if found is not None:
+        return Path(found)
+    for path in index.errors:
+        if path.stem == target or index.raw_ids.get(path) == target:
+            return Path(path)
+    try:
+        index.get(target)  # "unknown plan" with the close names
+    except GraphchatError as exc:
+        raise AuthoringError(exc.message) from None
+    raise AuthoringError(f"unknown plan {target!r}")
+
+
+def envelope(done: Edited, notes: list[str] | None = None) -> dict[str, Any]:
+    """graph's envelope of an accepted edit."""
+    out: dict[str, Any] = {"ok": True, **done.summary, "savedTo": str(done.path)}
+    if done.renamed_from is not None:
+        out["renamedFrom"] = str(done.renamed_from)
+    if done.pre_existing:
+        out["preExistingProblems"] = done.pre_existing
+        out["note"] = "edit applied; the plan is still invalid, but only from pre-existing problems"
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def rejection(exc: EditRejected) -> dict[str, Any]:
+    out: dict[str, Any] = {"ok": False, "error": str(exc), "problemsIntroduced": exc.introduced}
+    if exc.pre_existing:
+        out["preExistingProblems"] = exc.pre_existing
+    return out
+
+
+def catalog_notes(path: Path, catalog: Any, settings: Any) -> list[str]:
+    """What the catalog says of an edited plan (an unknown tool…): reported, never a rejection."""
+    from graphchat.plans.discovery import discover
+    from graphchat.plans.loader import load_plan
+    from graphchat.plans.validate import known_servers, validate_against_catalog
+
+    try:
+        plan = load_plan(path)
+    except PlanLoadError:
+        return []
+    try:
+        servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
+        return validate_against_catalog(
+            plan,
+            catalog,
+            servers=servers,
+            plans=discover(settings.plans_dir).plans,
+            soft_required_servers=True,
+        )
+    except Exception:  # the catalog's own problems are its commands' to report
+        return []
+
+
 def new_plan(path: Path, identifier: str, name: str | None, description: str | None) -> Edited:
     """A new plan file holding only its header (no steps yet: a problem it may start with)."""
     from graphchat.fsutil import write_atomic

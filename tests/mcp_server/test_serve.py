@@ -144,7 +144,7 @@ def text_of(result: Any) -> str:
 async def test_plans_are_listed_as_plan_tools_and_an_output_plan_returns_its_json(workspace: Path) -> None:
     make_workspace(workspace)
     async with serve(workspace) as client:
-        tools = {t.name: t for t in (await client.list_tools()).tools}
+        tools = {t.name: t for t in (await client.list_tools()).tools if t.name.startswith("plan_")}
         assert set(tools) == {"plan_numbers", "plan_release_fail", "plan_release_default"}
         numbers = tools["plan_numbers"]
         assert numbers.input_schema["required"] == ["limit", "label"]
@@ -345,3 +345,68 @@ def test_stdout_carries_nothing_but_json_rpc(workspace: Path) -> None:
     assert replies[3]["result"]["structuredContent"] == {"label": "z", "big": [2, 3, 4]}
     events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert any(e["event"] == "tool_started" and e["tool"] == "plan__numbers" for e in events)
+
+
+# --- graph's authoring tools (issue 22, build 3) ------------------------------------------------
+
+
+async def test_an_mcp_client_edits_a_plan_with_the_authoring_tools_and_hears_list_changed(
+    workspace: Path,
+) -> None:
+    from mcp.types import ToolListChangedNotification
+
+    heard: list[Any] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ToolListChangedNotification):
+            heard.append(message)
+
+    params = server_params(workspace)
+    with open(workspace.parent / "serve.err", "a") as errlog:
+        async with Client(
+            stdio_client(params, errlog=errlog), mode="legacy", message_handler=on_message
+        ) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"graph_plan_new", "graph_plan_step_add", "graph_tools_list", "graph_tools_test"} <= names
+            tools_caps = client.server_capabilities.tools
+            assert tools_caps is not None and tools_caps.list_changed is True
+
+            made = await client.call_tool("graph_plan_new", {"identifier": "hello", "description": "say hi"})
+            assert not made.is_error, text_of(made)
+            assert made.structured_content["preExistingProblems"] == ["steps: the plan has no steps"]
+            added = await client.call_tool(
+                "graph_plan_step_add",
+                {"target": "hello", "id": "E0", "tool": "builtin__reshape",
+                 "input": {"shape": {"hi": "hello {{input.who}}"}}},
+            )  # fmt: skip
+            assert not added.is_error, text_of(added)
+            out = await client.call_tool("graph_plan_set", {"target": "hello", "attribute": "output",
+                                                            "value": {"said": "{{E0.hi}}"}})  # fmt: skip
+            assert not out.is_error, text_of(out)
+            await asyncio.sleep(0.2)
+            assert len(heard) >= 3  # one tools/list_changed per accepted edit
+
+            # the new plan is a tool of this very session
+            assert "plan_hello" in {t.name for t in (await client.list_tools()).tools}
+            ran = await client.call_tool("plan_hello", {"who": "Ada"})
+            assert ran.structured_content == {"said": "hello Ada"}
+
+            before = (workspace / "plans" / "hello.yaml").read_bytes()
+            refused = await client.call_tool("graph_plan_step_rm", {"target": "hello", "id": "E0"})
+            assert refused.is_error and refused.structured_content["ok"] is False
+            assert (workspace / "plans" / "hello.yaml").read_bytes() == before
+            checked = await client.call_tool("graph_plan_validate", {"target": "hello"})
+            assert checked.structured_content["ok"] is True
+
+            listed = await client.call_tool("graph_tools_list", {})
+            sources = {t["source"] for t in listed.structured_content["tools"]}
+            assert "(control)" in sources and listed.structured_content["count"] == len(
+                listed.structured_content["tools"]
+            )
+            probe = await client.call_tool("graph_tools_test", {"name": "builtin__reshape",
+                                                                "input": {"shape": {"a": 1}}})  # fmt: skip
+            assert probe.structured_content == {
+                "tool": "builtin__reshape",
+                "isError": False,
+                "result": {"a": 1},
+            }
