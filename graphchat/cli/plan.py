@@ -34,6 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     run.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
     run.add_argument(
+        "--tree",
+        action="store_true",
+        help="when the run ends, draw the step tree with each step's status and time",
+    )
+    run.add_argument(
         "--no-park",
         action="store_true",
         help="a question nobody here can answer fails the run (as in graph) instead of parking it (exit 5)",
@@ -162,6 +167,7 @@ class RunFlags:
     answers: str | None = None  # an absolute path
     park: bool = True
     home: str | None = None  # --home as given (for the command that answers)
+    tree: bool = False
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -190,6 +196,7 @@ def run_command(args: argparse.Namespace) -> int:
         answers=os.path.abspath(args.answers) if args.answers else None,
         park=not args.no_park,
         home=args.home,
+        tree=args.tree,
     )
     return execute(settings, plan, inputs, flags)
 
@@ -229,6 +236,11 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
 
     host = open_host(settings, answers=flags.answers)
     events = host.events
+    times = None
+    if flags.tree:
+        from graphchat.plans.picture import StepTimes
+
+        times = StepTimes(events)
     if parking is None and flags.park:
         parking = parking_for(settings, plan, inputs, flags, events)
     elif parking is not None:
@@ -254,7 +266,7 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
                 catalog=host.catalog,
                 ctx=ctx,
                 llm_factory=llm_factory_for(settings),
-                events=events,
+                events=times or events,
                 on_text=None if flags.json else on_text,
                 settings=settings,
                 parking=parking,
@@ -263,6 +275,10 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
             await host.aclose()
 
     outcome = asyncio.run(go())
+    if times is not None:
+        from graphchat.plans.picture import tree
+
+        sys.stderr.write("\n".join(tree(plan, times.status)) + "\n")
     if streamed and not streamed[-1].endswith("\n"):
         sys.stdout.write("\n")
         sys.stdout.flush()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from graphchat.events import EventSink
 from graphchat.plans.model import Body, Plan, Step
 
 ICONS = {
@@ -61,8 +62,35 @@ def _label(step: Step, known: set[str]) -> str:
     return f"{text}  ← {', '.join(sources)}" if sources else text
 
 
-def tree(plan: Plan) -> list[str]:
-    """The step tree, `tree`-style, control steps with their icon in the junction."""
+class StepTimes(EventSink):
+    """Passes a run's events on and keeps each top-level step's status and time (`plan run --tree`)."""
+
+    def __init__(self, inner: EventSink) -> None:
+        self.inner = inner
+        self.status: dict[str, str] = {}
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if event == "step_started":
+            self.status[fields["step"]] = "… started"
+        elif event == "step_finished":
+            mark = "✗" if fields.get("is_error") else "✓"
+            self.status[fields["step"]] = f"{mark} {_duration(float(fields.get('ms') or 0))}"
+        self.inner.emit(event, **fields)
+
+    def waiting(self, what: str | None) -> None:
+        self.inner.waiting(what)
+
+    def __getattr__(self, name: str) -> Any:  # the inner sink's own helpers (warning, usage, …)
+        return getattr(self.inner, name)
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.1f}s"
+
+
+def tree(plan: Plan, status: dict[str, str] | None = None) -> list[str]:
+    """The step tree, `tree`-style, control steps with their icon in the junction; with
+    `status` (from StepTimes), each top-level step's outcome and time, `·` for one not run."""
     lines = [f"{plan.tool_name} — {plan.name} ({plan.finish} finish)"]
     known = {s.id for s in plan.all_steps() if s.id}
     finish = _finish_row(plan, known)
@@ -76,7 +104,10 @@ def tree(plan: Plan) -> list[str]:
             lines.append(f"{elbow}─ {text}")
             continue
         glyph = icon(step.tool_name)
-        lines.append(f"{elbow}{glyph or '─'} {_label(step, known)}")
+        shown = f"{elbow}{glyph or '─'} {_label(step, known)}"
+        if status is not None:
+            shown += f"   {status.get(step.label, '· not run')}"
+        lines.append(shown)
         lines.extend(_bodies(step, "   " if last else "│  ", known))
     return lines
 

@@ -152,3 +152,14 @@ def test_plan_show_tree_and_mermaid(greet: Path, graphchat) -> None:
     ]
     done = graphchat("plan", "show", "greet", "--mermaid")
     assert done.stdout.startswith("flowchart TD\n") and "n_E0 --> n_E1" in done.stdout
+
+
+def test_plan_run_tree_draws_each_steps_status_on_stderr(greet: Path, graphchat) -> None:
+    done = graphchat("plan", "run", "greet", "--tree", "--input", "who=Bo")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"text": "hi Bo!"}  # stdout stays the deliverable
+    tail = done.stderr.splitlines()[-4:]
+    assert tail[0] == "plan__greet — Greet (output finish)"
+    assert tail[1].startswith("├── E0  builtin__reshape  ← input.who   ✓ ")
+    assert tail[2].startswith("├── E1  builtin__reshape  ← E0   ✓ ")
+    assert tail[3] == "└── output  ← E1"
