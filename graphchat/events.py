@@ -62,6 +62,12 @@ class EventSink:
     def progress(self, step: str, done: int, total: int) -> None:
         self.emit("progress", step=step, done=done, total=total)
 
+    def tool_progress(
+        self, tool: str, call: str, progress: float, total: float | None, message: str | None = None
+    ) -> None:
+        """An MCP server's progress notification for a call in flight."""
+        self.emit("tool_progress", tool=tool, call=call, progress=progress, total=total, message=message)
+
     def ask(self, prompt: str, answered: bool, reason: str | None = None) -> None:
         fields: dict[str, Any] = {"prompt": prompt, "answered": answered}
         if reason:
@@ -176,6 +182,10 @@ class CallLabels:
         self.labels[call] = label
         return label
 
+    def label(self, tool: str, call: str | None) -> str:
+        """The label of a call still running (what its started line said)."""
+        return self.labels.get(call, tool) if call is not None else tool
+
     def finished(self, tool: str, call: str | None) -> str:
         if call is None:
             return tool
@@ -205,6 +215,7 @@ class Spinner:
         self.clock = time.monotonic
         self.model: tuple[str, float] | None = None
         self.tools: dict[str, float] = {}
+        self.progress: dict[str, str] = {}  # a running tool's last progress report (`3/5`)
         self.shown = False
         self.frame = 0
         self.held = 0  # a person is typing an answer below: no status line meanwhile
@@ -219,7 +230,11 @@ class Spinner:
         if self.tools:
             names = list(self.tools)
             oldest = min(self.tools.values())
-            label = names[0] if len(names) == 1 else f"{len(names)} tools ({', '.join(names[:3])}…)"
+            if len(names) == 1:
+                done = self.progress.get(names[0])
+                label = f"{names[0]} {done} ·" if done else names[0]
+            else:
+                label = f"{len(names)} tools ({', '.join(names[:3])}…)"
             return f"{label} {now - oldest:.1f}s"
         return None
 
@@ -347,7 +362,21 @@ class TerminalSink(EventSink):
                 spinner.tools.setdefault(safe(tool, newlines=False), spinner.clock())
             else:
                 spinner.tools.pop(safe(tool, newlines=False), None)
+                spinner.progress.pop(safe(tool, newlines=False), None)
             spinner.changed()
+
+    def _tool_progress(self, f: dict[str, Any]) -> None:
+        spinner = self.spinner
+        if spinner is None:
+            return
+        label = self.labels.label(f["tool"], f.get("call"))
+        total = f.get("total")
+        done = f"{f['progress']:g}/{total:g}" if isinstance(total, int | float) else f"{f['progress']:g}"
+        if f.get("message"):
+            done += f" {f['message']}"
+        with self._lock:
+            spinner.progress[safe(label, newlines=False)] = safe(done, newlines=False)[:60]
+            spinner.draw()
 
     def emit(self, event: str, **f: Any) -> None:
         # Names, messages and steps come from models, servers and plans: escaped, on one line
@@ -371,6 +400,8 @@ class TerminalSink(EventSink):
                 self._line(self._paint(f"– {label} {secs} {_short(f['message'], 160)}", "33"))
             else:
                 self._line(self._paint(f"✓ {label} {secs}", "32"))
+        elif event == "tool_progress":
+            self._tool_progress(f)
         elif event == "step_started" and not self.quiet:
             self._line(self._paint(f"▸ step {f['step']} ({f['tool']})", "2"))
         elif event == "progress" and not self.quiet:

@@ -27,6 +27,7 @@ SETTINGS_KEYS = (
     "max_tools_offered",
     "warm",
     "warm_idle",
+    "mcp_roots",
 )
 WARM_MODES = ("manual", "auto", "off")  # settings.warm (graphchat.warm)
 WARM_IDLE_DEFAULT = 900  # seconds a warm helper waits for a question before it leaves
@@ -118,6 +119,9 @@ class Settings:
     github_api_url: str | None = None  # tools.github_api_url (GitHub Enterprise)
     warm: str = "manual"  # settings.warm: manual (`graphchat warm`), auto (the first ask starts it), off
     warm_idle: int = WARM_IDLE_DEFAULT  # settings.warm_idle, in seconds
+    # settings.mcp_roots: the folders MCP servers are told they may work in (replaces the
+    # default: the workspace and the current folder); relative paths are the workspace's.
+    mcp_roots: tuple[str, ...] | None = None
 
     @property
     def catalog_dir(self) -> Path:
@@ -232,6 +236,11 @@ def _parse_config(data: Any) -> dict[str, Any]:
             continue
         if key == "warm_idle":
             out[key] = _duration(value)
+            continue
+        if key == "mcp_roots":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise _Problem(("settings", key), "settings.mcp_roots: expected a list of folders")
+            out[key] = tuple(value)
             continue
         if key in TEXT_SETTINGS:
             if not isinstance(value, str) or not value.strip():
@@ -392,4 +401,5 @@ def load_settings(
         github_api_url=parsed.get("github_api_url"),
         warm=parsed.get("warm", "manual"),
         warm_idle=parsed.get("warm_idle", WARM_IDLE_DEFAULT),
+        mcp_roots=parsed.get("mcp_roots"),
     )

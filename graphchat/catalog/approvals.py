@@ -51,10 +51,16 @@ def _match(names: tuple[str, ...], patterns: Any) -> str | None:
     return None
 
 
-def rule_names(spec: ToolSpec) -> tuple[str, ...]:
+def rule_names(spec: ToolSpec, arguments: dict[str, Any] | None = None) -> tuple[str, ...]:
     """The names allow/deny rules are matched against: the catalog name, and for an MCP tool
     the real `<server>__<tool>` pair too, since long or odd names are sanitized and shortened
-    with a hash in the catalog (a rule written for the real name must still catch it)."""
+    with a hash in the catalog (a rule written for the real name must still catch it). A tool
+    that reaches the server named by its `server` argument (`builtin__read_resource`) is also
+    `<server>__<rule_as>`, so `deny: ["secrets__*"]` covers it."""
+    rule_as = spec.meta.get("rule_as")
+    if isinstance(rule_as, str):
+        named = (arguments or {}).get("server")
+        return (spec.name, f"{named}__{rule_as}") if isinstance(named, str) else (spec.name,)
     server, tool = spec.meta.get("server"), spec.meta.get("tool")
     if isinstance(server, str) and isinstance(tool, str):
         real = f"{server}__{tool}"
@@ -96,9 +102,11 @@ class PolicyApprover:
             "do not retry it, continue without it or tell the user what you wanted to do."
         )
 
-    def decide_without_asking(self, spec: ToolSpec, ctx: CallContext) -> tuple[bool, str | None]:
+    def decide_without_asking(
+        self, spec: ToolSpec, ctx: CallContext, arguments: dict[str, Any] | None = None
+    ) -> tuple[bool, str | None]:
         """(decided, refusal): decided=False means the person must be asked."""
-        names = rule_names(spec)
+        names = rule_names(spec, arguments)
         pattern = _match(names, self.policy.deny)  # deny wins when any of the names matches
         if pattern is not None:
             return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})", ctx)
@@ -115,7 +123,7 @@ class PolicyApprover:
     async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> str | None:
         import asyncio
 
-        decided, refusal = self.decide_without_asking(spec, ctx)
+        decided, refusal = self.decide_without_asking(spec, ctx, arguments)
         if decided:
             return refusal
         asker = ctx.asker
@@ -133,7 +141,7 @@ class PolicyApprover:
         # One approval question at a time, re-checking after the wait: an "always" given to
         # the first of 8 parallel calls answers the 7 others.
         async with self._lock:
-            decided, refusal = self.decide_without_asking(spec, ctx)
+            decided, refusal = self.decide_without_asking(spec, ctx, arguments)
             if decided:
                 return refusal
             shown = argument_text(arguments)

@@ -25,6 +25,8 @@ FAMILIES = ("read", "write", "destructive")
 # The numbering of one turn's tool calls in events (c1, c2, …), when a turn sets it: a warm
 # helper runs many turns, some at once, on one catalog; each is numbered as in its own process.
 TURN_CALL_IDS: ContextVar[Iterator[int] | None] = ContextVar("graphchat_turn_call_ids", default=None)
+# (tool name, call id) of the call a source is running: its progress reports name that call.
+CURRENT_CALL: ContextVar[tuple[str, str] | None] = ContextVar("graphchat_current_call", default=None)
 
 
 @dataclass
@@ -109,7 +111,12 @@ class ToolSource:
     The lifecycle methods are no-ops for sources whose tools are known without starting
     anything; a source backed by processes (the MCP pool) overrides them. Nothing outside
     `graphchat.catalog` needs to know which kind a source is: it asks the `Catalog`.
+
+    `on_change` is set by the catalog that holds the source: a source whose tools change by
+    themselves (an MCP server's `tools/list_changed`) calls it, and the next lookup sees them.
     """
+
+    on_change: Callable[[], None] | None = None
 
     def specs(self) -> list[ToolSpec]:
         raise NotImplementedError
@@ -175,6 +182,8 @@ class Catalog:
         record_shape: ShapeRecorder | None = None,
     ) -> None:
         self.sources: list[ToolSource] = list(sources)
+        for source in self.sources:
+            source.on_change = self.invalidate
         self.approver = approver
         self.record_shape = record_shape
         self._index: dict[str, tuple[ToolSpec, ToolSource]] | None = None
@@ -188,6 +197,7 @@ class Catalog:
 
     def add_source(self, source: ToolSource) -> None:
         self.sources.append(source)
+        source.on_change = self.invalidate
         self._index = None
 
     def invalidate(self) -> None:
@@ -321,6 +331,7 @@ class Catalog:
         call = f"c{next(TURN_CALL_IDS.get() or self._call_ids)}"  # tells parallel calls apart in events
         if events:
             events.tool_started(name, arguments, call)
+        current = CURRENT_CALL.set((name, call))
         try:
             result = await source.call(spec, arguments, ctx)
         except asyncio.CancelledError:
@@ -329,6 +340,8 @@ class Catalog:
             raise
         except Exception as exc:  # a tool must never take the round down
             result = ToolResult.error(f"{name}: {type(exc).__name__}: {exc}")
+        finally:
+            CURRENT_CALL.reset(current)
         result.ms = (time.perf_counter() - started) * 1000
         if events:
             events.tool_finished(

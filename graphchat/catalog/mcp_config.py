@@ -39,7 +39,11 @@ _OUR_KEYS = (
     "exclude_tools",
     "timeout_s",
     "tool_overrides",
+    "capabilities",
 )
+# What graphchat declares to a server beyond tools and elicitation; each can be turned off per server.
+CAPABILITIES = ("roots", "sampling")
+CAPABILITIES_DECLARED = ("roots",)  # what this version declares (sampling is not served yet)
 _OVERRIDE_KEYS = ("description", "output_schema", "output_example", "family")
 _HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -74,6 +78,11 @@ class ServerConfig:
     timeout_s: float = DEFAULT_TIMEOUT_S
     tool_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     base_dir: str | None = None  # relative `cwd` is resolved against the workspace
+    capabilities: Mapping[str, bool] = field(default_factory=dict)  # `roots: false` turns one off
+
+    def declares(self, capability: str) -> bool:
+        """Whether graphchat declares `capability` (roots, sampling) to this server: on unless turned off."""
+        return self.capabilities.get(capability, True)
 
     @property
     def config_hash(self) -> str:
@@ -91,6 +100,8 @@ class ServerConfig:
             "url": self.url,
             "headers": sorted(self.headers),
         }
+        # servers register tools by what the client declares (server-everything's get-roots-list)
+        identity["declares"] = [c for c in CAPABILITIES_DECLARED if self.declares(c)]
         blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -281,6 +292,15 @@ def _server(name: Any, body: Any, base_dir: str | None) -> ServerConfig | None:
                     (*opath, key), f"server '{name}': output_schema: expected a JSON schema mapping"
                 )
         overrides[str(tool)] = dict(over)
+    caps_raw = body.get("capabilities") or {}
+    if not isinstance(caps_raw, dict):
+        raise _Problem((*path, "capabilities"), f"server '{name}': capabilities: expected a mapping")
+    for key, value in caps_raw.items():
+        if key not in CAPABILITIES or not isinstance(value, bool):
+            raise _Problem(
+                (*path, "capabilities", key),
+                f"server '{name}': capabilities.{key}: expected one of {', '.join(CAPABILITIES)} with true or false",
+            )
     return ServerConfig(
         name=name,
         transport=kind,
@@ -299,6 +319,7 @@ def _server(name: Any, body: Any, base_dir: str | None) -> ServerConfig | None:
         timeout_s=float(timeout),
         tool_overrides=overrides,
         base_dir=base_dir,
+        capabilities={str(k): bool(v) for k, v in caps_raw.items()},
     )
 
 

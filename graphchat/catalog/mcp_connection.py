@@ -119,8 +119,11 @@ class Connection:
         log_path: Path,
         on_tools: Callable[[list[dict[str, Any]]], None],
         on_error: Callable[[str], None],
+        roots: Callable[[], list[tuple[str, str]]] | None = None,
     ) -> None:
         self.config = config
+        self.roots = roots  # (uri, name) of the folders the server may work in (MCP roots)
+        self._log_stream: Any = None  # the server's log: its logging notifications go there too
         self.name = config.name
         self.log_path = log_path
         self.on_tools = on_tools  # a start (or a relist) read the server's tool list
@@ -201,6 +204,7 @@ class Connection:
                 )
                 stack.callback(capped.close)
                 errlog = capped.stream
+                self._log_stream = errlog
                 offset = capped.offset
                 try:
                     async with asyncio.timeout(START_TIMEOUT_S) as deadline:
@@ -295,8 +299,14 @@ class Connection:
         # legacy = the initialize handshake (2025-11-25): every server speaks it, v1-style
         # `ctx.elicit` pushes work on it (they fail on 2026-07-28), and a silent server
         # fails in seconds instead of the fixed 10 s discover probe.
+        declare = self.config.declares
         client = Client(
-            transport, mode="legacy", elicitation_callback=self._on_elicit, message_handler=self._on_message
+            transport,
+            mode="legacy",
+            elicitation_callback=self._on_elicit,
+            message_handler=self._on_message,
+            list_roots_callback=self._on_roots if self.roots is not None and declare("roots") else None,
+            logging_callback=self._on_log,
         )
         return await stack.enter_async_context(client)
 
@@ -390,7 +400,11 @@ class Connection:
         call_id = self._call_ids
         self._inflight[call_id] = ctx
         token = _current_call.set(ctx)
-        call_task = asyncio.ensure_future(client.call_tool(tool, arguments, read_timeout_seconds=timeout))
+        call_task = asyncio.ensure_future(
+            client.call_tool(
+                tool, arguments, read_timeout_seconds=timeout, progress_callback=_progress_reporter(ctx)
+            )
+        )
         _current_call.reset(token)
         unreadable: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._unreadable.add(unreadable)
@@ -461,11 +475,54 @@ class Connection:
     async def _on_message(self, message: Any) -> None:
         """What the SDK surfaces besides answers. A JSON-RPC answer it cannot read (nested
         deeper than its parser allows) is dropped by the SDK: the calls waiting on this server
-        fail at once rather than waiting out their timeout. Junk lines are not answers: ignored."""
+        fail at once rather than waiting out their timeout. Junk lines are not answers: ignored.
+        `tools/list_changed` reads the server's tool list again (the catalog's next listing has it)."""
         if isinstance(message, Exception) and "recursion limit" in str(message):
             for waiter in list(self._unreadable):
                 if not waiter.done():
                     waiter.set_result("the server sent a message nested too deep to parse")
+            return
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            import asyncio
+
+            relisting = asyncio.get_running_loop().create_task(self.relist())
+            self._old_tasks.add(relisting)  # awaited by aclose, like an older generation
+            relisting.add_done_callback(self._old_tasks.discard)
+
+    # roots, logging, prompts and resources ------------------------------------------------------
+
+    async def _on_roots(self, context: Any) -> Any:
+        """The folders this server may work in: the workspace, the current folder, settings.mcp_roots."""
+        from mcp.types import ListRootsResult, Root
+
+        found = self.roots() if self.roots is not None else []
+        return ListRootsResult(roots=[Root.model_validate({"uri": uri, "name": name}) for uri, name in found])
+
+    async def _on_log(self, params: Any) -> None:
+        """A server's logging notification: a line in its log (graphchat never sets a level)."""
+        import orjson
+
+        stream = self._log_stream
+        if stream is None:
+            return
+        data = (
+            params.data if isinstance(params.data, str) else orjson.dumps(params.data, default=str).decode()
+        )
+        where = f" {params.logger}" if getattr(params, "logger", None) else ""
+        try:
+            stream.write(f"[{params.level}{where}] {data}\n")
+            stream.flush()
+        except (OSError, ValueError):  # the log is closing with the server
+            pass
+
+    async def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """One MCP request beside tools (`list_prompts`, `get_prompt`, `list_resources`,
+        `list_resource_templates`, `read_resource`), starting the server if needed;
+        ServerUnavailable when it cannot start, the SDK's MCPError when the server refuses."""
+        client = await self.ensure()
+        return await getattr(client, method)(*args, **kwargs)
 
     # the elicitation bridge ------------------------------------------------------------------
 
@@ -477,6 +534,19 @@ class Connection:
             # context: use the latest in-flight call on this server (one host asker anyway).
             ctx = self._inflight[max(self._inflight)]
         return await elicit(self.name, ctx.asker if ctx is not None else None, params)
+
+
+def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str | None], Any]:
+    """A call's progress notifications as `tool_progress` events of the call they belong to."""
+    from graphchat.catalog.base import CURRENT_CALL
+
+    current = CURRENT_CALL.get()
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if ctx.events is not None and current is not None:
+            ctx.events.tool_progress(current[0], current[1], progress, total, message)
+
+    return report
 
 
 async def elicit(server: str, asker: Asker | None, params: Any) -> Any:

@@ -93,6 +93,8 @@ class McpSource(ToolSource):
                 self.events.warning(f"could not cache the tools of MCP server '{config.name}': {exc}")
         self.files.record_status(config.name, error=None)
         self._specs = None
+        if self.on_change is not None:
+            self.on_change()
 
     # specs ---------------------------------------------------------------------------------------
 
@@ -133,6 +135,10 @@ class McpSource(ToolSource):
                             meta=meta,
                         )
                     )
+            if specs:  # some server's tools are known: its resources can be read too
+                from graphchat.catalog.mcp_features import read_resource_spec
+
+                specs.append(read_resource_spec())
             self._specs = specs
             self._names = names
         return self._specs
@@ -158,8 +164,25 @@ class McpSource(ToolSource):
                 on_error=lambda error: self.files.record_status(
                     name, error=error, config_hash=config.config_hash
                 ),
+                roots=self.roots,
             )
         return conn
+
+    def roots(self) -> list[tuple[str, str]]:
+        """MCP roots, as (file:// URI, name): settings.mcp_roots, else the workspace and the
+        folder graphchat runs in (when it is another one)."""
+        from graphchat.catalog.mcp_features import roots_of
+
+        return roots_of(self.settings)
+
+    async def request(self, server: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """One request beside tools to one server (prompts, resources): see Connection.request."""
+        if self.server(server) is None:
+            from graphchat.errors import GraphchatError
+
+            known = ", ".join(s.name for s in self.servers) or "none"
+            raise GraphchatError(f"no MCP server '{server}' is configured (servers: {known})")
+        return await self.connection(server).request(method, *args, **kwargs)
 
     def prestart(self, names: list[str] | None = None) -> None:
         """Start servers in the background (e.g. while litellm imports); errors surface on calls.
@@ -192,6 +215,10 @@ class McpSource(ToolSource):
     # ToolSource ------------------------------------------------------------------------------------
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        from graphchat.catalog.mcp_features import READ_RESOURCE, read_resource
+
+        if spec.name == READ_RESOURCE:
+            return await read_resource(self, arguments, ctx, self.settings.max_tool_result_chars)
         server = spec.meta.get("server")
         tool = spec.meta.get("tool")
         if not server or not tool or self.server(server) is None:

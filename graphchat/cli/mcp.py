@@ -1,9 +1,12 @@
-"""`graphchat mcp list|serve`: the configured MCP servers and their state."""
+"""`graphchat mcp list|serve|prompts|prompt|resources|read`: the configured MCP servers, their
+state, their prompts and resources; and graphchat as a server."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,6 +21,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON array of servers")
     p.add_argument("--check", action="store_true", help="start every server now and report what happens")
     p.set_defaults(func=run_list)
+
+    p = commands.add_parser("prompts", help="the prompts MCP servers offer (all servers, or SERVER's)")
+    p.add_argument("server", nargs="?", metavar="SERVER")
+    p.add_argument("--json", action="store_true", help="print {prompts, count}")
+    p.set_defaults(func=run_prompts)
+
+    p = commands.add_parser("prompt", help="get one prompt of a server and print its messages")
+    p.add_argument("server", metavar="SERVER")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--arg", action="append", metavar="k=v", help="one prompt argument (repeatable)")
+    p.add_argument("--json", action="store_true", help="print {server, prompt, description, messages}")
+    p.set_defaults(func=run_prompt)
+
+    p = commands.add_parser("resources", help="the resources and resource templates MCP servers offer")
+    p.add_argument("server", nargs="?", metavar="SERVER")
+    p.add_argument("--json", action="store_true", help="print {resources, templates, count}")
+    p.set_defaults(func=run_resources)
+
+    p = commands.add_parser("read", help="read one resource of a server")
+    p.add_argument("server", metavar="SERVER")
+    p.add_argument("uri", metavar="URI")
+    p.add_argument("--json", action="store_true", help="print {server, contents}")
+    p.set_defaults(func=run_read)
 
     p = commands.add_parser(
         "serve",
@@ -72,3 +98,211 @@ def run_serve(args: argparse.Namespace) -> int:
     from graphchat.mcp_server import serve
 
     return serve(getattr(args, "home", None))
+
+
+# --- prompts and resources ---------------------------------------------------------------------
+
+
+def _with_servers(args: argparse.Namespace, work: Any) -> Any:
+    """Run `work(source, names)` against the configured servers (SERVER, or every one)."""
+    import asyncio
+
+    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.errors import GraphchatError
+    from graphchat.workspace import load_settings
+
+    settings = load_settings(getattr(args, "home", None))
+    source = McpSource(settings)
+    names = [s.name for s in source.servers]
+    wanted = getattr(args, "server", None)
+    if wanted is not None:
+        if source.server(wanted) is None:
+            import difflib
+
+            close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.6)
+            hint = (
+                f" (did you mean {', '.join(close)}?)"
+                if close
+                else f" (servers: {', '.join(names) or 'none'})"
+            )
+            raise GraphchatError(f"no MCP server '{wanted}' is configured{hint}")
+        names = [wanted]
+
+    async def go() -> Any:
+        try:
+            return await work(source, names)
+        finally:
+            await source.aclose()
+
+    return asyncio.run(go())
+
+
+def _failure(server: str, exc: BaseException) -> str:
+    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+
+    why = str(exc) if isinstance(exc, ServerUnavailable) else describe(exc)
+    return f"MCP server '{server}': {why}"
+
+
+async def _each(source: Any, names: list[str], method: str, *args: Any) -> dict[str, Any]:
+    """{server: result or the exception} for servers that offer the capability."""
+    import asyncio
+
+    results = await asyncio.gather(*(source.request(n, method, *args) for n in names), return_exceptions=True)
+    return dict(zip(names, results, strict=True))
+
+
+def _offers(exc: BaseException) -> bool:
+    """False when the server simply has no such capability (-32601 method not found)."""
+    return getattr(exc, "code", None) != -32601
+
+
+def run_prompts(args: argparse.Namespace) -> int:
+    from graphchat.catalog.mcp_features import prompt_rows
+    from graphchat.cli.output import print_json, warn
+
+    async def work(source: Any, names: list[str]) -> tuple[list[dict[str, Any]], int]:
+        rows: list[dict[str, Any]] = []
+        failed = 0
+        for server, result in (await _each(source, names, "list_prompts")).items():
+            if isinstance(result, BaseException):
+                if _offers(result):
+                    warn(_failure(server, result))
+                    failed = 1
+                continue
+            rows += prompt_rows(server, result)
+        return rows, failed
+
+    rows, failed = _with_servers(args, work)
+    if args.json:
+        print_json({"prompts": rows, "count": len(rows)})
+        return failed
+    if not rows:
+        sys.stderr.write("no prompts\n")
+        return failed
+    from graphchat.display import safe
+
+    for row in rows:
+        arguments = " ".join(a["name"] + ("" if a["required"] else "?") for a in row["arguments"])
+        line = f"{row['server']}:{row['name']}" + (f" {arguments}" if arguments else "")
+        if row["description"]:
+            line += f"  — {row['description']}"
+        sys.stdout.write(safe(line, newlines=False) + "\n")
+    return failed
+
+
+def run_prompt(args: argparse.Namespace) -> int:
+    from graphchat.catalog.mcp_features import prompt_messages
+    from graphchat.cli.output import print_json
+    from graphchat.errors import GraphchatError
+
+    arguments: dict[str, str] = {}
+    for pair in args.arg or []:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise GraphchatError(f"--arg must be key=value, got: {pair}", 2)
+        arguments[key] = value
+
+    async def work(source: Any, names: list[str]) -> Any:
+        try:
+            return await source.request(args.server, "get_prompt", args.name, arguments or None)
+        except GraphchatError:
+            raise
+        except BaseException as exc:
+            raise GraphchatError(_failure(args.server, exc)) from None
+
+    result = _with_servers(args, work)
+    messages = prompt_messages(result)
+    if args.json:
+        print_json(
+            {
+                "server": args.server,
+                "prompt": args.name,
+                "description": result.description,
+                "messages": messages,
+            }
+        )
+        return 0
+    from graphchat.display import safe
+
+    for message in messages:
+        content = message["content"]
+        text = content if isinstance(content, str) else json.dumps(content)
+        sys.stdout.write(f"{message['role']}: {safe(text)}\n")
+    return 0
+
+
+def run_resources(args: argparse.Namespace) -> int:
+    from graphchat.catalog.mcp_features import resource_rows
+    from graphchat.cli.output import print_json, warn
+
+    async def work(source: Any, names: list[str]) -> tuple[dict[str, list[Any]], int]:
+        out: dict[str, list[Any]] = {"resources": [], "templates": []}
+        failed = 0
+        listed = await _each(source, names, "list_resources")
+        templates = await _each(source, names, "list_resource_templates")
+        for server in names:
+            one, many = listed[server], templates[server]
+            if isinstance(one, BaseException):
+                if _offers(one):
+                    warn(_failure(server, one))
+                    failed = 1
+                continue
+            if isinstance(many, BaseException):
+                from mcp.types import ListResourceTemplatesResult
+
+                many = ListResourceTemplatesResult(resource_templates=[])
+            rows = resource_rows(server, one, many)
+            out["resources"] += rows["resources"]
+            out["templates"] += rows["templates"]
+        return out, failed
+
+    found, failed = _with_servers(args, work)
+    if args.json:
+        print_json({**found, "count": len(found["resources"])})
+        return failed
+    from graphchat.display import safe
+
+    for row in found["resources"]:
+        line = f"{row['server']}:{row['uri']}  {row['name']}" + (
+            f" ({row['mime_type']})" if row["mime_type"] else ""
+        )
+        sys.stdout.write(safe(line, newlines=False) + "\n")
+    for row in found["templates"]:
+        line = f"{row['server']}:{row['uri_template']}  {row['name']} (template)"
+        sys.stdout.write(safe(line, newlines=False) + "\n")
+    if not found["resources"] and not found["templates"]:
+        sys.stderr.write("no resources\n")
+    return failed
+
+
+def run_read(args: argparse.Namespace) -> int:
+    from graphchat.catalog.base import CallContext
+    from graphchat.catalog.mcp_features import read_resource
+    from graphchat.cli.output import print_json
+    from graphchat.errors import GraphchatError
+
+    async def work(source: Any, names: list[str]) -> Any:
+        limit = source.settings.max_tool_result_chars
+        return await read_resource(source, {"server": args.server, "uri": args.uri}, CallContext(), limit)
+
+    result = _with_servers(args, work)
+    if result.is_error:
+        raise GraphchatError(result.error_message)
+    if args.json:
+        print_json(result.value)
+        return 0
+    from graphchat.display import safe
+
+    for item in result.value["contents"]:
+        if item.get("binary"):
+            sys.stderr.write(
+                f"{item['uri']}: binary, {item.get('mime_type') or 'unknown type'}, {item['bytes']:,} bytes\n"
+            )
+            continue
+        text = item["text"]
+        shown = safe(text) if sys.stdout.isatty() else text
+        sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
+        if item.get("truncated"):
+            sys.stderr.write(f"{item['uri']}: {item['truncated']}\n")
+    return 0

@@ -1,0 +1,171 @@
+"""MCP beyond tools, as the client side: the roots graphchat declares, and a server's prompts
+and resources as plain JSON values (for `mcp prompts/prompt/resources/read` and
+`builtin__read_resource`).
+
+Pure shaping of what the SDK returns; the requests themselves go through one server's
+`Connection.request` (via `McpSource.request`).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from graphchat.workspace import Settings
+
+READ_RESOURCE = "builtin__read_resource"
+
+
+def roots_of(settings: Settings) -> list[tuple[str, str]]:
+    """(file:// URI, name) of each root: settings.mcp_roots (relative to the workspace), else the
+    workspace and the folder graphchat runs in, when that is another one."""
+    from graphchat.catalog.process import WORKING_DIR
+
+    if settings.mcp_roots is not None:
+        folders = [Path(p).expanduser() for p in settings.mcp_roots]
+        folders = [p if p.is_absolute() else settings.workspace / p for p in folders]
+        return [(_uri(p), p.name or str(p)) for p in folders]
+    out = [(_uri(settings.workspace), "workspace")]
+    here = Path(WORKING_DIR.get() or os.getcwd())
+    if _uri(here) != out[0][0]:
+        out.append((_uri(here), "current folder"))
+    return out
+
+
+def _uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+# --- prompts ------------------------------------------------------------------------------------
+
+
+def prompt_rows(server: str, listed: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "server": server,
+            "name": p.name,
+            "title": getattr(p, "title", None),
+            "description": p.description,
+            "arguments": [
+                {"name": a.name, "description": a.description, "required": bool(a.required)}
+                for a in (p.arguments or [])
+            ],
+        }
+        for p in listed.prompts
+    ]
+
+
+def prompt_messages(result: Any) -> list[dict[str, Any]]:
+    """A prompt's messages as {role, text} (other content kinds named by their type)."""
+    out = []
+    for message in result.messages:
+        out.append({"role": message.role, "content": content_value(message.content)})
+    return out
+
+
+def content_value(content: Any) -> Any:
+    kind = getattr(content, "type", None)
+    if kind == "text":
+        return content.text
+    if kind == "image" or kind == "audio":
+        size = len(base64.b64decode(content.data or "", validate=False)) if content.data else 0
+        return {"type": kind, "mime_type": content.mime_type, "bytes": size}
+    if kind == "resource":
+        return resource_contents([content.resource])[0]
+    if kind == "resource_link":
+        return {"type": "resource_link", "uri": str(content.uri), "name": getattr(content, "name", None)}
+    return {"type": kind}
+
+
+# --- resources ----------------------------------------------------------------------------------
+
+
+def resource_rows(server: str, listed: Any, templates: Any) -> dict[str, Any]:
+    resources = [
+        {
+            "server": server,
+            "uri": str(r.uri),
+            "name": r.name,
+            "mime_type": r.mime_type,
+            "description": r.description,
+        }
+        for r in listed.resources
+    ]
+    patterns = [
+        {
+            "server": server,
+            "uri_template": t.uri_template,
+            "name": t.name,
+            "mime_type": t.mime_type,
+            "description": t.description,
+        }
+        for t in templates.resource_templates
+    ]
+    return {"resources": resources, "templates": patterns}
+
+
+def resource_contents(contents: list[Any], max_chars: int | None = None) -> list[dict[str, Any]]:
+    """Each content of a read: text inline (cut at `max_chars` with a note); a blob is always
+    binary — its type and size, never its bytes — whatever its MIME type says."""
+    out = []
+    for item in contents:
+        entry: dict[str, Any] = {"uri": str(item.uri), "mime_type": item.mime_type}
+        blob = getattr(item, "blob", None)
+        if blob is not None:
+            entry["binary"] = True
+            entry["bytes"] = len(base64.b64decode(blob, validate=False))
+        else:
+            text = getattr(item, "text", "") or ""
+            if max_chars is not None and len(text) > max_chars:
+                entry["truncated"] = f"showing {max_chars:,} of {len(text):,} characters"
+                text = text[:max_chars]
+            entry["text"] = text
+        out.append(entry)
+    return out
+
+
+# --- builtin__read_resource ------------------------------------------------------------------------
+
+
+def read_resource_spec() -> ToolSpec:
+    return ToolSpec(
+        name=READ_RESOURCE,
+        description="Read one resource of a configured MCP server by its URI (`graphchat mcp resources` lists "
+        "them): text contents inline, binary contents as their type and size.",
+        input_schema={
+            "type": "object",
+            "required": ["server", "uri"],
+            "properties": {
+                "server": {"type": "string", "description": "The MCP server's name (as in servers.yaml)"},
+                "uri": {"type": "string", "description": "The resource's URI"},
+            },
+            "additionalProperties": False,
+        },
+        source="mcp",
+        family="read",
+        # approval and deny rules also see this call as `<server>__read_resource`
+        meta={"rule_as": "read_resource"},
+    )
+
+
+async def read_resource(
+    source: Any, arguments: dict[str, Any], ctx: CallContext, max_chars: int
+) -> ToolResult:
+    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.errors import GraphchatError
+
+    server, uri = str(arguments["server"]), str(arguments["uri"])
+    try:
+        result = await source.request(server, "read_resource", uri)
+    except GraphchatError as exc:
+        return ToolResult.error(exc.message)
+    except ServerUnavailable as exc:
+        return ToolResult.error(f"MCP server '{server}': {exc}")
+    except Exception as exc:
+        return ToolResult.error(f"MCP server '{server}': reading {uri} failed: {describe(exc)}")
+    return ToolResult({"server": server, "contents": resource_contents(result.contents, max_chars)})

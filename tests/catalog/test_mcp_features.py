@@ -1,0 +1,127 @@
+"""MCP beyond tools (issue 25): roots, prompts, resources, progress, logging and
+tools/list_changed, against @modelcontextprotocol/server-everything (the reference server the
+MCP project ships for clients; `.ci/run` installs the pinned version) and a small server of
+our own whose tool list changes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from graphchat.catalog.base import CallContext
+from graphchat.catalog.build import build_catalog
+from graphchat.workspace import load_settings
+from tests.catalog.test_mcp_thirdparty import EVERYTHING
+from tests.conftest import GraphchatRunner
+from tests.servers.support import stdio, write_servers
+
+GROWING = str(Path(__file__).resolve().parent.parent / "servers" / "growing_server.py")
+YES = CallContext(assume_yes=True)
+needs_everything = pytest.mark.skipif(
+    not EVERYTHING.exists() or shutil.which("node") is None,
+    reason="@modelcontextprotocol/server-everything is not installed (.ci/run installs it with npm)",
+)
+
+
+def everything(workspace: Path, **extra: object) -> None:
+    write_servers(workspace, {"everything": {"command": str(EVERYTHING), "args": ["stdio"], **extra}})
+
+
+@needs_everything
+def test_roots_name_the_workspace_and_can_be_turned_off(workspace: Path, graphchat: GraphchatRunner) -> None:
+    everything(workspace)
+    done = graphchat("tools", "call", "everything__get-roots-list", "{}")
+    assert done.returncode == 0, done.stderr
+    text = json.loads(done.stdout)["text"]
+    assert workspace.resolve().as_uri() in text and "workspace" in text
+
+    (workspace / "graphchat.yaml").write_text("settings:\n  mcp_roots: [elsewhere]\n")
+    done = graphchat("tools", "call", "everything__get-roots-list", "{}")
+    assert (workspace / "elsewhere").resolve().as_uri() in done.stdout
+    assert f"{workspace.resolve().as_uri()}\\n" not in done.stdout  # mcp_roots replaces the defaults
+
+    everything(workspace, capabilities={"roots": False})
+    listed = graphchat("tools", "list", "--json", "--refresh")
+    names = {t["name"] for t in json.loads(listed.stdout)}
+    assert "everything__echo" in names and "everything__get-roots-list" not in names
+
+
+@needs_everything
+def test_prompts_and_resources_on_the_command_line(workspace: Path, graphchat: GraphchatRunner) -> None:
+    everything(workspace)
+    done = graphchat("mcp", "prompts", "--json")
+    assert done.returncode == 0, done.stderr
+    prompts = {p["name"]: p for p in json.loads(done.stdout)["prompts"]}
+    assert {"simple-prompt", "args-prompt", "resource-prompt", "completable-prompt"} <= set(prompts)
+    assert [a["name"] for a in prompts["args-prompt"]["arguments"]] == ["city", "state"]
+
+    done = graphchat("mcp", "prompt", "everything", "simple-prompt")
+    assert done.returncode == 0 and done.stdout.startswith("user: ")
+    done = graphchat("mcp", "prompt", "everything", "args-prompt", "--arg", "city=Lima", "--json")
+    body = json.loads(done.stdout)
+    assert body["messages"][0]["role"] == "user" and "Lima" in body["messages"][0]["content"]
+
+    done = graphchat("mcp", "resources", "--json")
+    listed = json.loads(done.stdout)
+    assert listed["count"] > 0 and listed["templates"]
+    uri = next(r["uri"] for r in listed["resources"] if r["mime_type"] == "text/markdown")
+    done = graphchat("mcp", "read", "everything", uri)
+    assert done.returncode == 0 and done.stdout.startswith("#")
+    done = graphchat(
+        "tools", "call", "builtin__read_resource", json.dumps({"server": "everything", "uri": uri})
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["contents"][0]["text"].startswith("#")
+
+    done = graphchat("mcp", "prompt", "evrything", "simple-prompt")
+    assert done.returncode == 1 and "did you mean everything" in done.stderr
+
+
+@needs_everything
+def test_a_deny_rule_on_the_server_covers_read_resource(workspace: Path, graphchat: GraphchatRunner) -> None:
+    everything(workspace)
+    (workspace / "graphchat.yaml").write_text("approvals:\n  deny: ['everything__*']\n")
+    done = graphchat(
+        "tools", "call", "builtin__read_resource", json.dumps({"server": "everything", "uri": "demo://x"})
+    )
+    assert done.returncode == 1 and "deny: 'everything__*'" in done.stderr
+
+
+@needs_everything
+def test_progress_notifications_are_events_of_the_call(workspace: Path, graphchat: GraphchatRunner) -> None:
+    everything(workspace)
+    done = graphchat(
+        "tools",
+        "call",
+        "everything__trigger-long-running-operation",
+        '{"duration": 2, "steps": 3}',
+        env={"GRAPHCHAT_EVENTS": "jsonl"},
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    progress = [e for e in events if e["event"] == "tool_progress"]
+    assert [(e["progress"], e["total"]) for e in progress] == [(1, 3), (2, 3), (3, 3)]
+    started = next(e for e in events if e["event"] == "tool_started")
+    assert {e["call"] for e in progress} == {started["call"]}
+
+
+async def test_a_server_that_changes_its_tool_list_is_seen_at_the_next_lookup(workspace: Path) -> None:
+    write_servers(workspace, {"g": stdio(GROWING)})
+    catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
+    try:
+        assert await catalog.prepare() == {}
+        assert catalog.get("g__grown") is None
+        grew = await catalog.call("g__grow", {}, YES)
+        assert not grew.is_error, grew.value
+        for _ in range(50):
+            if catalog.get("g__grown") is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert catalog.get("g__grown") is not None
+        result = await catalog.call("g__grown", {}, YES)
+        assert not result.is_error and "grown here" in json.dumps(result.value)
+    finally:
+        await catalog.aclose()
