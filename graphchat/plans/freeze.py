@@ -988,7 +988,7 @@ def with_inputs(
     secret: Callable[[Input], str] | None = None,
 ) -> str:
     """`text` with every value that became an input replaced by `shown(input)`: strings where
-    they occur (longest first), numbers as whole tokens, as the inputs were made; a value that
+    they occur not inside a word (longest first), numbers as whole tokens; a value that
     became two inputs is the first one's. A secret is `secret(input)`, else `[redacted]`."""
     strings: dict[str, Input] = {}
     numbers: dict[Any, Input] = {}
@@ -1002,7 +1002,8 @@ def with_inputs(
             numbers.setdefault(value_key(value), item)
     if not strings and not numbers:
         return _SECRET_VALUE.sub(REDACTED, text)
-    needles = "|".join(re.escape(n) for n in sorted(strings, key=lambda n: (-len(n), n)))
+    ordered = sorted(strings, key=lambda n: (-len(n), n))
+    needles = "|".join(re.escape(n) if strings[n].secret else _whole(n) for n in ordered)
     pattern = re.compile((f"(?P<s>{needles})|" if needles else "") + f"(?P<n>{_NUMBER_TOKEN.pattern})")
 
     def replace(match: re.Match[str]) -> str:
@@ -1019,6 +1020,14 @@ def with_inputs(
         return shown(item)
 
     return _SECRET_VALUE.sub(REDACTED, pattern.sub(replace, text))
+
+
+def _whole(needle: str) -> str:
+    """A pattern for `needle` that does not start or end inside a word (`books` is not replaced in
+    `bookstore`; a secret is, wherever it is)."""
+    head = r"(?<![^\W_])" if needle[:1].isalnum() else ""
+    tail = r"(?![^\W_])" if needle[-1:].isalnum() else ""
+    return head + re.escape(needle) + tail
 
 
 def _as_template(item: Input) -> str:

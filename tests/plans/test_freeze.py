@@ -726,3 +726,13 @@ def test_a_value_typed_in_another_form_is_named_and_a_plan_without_inputs_warns_
     assert json.loads(ran.stdout)["E0"]["timezone"] == "Asia/Tokyo"
     quiet = graphchat("plan", "run", plan["identifier"])
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
+
+
+def test_a_value_inside_a_word_of_the_question_stays_as_typed() -> None:
+    doc, _ = plan_of(
+        ("user", "in the bookstore, list the books"),
+        ("round", [("s__list", {"category": "books"}, {})]),
+        ("answer", "Three books."),
+    )
+    assert doc["steps"][0]["input"] == {"category": "{{input.category}}"}
+    assert doc["solver"]["query_to_answer"] == "in the bookstore, list the {{input.category}}"
