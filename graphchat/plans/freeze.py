@@ -8,15 +8,24 @@ model). The rules are issue 8's Decisions:
 - each argument value (leaves of nested arguments too), unless trivial (booleans, null, numbers
   in [-1, 1], strings shorter than 3 characters, empty arrays and objects): equal (JSON, with
   type) to a value in the result of a call of an earlier round → a reference (nearest round,
-  lowest call index, shortest path, smallest path); else a secret redacted in the thread → a
-  required input; else a string found in the user's messages (a number: as a whole token) → an
-  input named after its key with the value as default; else a literal.
+  lowest call index, shortest path, smallest path); else a secret (redacted in the thread, or a
+  credential by its look) → a required input with no default; else a string found in the user's
+  messages (a number: as a whole token) → an input named after its key with the value as default
+  (required and without default when its key names a credential); else a literal — noted on its
+  line, in the head comment and in `Frozen.notes` when the person typed it in another form
+  (`Tokyo` for `Asia/Tokyo`, issue 21).
 - two or more calls of one tool in one round that differ in one place only, where the varying
   values are elements (or one leaf field of the elements) of one earlier array → one `map` over
   that whole array; later references to a mapped result read `E<n>.results.<i>`.
 - an answered `ask_user` → an `ask` step asking the same question again.
 - finish: `solver` when the frozen turns end in a written answer, else `output`; both name every
-  step's whole result.
+  step's whole result. A thread whose one kept call is a `plan_and_execute` (what `plan go`
+  records) keeps that plan's own finish.
+- the text around the steps is written in terms of the inputs (issue 21): the solver's question
+  is the first message with each value that became an input as its `{{input.x}}`; `name` is its
+  first clause (≤ NAME_CHARS, cut after a word) or the tools called; `description` says what the
+  plan does with `<input>` in the question. A secret is never in any of them, nor in the
+  identifier, the exemplars or a default.
 
 The YAML writer is deterministic (same thread → same bytes) and puts a comment on every line
 where a reference was chosen among several matches.
