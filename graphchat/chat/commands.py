@@ -147,6 +147,8 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
         ui.print(f"  {line}", markup=False)
     for item in frozen.dropped:
         ui.print(f"left out: {item}", style="dim", markup=False)
+    for item in frozen.notes:
+        ui.print(f"note: {item}", style="yellow", markup=False)
     if await _yes(app, "Run it once now to check it?"):
         await _run_once(app, plan)
     else:

@@ -120,7 +120,28 @@ def plan_input(plan: Any, document_arg: str | None, pairs: list[str] | None) -> 
             EXIT_INPUT_NEEDED,
         )
     result: dict[str, Any] = apply_input_flags(document, pairs)
+    if plan.input_schema is None and result:
+        unread = _no_input_schema(plan, list(result))
+        if unread:
+            warn(unread)
     return result
+
+
+def _no_input_schema(plan: Any, given: list[str]) -> str | None:
+    """The warning for inputs given to a plan with no input_schema (graph passes them through):
+    which of them it reads. None when its templates read the whole input."""
+    from graphchat.plans.inputs import input_keys_read
+
+    read = input_keys_read(plan)
+    if "*" in read:
+        return None
+    keys = ", ".join(given)
+    if not read:
+        return f"plan '{plan.identifier}' reads no inputs (it has no input_schema): {keys} ignored"
+    unread = [key for key in given if key not in read]
+    reads = ", ".join(sorted(read))
+    tail = f": {', '.join(unread)} not read" if unread else ""
+    return f"plan '{plan.identifier}' has no input_schema; it reads only {reads}{tail}"
 
 
 def _did_you_mean(close: str | None) -> str:

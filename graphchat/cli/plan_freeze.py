@@ -155,12 +155,16 @@ def run_freeze(args: argparse.Namespace) -> int:
         force=args.force,
         write=not args.stdout,
     )
-    if args.stdout:
-        sys.stdout.write(saved.frozen.text)
-        return 0
     frozen = saved.frozen
+    if args.stdout:
+        sys.stdout.write(frozen.text)
+        for item in frozen.notes:
+            note(f"note: {item}")
+        return 0
     note(f"✓ froze {len(frozen.steps)} step(s) into plan '{frozen.identifier}' ({frozen.finish} finish)")
     for item in frozen.dropped:
         note(f"  left out: {item}")
+    for item in frozen.notes:
+        note(f"  note: {item}")
     sys.stdout.write(f"{saved.path}\n")
     return 0

@@ -1,6 +1,10 @@
 """`graphchat plan go GOAL`: `plan_and_execute` from the command line (graphchat.plans.planner):
 the planner drafts a plan, it runs (replanned on repairable failures), the deliverable goes to
-stdout; `--save ID` writes the final plan to plans/<ID>.yaml."""
+stdout; `--save ID` writes the final plan to plans/<ID>.yaml.
+
+The run is kept in a new thread as an `ask` whose model called `plan_and_execute` would be (the
+goal, the call, its result with the final plan, the answer), so `plan freeze` of that thread —
+or `/freeze` in `chat --thread` on it — writes the plan that ran."""
 
 from __future__ import annotations
 
@@ -85,7 +89,13 @@ def run_go(args: argparse.Namespace) -> int:
         finally:
             await catalog.aclose()
 
-    run = asyncio.run(go())
+    kept = GoThread(settings, args.goal)
+    try:
+        run = asyncio.run(go())
+    except BaseException as exc:
+        kept.failed(exc)
+        raise
+    kept.finished(run, "".join(streamed))
     if streamed and not streamed[-1].endswith("\n"):
         sys.stdout.write("\n")
         sys.stdout.flush()
@@ -100,6 +110,7 @@ def run_go(args: argparse.Namespace) -> int:
             data["usage"] = run.usage
         if saved is not None:
             data["path"] = str(saved)
+        data["thread_id"] = kept.thread.id
         print_json(data)
     if not run.ok:
         report_error(run.error or "plan_and_execute failed")
@@ -118,8 +129,71 @@ def run_go(args: argparse.Namespace) -> int:
     if saved is not None:
         note(f"✓ plan saved to {saved}")
     if outcome is not None and outcome.kind == "exit" and outcome.exit is not None:
-        return 0 if outcome.exit["status"] == "success" else 4
+        if outcome.exit["status"] != "success":
+            return 4
+    note(f"✓ kept in thread {kept.thread.id}: `graphchat plan freeze {kept.thread.id}` saves this plan")
     return 0
+
+
+class GoThread:
+    """The thread a `plan go` run is kept in, written as the run goes: the goal (a user message),
+    a `plan_and_execute` call (an assistant message), then its result, the answer and the turn's
+    end — or the turn's failure. The turn lock is held throughout, as `ask` holds it."""
+
+    CALL_ID = "call_plan_go"
+
+    def __init__(self, settings: Any, goal: str) -> None:
+        import orjson
+
+        from graphchat.plans.planner import PLAN_AND_EXECUTE
+        from graphchat.threads import lines as ev
+        from graphchat.threads.redact import settings_secrets
+        from graphchat.threads.store import ThreadStore
+
+        self.model = settings.model_for("planner").model
+        store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
+        self.thread = store.create()
+        self.thread.try_lock_turn()  # a new thread: nobody else holds it
+        self.thread.append(dict(ev.user(goal)))
+        arguments = orjson.dumps({"query": goal}).decode()
+        call: ev.ToolCallRecord = {"id": self.CALL_ID, "name": PLAN_AND_EXECUTE, "arguments": arguments}
+        self.thread.append(dict(ev.assistant(None, [call])))
+
+    def finished(self, run: Any, streamed: str) -> None:
+        import orjson
+
+        from graphchat.plans.planner import PLAN_AND_EXECUTE
+        from graphchat.threads import lines as ev
+
+        result = run.tool_result()
+        content = orjson.dumps(result.value, default=str).decode()
+        self.thread.append(
+            dict(ev.tool_result(self.CALL_ID, PLAN_AND_EXECUTE, content, is_error=result.is_error))
+        )
+        outcome = run.outcome
+        text = None
+        if run.ok and outcome is not None:
+            if outcome.kind == "exit" and outcome.exit is not None:
+                text = str(outcome.exit.get("message") or "")
+            elif outcome.finish == "solver":
+                text = streamed or outcome.answer
+            elif outcome.finish == "output":
+                text = orjson.dumps(outcome.output, default=str).decode()
+        if text and text.strip():
+            self.thread.append(dict(ev.assistant(text)))
+        if run.ok:
+            self.thread.append(dict(ev.turn_end(run.usage or {}, self.model)))
+        else:
+            self.thread.append(dict(ev.turn_failed(run.error or "plan_and_execute failed")))
+        self.thread.close()
+
+    def failed(self, exc: BaseException) -> None:
+        from graphchat.threads import lines as ev
+
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        error = "interrupted (Ctrl-C)" if interrupted else (str(exc) or type(exc).__name__)
+        self.thread.append(dict(ev.turn_failed(error, interrupted=interrupted)))
+        self.thread.close()
 
 
 def save_plan(settings: Any, identifier: str, doc: dict[str, Any], goal: str) -> Any:

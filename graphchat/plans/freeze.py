@@ -8,15 +8,24 @@ model). The rules are issue 8's Decisions:
 - each argument value (leaves of nested arguments too), unless trivial (booleans, null, numbers
   in [-1, 1], strings shorter than 3 characters, empty arrays and objects): equal (JSON, with
   type) to a value in the result of a call of an earlier round → a reference (nearest round,
-  lowest call index, shortest path, smallest path); else a secret redacted in the thread → a
-  required input; else a string found in the user's messages (a number: as a whole token) → an
-  input named after its key with the value as default; else a literal.
+  lowest call index, shortest path, smallest path); else a secret (redacted in the thread, or a
+  credential by its look) → a required input with no default; else a string found in the user's
+  messages (a number: as a whole token) → an input named after its key with the value as default
+  (required and without default when its key names a credential); else a literal — noted on its
+  line, in the head comment and in `Frozen.notes` when the person typed it in another form
+  (`Tokyo` for `Asia/Tokyo`, issue 21).
 - two or more calls of one tool in one round that differ in one place only, where the varying
   values are elements (or one leaf field of the elements) of one earlier array → one `map` over
   that whole array; later references to a mapped result read `E<n>.results.<i>`.
 - an answered `ask_user` → an `ask` step asking the same question again.
 - finish: `solver` when the frozen turns end in a written answer, else `output`; both name every
-  step's whole result.
+  step's whole result. A thread whose one kept call is a `plan_and_execute` (what `plan go`
+  records) keeps that plan's own finish.
+- the text around the steps is written in terms of the inputs (issue 21): the solver's question
+  is the first message with each value that became an input as its `{{input.x}}`; `name` is its
+  first clause (≤ NAME_CHARS, cut after a word) or the tools called; `description` says what the
+  plan does with `<input>` in the question. A secret is never in any of them, nor in the
+  identifier, the exemplars or a default.
 
 The YAML writer is deterministic (same thread → same bytes) and puts a comment on every line
 where a reference was chosen among several matches.
@@ -26,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,8 +292,13 @@ class Step:
 class Input:
     name: str
     schema: dict[str, Any]
-    value: Any
+    value: Any  # the default (None for a secret)
     secret: bool = False
+    typed: Any = None  # the value as the chat had it: what the question is searched for
+
+    def shown(self) -> str:
+        """How a text about the plan names this input: `<name>`."""
+        return f"<{self.name}>"
 
 
 @dataclass
@@ -298,6 +312,7 @@ class Frozen:
     inputs: list[Input]
     dropped: list[str]
     finish: str
+    notes: list[str] = field(default_factory=list)  # typed values a tool took in another form
     text: str = ""
 
     def step_lines(self) -> list[str]:
@@ -319,6 +334,10 @@ class _Builder:
         self.user_texts = user_texts
         self.steps: list[Step] = []
         self.inputs: list[Input] = []
+        self.notes: list[str] = []  # "E0 timezone: 'Tokyo' was typed, the tool took 'Asia/Tokyo': …"
+        self.at = ""  # the step being converted, for the notes
+        # how the plan of the last plan_and_execute call ended (its solver or output, renamed)
+        self.planned_finish: tuple[str, Any] | None = None
 
     # -- references
 
@@ -354,7 +373,7 @@ class _Builder:
                 schema: dict[str, Any] = {"type": _json_type(value)}
                 if not secret:
                     schema["default"] = value
-                self.inputs.append(Input(name, schema, None if secret else value, secret))
+                self.inputs.append(Input(name, schema, None if secret else value, secret, value))
                 return "{{input." + name + "}}"
             if not secret and not existing.secret and value_key(existing.value) == value_key(value):
                 return "{{input." + name + "}}"
@@ -389,13 +408,21 @@ class _Builder:
             return {k: self.convert(v, str(k), round_no, (*path, str(k)), hole) for k, v in value.items()}
         if isinstance(value, list):
             return [self.convert(v, key, round_no, (*path, str(i)), hole) for i, v in enumerate(value)]
-        if isinstance(value, str) and REDACTED in value:
+        if isinstance(value, str) and (REDACTED in value or _SECRET_VALUE.search(value)):
             return self.input_for(key, value, secret=True)
         if not is_trivial(value) and self.typed(value):
-            return self.input_for(key, value)
+            return self.input_for(key, value, secret=looks_secret(key, value))
         if isinstance(value, str) and "{{" in value:
             # A literal cannot hold `{{` (every string of an input is a template): keep it as data.
             return Noted(self.input_for(key, value), "the value holds `{{`, so it is an input's default")
+        if isinstance(value, str) and not is_trivial(value):
+            typed = other_form(value, self.user_texts)
+            if typed is not None:
+                note = f"'{typed}' was typed, the tool took '{value}': left as a literal"
+                line = f"{self.at} {key}: {note}"
+                if line not in self.notes:
+                    self.notes.append(line)
+                return Noted(value, note)
         return value
 
 
@@ -408,6 +435,63 @@ def _input_name(key: str) -> str:
     if name[0].isdigit():
         name = "v_" + name
     return name + "_value" if name == "length" else name
+
+
+# A credential by its argument's name (`api_key`, `token`, `password`, …) or by its look.
+_SECRET_KEY = re.compile(
+    r"(?:^|_)(?:api_?key|access_?key|private_?key|secret|token|password|passwd|passphrase|credentials?|"
+    r"auth|authorization)$",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"(?<!\S)(?:Bearer\s+\S{12,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|"
+    r"sk-[A-Za-z0-9_-]{16,}|sk_live_\w{16,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|"
+    r"glpat-[\w-]{20,}|hf_[A-Za-z0-9]{20,}|AIza[\w-]{30,})"
+)
+
+
+def looks_secret(key: str, value: Any) -> bool:
+    """Whether a value the person typed is a credential: it never becomes a default, a name or a
+    description (its input is required and has no default)."""
+    if not isinstance(value, str) or len(value) < 6:
+        return False
+    camel = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key)
+    return bool(_SECRET_KEY.search(camel) or _SECRET_VALUE.search(value))
+
+
+_FORM_WORD = re.compile(r"[^\W_]+")
+_COMMON_WORDS = frozenset(
+    "a an and are at be by can do for from get how in is it its list me my no not of on or set show "
+    "the this that to up what when where which who why with you your all any new now time date day".split()
+)
+
+
+def other_form(value: str, texts: list[str]) -> str | None:
+    """The words of `value` the person typed in another form (`Tokyo` for `Asia/Tokyo`, `new york`
+    for `America/New_York`, `utc` for `UTC`), as typed; None when they typed none of it. The
+    typed words must make up at least 40% of the value's letters and digits and not all be common."""
+    words = _FORM_WORD.findall(value)
+    total = sum(len(w) for w in words)
+    if not words or total < 3:
+        return None
+    runs = sorted(
+        ((i, j) for i in range(len(words)) for j in range(i + 1, len(words) + 1)),
+        key=lambda r: (-(r[1] - r[0]), r[0]),
+    )
+    for i, j in runs:
+        run = words[i:j]
+        size = sum(len(w) for w in run)
+        if size < 3 or size * 5 < total * 2 or all(w.lower() in _COMMON_WORDS for w in run):
+            continue
+        sep = r"[\s_\-/.,:]+"
+        pattern = re.compile(
+            r"(?<![^\W_])" + sep.join(re.escape(w) for w in run) + r"(?![^\W_])", re.IGNORECASE
+        )
+        for text in texts:
+            found = pattern.search(text)
+            if found is not None and found.group(0) != value:
+                return found.group(0)
+    return None
 
 
 def _json_type(value: Any) -> str:
@@ -615,13 +699,24 @@ def freeze(
     for round_no in sorted(rounds):
         _freeze_round(builder, rounds[round_no], round_no)
 
-    chosen = finish or ("solver" if frozen_turns[-1].answer else "output")
+    planned = builder.planned_finish if len(kept) == 1 and kept[0].name == PLAN_AND_EXECUTE else None
+    if finish is None and planned is not None:  # one planned run (`plan go`): the plan as it ran
+        chosen = planned[0]
+    else:
+        chosen = finish or ("solver" if frozen_turns[-1].answer else "output")
+        planned = None
     if chosen not in FINISHES:
         raise FreezeError(f"--finish {chosen!r}: choose one of {', '.join(FINISHES)}", 2)
-    identifier = name or slug(request) or f"thread_{thread_id}"
+    identifier = name or slug(scrubbed(request, builder.inputs)) or f"thread_{thread_id}"
     document = _document(builder, identifier, request, chosen, thread_id, servers)
-    head = _head(thread_id, start, end, len(all_turns), identifier, dropped)
-    frozen = Frozen(identifier, document, head, builder.steps, builder.inputs, dropped, chosen)
+    if planned is not None and planned[1] is not None:
+        document.pop("output", None)
+        document.pop("solver", None)
+        document[chosen] = planned[1]
+    secrets = [i for i in builder.inputs if i.secret]
+    dropped = [with_inputs(item, secrets, str) for item in dropped]  # an error may echo a secret
+    head = _head(thread_id, start, end, len(all_turns), identifier, dropped, builder)
+    frozen = Frozen(identifier, document, head, builder.steps, builder.inputs, dropped, chosen, builder.notes)
     frozen.text = to_yaml(document, head)
     return frozen
 
@@ -667,7 +762,7 @@ def _next_id(builder: _Builder) -> str:
 
 
 def _add_call(builder: _Builder, call: Call) -> None:
-    step_id = _next_id(builder)
+    step_id = builder.at = _next_id(builder)
     arguments = builder.convert(call.arguments, "value", call.round)
     doc = {"id": step_id, "tool_name": call.name, "input": arguments}
     summary = f"{call.name} {_one_line(_json(_plain(arguments)), 100)}"
@@ -676,6 +771,7 @@ def _add_call(builder: _Builder, call: Call) -> None:
 
 def _add_map(builder: _Builder, group: list[Call], source: _MapSource, place: Path, round_no: int) -> None:
     step_id = _next_id(builder)
+    builder.at = f"{step_id} (each call)"
     item = "{{item}}" if source.field is None else "{{" + _dotted("item", source.field) + "}}"
     template = group[0]
     key = next((seg for seg in reversed(place) if not seg.isdigit()), "value")
@@ -773,6 +869,12 @@ def _add_planned(builder: _Builder, call: Call) -> None:
             f"{tool} {_one_line(_json(_plain(arguments)), 80)} (planned for {_one_line(str(goal), 40)!r})"
         )
         builder.steps.append(Step(new_id, doc, None, call.round, summary))
+    finish: tuple[str, Any] = ("silent", None)
+    for key in ("solver", "output"):
+        if plan.get(key) is not None:
+            finish = (key, _rename_input_roots(_rename_roots(plan[key], names), names))
+            break
+    builder.planned_finish = finish
 
 
 def _rename_input_roots(value: Any, names: dict[str, str]) -> Any:
@@ -828,7 +930,9 @@ def _add_ask(builder: _Builder, call: Call) -> None:
         answer = {ANSWER_FIELD: answer}
     question = str((call.arguments or {}).get("question") or "Your answer?")
     spec: dict[str, Any] = {"prompt": _no_template(question), "output_schema": schema}
-    if not flat_answer_problems(schema, answer) and "{{" not in _json(answer):
+    text = _json(answer)
+    secret = REDACTED in text or _SECRET_VALUE.search(text.replace('"', " "))
+    if not flat_answer_problems(schema, answer) and "{{" not in text and not secret:
         spec["when_unanswered"] = "default"  # headless runs keep the chat's answer
         spec["default"] = answer
     doc = {"id": step_id, "tool_name": "ask", "input": spec}
@@ -840,11 +944,13 @@ def _add_ask(builder: _Builder, call: Call) -> None:
 def _document(
     builder: _Builder, identifier: str, request: str, finish: str, thread_id: str, servers: Iterable[str]
 ) -> dict[str, Any]:
-    line = _one_line(request, MAX_TEXT)
+    inputs = builder.inputs
+    clean = scrubbed(request, inputs)
+    line = _one_line(clean, MAX_TEXT)
     document: dict[str, Any] = {
         "identifier": identifier,
-        "name": ev.title_from(request) or identifier,
-        "description": line or f"Replays the tool calls of thread {thread_id}.",
+        "name": plan_name(clean, builder.steps, identifier),
+        "description": plan_description(request, builder.steps, inputs, finish, thread_id),
     }
     if line:
         document["exemplars"] = [line]
@@ -859,23 +965,165 @@ def _document(
     )
     if used:
         document["requires_servers"] = used
-    if builder.inputs:
+    if inputs:
         schema: dict[str, Any] = {
             "type": "object",
-            "properties": {i.name: i.schema for i in builder.inputs},
+            "properties": {i.name: i.schema for i in inputs},
         }
-        required = [i.name for i in builder.inputs if i.secret]
+        required = [i.name for i in inputs if i.secret]
         if required:
             schema["required"] = required
         document["input_schema"] = schema
     document["steps"] = [step.doc for step in builder.steps]
     results = {step.id: "{{" + step.id + "}}" for step in builder.steps}
     if finish == "solver":
-        query = _no_template(request.strip()) or "Report what the steps found."
-        document["solver"] = {"query_to_answer": query, "data": results}
+        query = with_inputs(_no_template(request.strip()), inputs, _as_template)
+        document["solver"] = {"query_to_answer": query or "Report what the steps found.", "data": results}
     elif finish == "output":
         document["output"] = results
     return document
+
+
+# --- what the plan is called and says it does ---------------------------------------------------
+
+NAME_CHARS = 60
+_CLAUSE_END = re.compile(r"[?!;\n]|[.:](?=\s|$)")
+
+
+def with_inputs(
+    text: str,
+    inputs: list[Input],
+    shown: Callable[[Input], str],
+    secret: Callable[[Input], str] | None = None,
+) -> str:
+    """`text` with every value that became an input replaced by `shown(input)`: strings where
+    they occur not inside a word (longest first), numbers as whole tokens; a value that
+    became two inputs is the first one's. A secret is `secret(input)`, else `[redacted]`."""
+    strings: dict[str, Input] = {}
+    numbers: dict[Any, Input] = {}
+    for item in inputs:
+        value = item.typed
+        if is_trivial(value):
+            continue
+        if isinstance(value, str) and REDACTED not in value:
+            strings.setdefault(_no_template(value), item)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            numbers.setdefault(value_key(value), item)
+    if not strings and not numbers:
+        return _SECRET_VALUE.sub(REDACTED, text)
+    ordered = sorted(strings, key=lambda n: (-len(n), n))
+    needles = "|".join(re.escape(n) if strings[n].secret else _whole(n) for n in ordered)
+    pattern = re.compile((f"(?P<s>{needles})|" if needles else "") + f"(?P<n>{_NUMBER_TOKEN.pattern})")
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if match.lastgroup == "s":
+            item = strings[token]
+        else:
+            found = numbers.get(value_key(float(token) if "." in token else int(token)))
+            if found is None:
+                return token
+            item = found
+        if item.secret:
+            return REDACTED if secret is None else secret(item)
+        return shown(item)
+
+    return _SECRET_VALUE.sub(REDACTED, pattern.sub(replace, text))
+
+
+def _whole(needle: str) -> str:
+    """A pattern for `needle` that does not start or end inside a word (`books` is not replaced in
+    `bookstore`; a secret is, wherever it is)."""
+    head = r"(?<![^\W_])" if needle[:1].isalnum() else ""
+    tail = r"(?![^\W_])" if needle[-1:].isalnum() else ""
+    return head + re.escape(needle) + tail
+
+
+def _as_template(item: Input) -> str:
+    return "{{input." + item.name + "}}"
+
+
+def scrubbed(text: str, inputs: list[Input]) -> str:
+    """`text` with the secrets typed in it left out (and `[redacted]` marks too): what a name, an
+    identifier or a description may be made from."""
+    secrets = [i for i in inputs if i.secret]
+    text = with_inputs(text, secrets, lambda _item: REDACTED)
+    return re.sub(r"[ \t]{2,}", " ", text.replace(REDACTED, "")).strip()
+
+
+def cut_words(text: str, limit: int) -> str | None:
+    """`text` on one line, at most `limit` characters, cut after a whole word (with `…`); None
+    when not even its first word fits."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    out = ""
+    for word in text.split(" "):
+        candidate = f"{out} {word}" if out else word
+        if len(candidate) + 1 > limit:
+            break
+        out = candidate
+    out = out.rstrip(" ,;:-–—")
+    return out + "…" if out else None
+
+
+def _called(steps: list[Step]) -> list[tuple[str, int]]:
+    """The tools the steps call (bodies included), in order of first use, with how many steps call
+    each; `ask` steps count as questions to the person."""
+    counts: dict[str, int] = {}
+    for step in steps:
+        for tool in dict.fromkeys(_tools_of(step.doc)):
+            name = tool if "__" in tool else ("a question to the person" if tool == "ask" else "")
+            if name:
+                counts[name] = counts.get(name, 0) + 1
+    return list(counts.items())
+
+
+def _tools_phrase(called: list[tuple[str, int]], limit: int = 4) -> str:
+    shown = [f"{tool} (×{n})" if n > 1 else tool for tool, n in called[:limit]]
+    if len(called) > limit:
+        shown.append(f"{len(called) - limit} more")
+    if len(shown) <= 1:
+        return "".join(shown)
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def plan_name(clean: str, steps: list[Step], identifier: str) -> str:
+    """At most NAME_CHARS characters, cut after a word: the question's first clause, else (a
+    clause of fewer than two words, or none) the tools used, else the identifier."""
+    clause = _CLAUSE_END.split(clean.strip(), maxsplit=1)[0].strip().rstrip(" ,;:-–—")
+    name = cut_words(clause, NAME_CHARS) if len(_FORM_WORD.findall(clause)) >= 2 else None
+    if name is None:
+        tools = [tool for tool, _ in _called(steps)]
+        name = cut_words("Calls " + _tools_phrase([(t, 1) for t in tools]), NAME_CHARS) if tools else None
+    if name is None:
+        return identifier[:NAME_CHARS]
+    return name[:1].upper() + name[1:]
+
+
+def plan_description(
+    request: str, steps: list[Step], inputs: list[Input], finish: str, thread_id: str
+) -> str:
+    """What the plan does in terms of its inputs (the `plan__` tool's description): the question
+    with `<input>` where a value became an input, the tools it calls, how it ends, its inputs."""
+    named = with_inputs(request, inputs, Input.shown, Input.shown)
+    question = cut_words(scrubbed(named, inputs), 200) or ""
+    tools = _tools_phrase(_called(steps)) or "its steps"
+    if question:
+        text = {
+            "solver": f'Answers "{question}" from {tools}.',
+            "output": f'Returns what {tools} give for "{question}".',
+        }.get(finish, f'Runs {tools} for "{question}".')
+    else:
+        text = {
+            "solver": f"Calls {tools}, then writes an answer from their results.",
+            "output": f"Returns what {tools} give.",
+        }.get(finish, f"Calls {tools}.")
+        text += f" Frozen from thread {thread_id}."
+    if inputs:
+        names = [f"{i.name} (required)" if i.secret else i.name for i in inputs]
+        text += f" Input{'s' if len(names) > 1 else ''}: {', '.join(names)}."
+    return text
 
 
 def _tools_of(doc: Any) -> list[str]:
@@ -894,7 +1142,9 @@ def _tools_of(doc: Any) -> list[str]:
     return found
 
 
-def _head(thread_id: str, start: int, end: int, count: int, identifier: str, dropped: list[str]) -> list[str]:
+def _head(
+    thread_id: str, start: int, end: int, count: int, identifier: str, dropped: list[str], builder: _Builder
+) -> list[str]:
     turns = f"turn {start}" if start == end else f"turns {start}..{end}"
     head = [
         f"Frozen from thread {thread_id} ({turns} of {count}) by `graphchat plan freeze`.",
@@ -903,8 +1153,19 @@ def _head(thread_id: str, start: int, end: int, count: int, identifier: str, dro
     if dropped:
         head.append("Left out (only calls that completed without error are kept):")
         head.extend(f"  - {_one_line(item, 110)}" for item in dropped)
+    elif builder.notes:
+        head.append("Every tool call of these turns completed without error and is kept.")
     else:
         head.append("Nothing was left out: every tool call of these turns completed without error.")
+    if builder.notes:
+        head.append(
+            "Typed values a tool took in another form (make them inputs by hand if they should vary):"
+        )
+        head.extend(f"  - {_one_line(item, 140)}" for item in builder.notes)
+    secrets = [i.name for i in builder.inputs if i.secret]
+    if secrets:
+        names = ", ".join(secrets)
+        head.append(f"Secrets typed in the chat are not kept: give {names} with --input when you run it.")
     return head
 
 

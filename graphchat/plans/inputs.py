@@ -24,3 +24,33 @@ def unknown_input_keys(schema: Mapping[str, Any] | None, keys: Iterable[str]) ->
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             out.append((key, close[0] if close else None))
     return out
+
+
+def input_keys_read(plan: Any) -> set[str]:
+    """The `{{input.<key>}}` keys the plan's templates read (steps, bodies and finish); `*` when a
+    template reads the whole input."""
+    from graphchat.plans.grammar import template_strings
+    from graphchat.plans.template import TemplateError, parse
+    from graphchat.plans.template.parser import Path, Section
+
+    trees: list[Any] = [step.input for step in plan.all_steps()]
+    trees.append(plan.output)
+    if plan.solver is not None:
+        trees.extend([plan.solver.query_to_answer, plan.solver.data, plan.solver.system_prompt])
+    keys: set[str] = set()
+
+    def visit(nodes: Any) -> None:
+        for node in nodes:
+            if isinstance(node, Section):
+                visit([node.path])
+                visit(node.body)
+            elif isinstance(node, Path) and node.segs and node.segs[0] == "input":
+                keys.add(str(node.segs[1]) if len(node.segs) > 1 else "*")
+
+    for tree in trees:
+        for text, _ in template_strings(tree, ""):
+            try:
+                visit(parse(text).nodes)
+            except TemplateError:
+                pass
+    return keys

@@ -404,3 +404,29 @@ def test_missing_required_servers_are_named(graphchat: GraphchatRunner, workspac
     run = graphchat("plan", "run", "clock")
     assert run.returncode == 1 and run.stdout == ""
     assert "needs MCP servers that are not configured: time, calendar" in run.stderr
+
+
+def test_inputs_given_to_a_plan_with_no_input_schema_are_named_in_a_warning(
+    graphchat: GraphchatRunner, workspace: Path
+) -> None:
+    """graph passes them through (exit unchanged); the warning says which ones the plan reads."""
+    (workspace / "plans" / "echo.yaml").write_text(
+        "identifier: echo\nname: Echo\ndescription: the zone back\nsteps:\n"
+        "  - id: E0\n    tool_name: filter\n    input: {over: ['{{input.zone}}'], where: {value: '{{item}}', op: not_empty}}\n"
+        "output: {zones: '{{E0.items}}'}\n"
+    )
+    run = graphchat("plan", "run", "echo", "--input", "zone=UTC", "--input", "extra=1")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {"zones": ["UTC"]}
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: plan 'echo' has no input_schema; it reads only zone: extra not read"]
+    (workspace / "plans" / "fixed.yaml").write_text(
+        "identifier: fixed\nname: Fixed\ndescription: no inputs\nsteps:\n"
+        "  - id: E0\n    tool_name: filter\n    input: {over: [UTC], where: {value: '{{item}}', op: not_empty}}\n"
+        "output: {zones: '{{E0.items}}'}\n"
+    )
+    run = graphchat("plan", "run", "fixed", '{"zone": "UTC"}', "--input", "when=now")
+    assert run.returncode == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: plan 'fixed' reads no inputs (it has no input_schema): zone, when ignored"]
+    assert "warning" not in graphchat("plan", "run", "fixed").stderr

@@ -372,10 +372,11 @@ def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_take
     forced = graphchat("plan", "freeze", "--finish", "output", "--force")
     assert forced.returncode == 0, forced.stderr
     assert path.read_bytes() == first
-    # the default finish: the chat ended in a written answer, so a solver over every result
+    # the default finish: the chat ended in a written answer, so a solver over every result, asked
+    # the question with the input in it
     solver = yaml.safe_load(graphchat("plan", "freeze", "--stdout").stdout)["solver"]
     assert solver == {
-        "query_to_answer": "What does the first item of the books category cost?",
+        "query_to_answer": "What does the first item of the {{input.category}} category cost?",
         "data": {"E0": "{{E0}}", "E1": "{{E1}}"},
     }
 
@@ -550,3 +551,188 @@ def test_a_map_body_reads_earlier_results_and_an_ask_with_a_form_keeps_its_schem
         "store": "{{E1.store}}",
         "shelf": "{{E0.answer.shelf}}",
     }
+
+
+# --- the question with the inputs (issue 21) ---------------------------------------------------
+
+
+def test_the_question_names_every_input_longest_value_first_and_numbers_as_whole_tokens() -> None:
+    doc, _ = plan_of(
+        ("user", "compare Asia/Tokyo with Tokyo-Bay in 2024, not 20245: top 15 of 150"),
+        ("round", [("s__a", {"zone": "Asia/Tokyo", "place": "Tokyo-Bay", "year": 2024, "top": 15}, {})]),
+        ("round", [("s__b", {"city": "Tokyo-Bay", "n": 150}, {})]),
+        ("answer", "done"),
+    )
+    assert doc["solver"]["query_to_answer"] == (
+        "compare {{input.zone}} with {{input.place}} in {{input.year}}, not 20245: top {{input.top}} of {{input.n}}"
+    )
+    # a value that became two inputs (named after two keys) is the first one's in the question
+    assert doc["steps"][1]["input"] == {"city": "{{input.city}}", "n": "{{input.n}}"}
+    assert doc["name"] == "Compare Asia/Tokyo with Tokyo-Bay in 2024, not 20245"
+    assert doc["description"] == (
+        'Answers "compare <zone> with <place> in <year>, not 20245: top <top> of <n>" from s__a and s__b. '
+        "Inputs: zone, place, year, top, city, n."
+    )
+
+
+def test_the_name_is_at_most_60_characters_cut_after_a_word_else_the_tools() -> None:
+    long = "please look up every open issue labelled regression in the payments service and summarise them"
+    doc, _ = plan_of(("user", long), ("round", [("s__issues", {"label": "regression"}, {})]))
+    assert doc["name"] == "Please look up every open issue labelled regression in the…"
+    assert len(doc["name"]) <= 60 and long.startswith(doc["name"][:-1].lower())
+    doc, _ = plan_of(("user", "go"), ("round", [("s__a", {}, {}), ("s__b", {}, {}), ("s__a", {"x": 5}, {})]))
+    assert doc["name"] == "Calls s__a and s__b"
+    assert doc["description"] == 'Returns what s__a (×2) and s__b give for "go".'
+    url = "https://example.com/" + "a" * 80
+    doc, _ = plan_of(("user", url), ("round", [("s__fetch", {"url": url}, {})]))
+    assert doc["name"] == "Calls s__fetch"  # one word longer than a name: never cut inside it
+
+
+def test_a_secret_typed_in_the_chat_is_never_a_name_identifier_description_or_default() -> None:
+    token = "ghp_" + "A1b2C3d4" * 5
+    items = (
+        ("user", f"list my repos with token {token} please, and my password hunter2hunter"),
+        ("round", [("gh__repos", {"auth": token, "password": "hunter2hunter", "owner": "my repos"}, {})]),
+        ("round", [("gh__login", {"header": f"Bearer {token}"}, {})]),
+        ("answer", "You have 3 repositories."),
+    )
+    frozen = freeze(make_events(*items), thread_id="abc123")
+    assert token not in frozen.text and "hunter2hunter" not in frozen.text
+    doc = yaml.safe_load(frozen.text)
+    assert doc["identifier"] == "list_my_repos_with_token_please_and_my"
+    assert doc["name"] == "List my repos with token please, and my password"
+    assert doc["exemplars"] == ["list my repos with token please, and my password"]
+    assert doc["steps"][0]["input"] == {
+        "auth": "{{input.auth}}",
+        "password": "{{input.password}}",
+        "owner": "{{input.owner}}",
+    }
+    assert doc["input_schema"]["properties"]["auth"] == {"type": "string"}  # no default
+    assert doc["input_schema"]["required"] == ["auth", "password", "header"]
+    assert doc["solver"]["query_to_answer"] == (
+        "list {{input.owner}} with token [redacted] please, and my password [redacted]"
+    )
+    assert doc["description"] == (
+        'Answers "list <owner> with token <auth> please, and my password <password>" from gh__repos and '
+        "gh__login. Inputs: auth (required), password (required), owner, header (required)."
+    )
+    assert "give auth, password, header with --input" in frozen.text
+    assert frozen.input_lines()[0] == "auth (string, required: a secret, not kept)"
+
+
+# --- the question with the inputs: the real time server, the real commands -----------------------
+
+
+def time_server(workspace: Path) -> None:
+    """mcp-server-time (installed with graphchat) as `time`."""
+    import sys
+
+    write_servers(
+        workspace,
+        {"time": {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}},
+    )
+
+
+def sent_text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body["messages"])
+
+
+CLOCKS = "what time is it in Asia/Tokyo and America/Lima? which one is earlier?"
+
+
+def test_a_frozen_chat_asks_the_solver_the_new_question_with_a_short_name_and_a_description_of_its_inputs(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    time_server(workspace)
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}},
+                {"name": "time__get_current_time", "arguments": {"timezone": "America/Lima"}},
+            ]
+        },
+        {"text": "Lima is 14 hours behind Tokyo."},
+        {"text": "Paris is 3.5 hours behind Kolkata."},  # the frozen plan's solver, when it runs
+    )
+    asked = graphchat("ask", CLOCKS, env=model_server.env())
+    assert asked.returncode == 0, asked.stderr
+
+    path, plan = frozen_plan(graphchat("plan", "freeze"))
+    assert plan["name"] == "What time is it in Asia/Tokyo and America/Lima"  # the first clause, ≤ 60
+    assert plan["description"] == (
+        'Answers "what time is it in <timezone> and <timezone_2>? which one is earlier?" '
+        "from time__get_current_time (×2). Inputs: timezone, timezone_2."
+    )
+    assert plan["solver"]["query_to_answer"] == (
+        "what time is it in {{input.timezone}} and {{input.timezone_2}}? which one is earlier?"
+    )
+    assert plan["input_schema"]["properties"] == {
+        "timezone": {"type": "string", "default": "Asia/Tokyo"},
+        "timezone_2": {"type": "string", "default": "America/Lima"},
+    }
+    assert "Nothing was left out" in path.read_text()
+
+    ran = graphchat(
+        "plan", "run", plan["identifier"], "--input", "timezone=Europe/Paris", "--input", "timezone_2=Asia/Kolkata",
+        env=model_server.env(),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "Paris is 3.5 hours behind Kolkata."
+    assert "warning" not in ran.stderr
+    solver = sent_text(model_server.requests[-1])
+    assert "what time is it in Europe/Paris and Asia/Kolkata? which one is earlier?" in solver
+    assert "Europe/Paris" in solver.split("which one is earlier?", 1)[1]  # the data is Paris's too
+    assert "Asia/Tokyo" not in solver and "America/Lima" not in solver
+
+    # the plan as the model and the planner see it: plan__<id>, described in terms of its inputs
+    shown = graphchat("tools", "show", f"plan__{plan['identifier']}")
+    assert shown.returncode == 0, shown.stderr
+    assert "<timezone> and <timezone_2>" in shown.stdout
+    # deterministic: the same bytes again, and no model call
+    before = len(model_server.requests)
+    again = graphchat("plan", "freeze", "--stdout")
+    assert again.returncode == 0 and again.stdout.encode() == path.read_bytes()
+    assert len(model_server.requests) == before
+
+
+def test_a_value_typed_in_another_form_is_named_and_a_plan_without_inputs_warns_about_input(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    time_server(workspace)
+    model_server.push(
+        {"tool_calls": [{"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]},
+        {"text": "It is 21:00 in Tokyo."},
+    )
+    asked = graphchat("ask", "what time is it in Tokyo right now?", env=model_server.env())
+    assert asked.returncode == 0, asked.stderr
+
+    froze = graphchat("plan", "freeze", "--finish", "output")
+    path, plan = frozen_plan(froze)
+    note = "'Tokyo' was typed, the tool took 'Asia/Tokyo': left as a literal"
+    assert f"  note: E0 timezone: {note}\n" in froze.stderr
+    text = path.read_text()
+    assert f"#   - E0 timezone: {note}\n" in text  # in the header, which no longer says nothing was left out
+    assert "Nothing was left out" not in text
+    assert f"timezone: Asia/Tokyo  # {note}\n" in text
+    assert "input_schema" not in plan and plan["steps"][0]["input"] == {"timezone": "Asia/Tokyo"}
+    assert plan["name"] == "What time is it in Tokyo right now"
+
+    ran = graphchat("plan", "run", plan["identifier"], "--input", "timezone=Europe/Paris")
+    assert ran.returncode == 0, ran.stderr  # exit unchanged: graph passes the key through
+    assert (
+        f"warning: plan '{plan['identifier']}' reads no inputs (it has no input_schema): timezone ignored\n"
+        in ran.stderr
+    )
+    assert json.loads(ran.stdout)["E0"]["timezone"] == "Asia/Tokyo"
+    quiet = graphchat("plan", "run", plan["identifier"])
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr
+
+
+def test_a_value_inside_a_word_of_the_question_stays_as_typed() -> None:
+    doc, _ = plan_of(
+        ("user", "in the bookstore, list the books"),
+        ("round", [("s__list", {"category": "books"}, {})]),
+        ("answer", "Three books."),
+    )
+    assert doc["steps"][0]["input"] == {"category": "{{input.category}}"}
+    assert doc["solver"]["query_to_answer"] == "in the bookstore, list the {{input.category}}"

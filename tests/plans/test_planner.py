@@ -356,3 +356,60 @@ def test_a_plan_file_may_call_plan_and_execute(workspace: Path, graphchat: Graph
     assert no_self_calls(load_plan_data(plan)) == [
         "step E0: tool_name: a plan written for plan_and_execute cannot call it; use the catalog's tools"
     ]
+
+
+def test_plan_go_is_kept_in_a_thread_that_plan_freeze_and_chat_freeze_turn_into_the_plan_it_ran(
+    workspace: Path,
+    tmp_path: Path,
+    graphchat: GraphchatRunner,
+    chat: Spawn,
+    model_server: ScriptedModelServer,
+) -> None:
+    log = shop(workspace, tmp_path)
+    model_server.push({"json": price_plan("products.0.id")}, {"json": price_plan("items.0.id")})
+    went = graphchat("plan", "go", GOAL, env=model_server.env())
+    assert went.returncode == 0, went.stderr
+    last = went.stderr.splitlines()[-1]
+    assert last.startswith("✓ kept in thread ") and last.endswith(" saves this plan")
+    thread_id = last.split()[4].rstrip(":")
+    assert last == f"✓ kept in thread {thread_id}: `graphchat plan freeze {thread_id}` saves this plan"
+    listed = json.loads(graphchat("threads", "list", "--json").stdout)["threads"]
+    assert [(t["id"], t["title"]) for t in listed] == [(thread_id, GOAL)]
+
+    froze = graphchat("plan", "freeze", thread_id, "--name", "go_price")
+    assert froze.returncode == 0, froze.stderr
+    doc = yaml.safe_load((workspace / "plans" / "go_price.yaml").read_text())
+    final = price_plan("items.0.id")  # the repaired plan, not the first draft
+    assert [(s["id"], s["tool_name"], s["input"]) for s in doc["steps"]] == [
+        (s["id"], s["tool_name"], s["input"]) for s in final["steps"]
+    ]
+    assert doc["output"] == final["output"]  # it ends as the plan that ran ended
+    planner_calls = len(model_server.requests)
+    ran = graphchat("plan", "run", "go_price", env=model_server.env())
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == json.loads(went.stdout) == {"price": 50, "id": "boo-0"}
+    assert len(model_server.requests) == planner_calls  # no model call
+    # the latest thread is the plan go's: a plain `plan freeze` finds it, byte for byte the same plan
+    again = graphchat("plan", "freeze", "--name", "go_price", "--stdout")
+    assert again.stdout == (workspace / "plans" / "go_price.yaml").read_text()
+
+    # a failed plan go is kept too, and says nothing about freezing
+    model_server.push(*({"json": price_plan(f"wrong{n}.id")} for n in range(3)))
+    failed = graphchat("plan", "go", "the price, wrongly", env=model_server.env())
+    assert failed.returncode == 1 and "kept in thread" not in failed.stderr
+    refused = graphchat("plan", "freeze")
+    assert refused.returncode == 1 and "has no successful tool call" in refused.stderr
+
+    # /freeze in a chat continuing the plan go's thread writes the same plan
+    child = chat("--thread", thread_id)
+    send_message(child, "/freeze chat_price")
+    child.expect_exact("saved to")
+    child.expect_exact("E0  c__list_items")
+    child.expect_exact('E1  c__get_item {"id":"{{E0.items.0.id}}"}')
+    child.expect_exact("? Run it once now to check it?")
+    child.expect_exact("answer>")
+    child.sendline("no")
+    leave(child)
+    chat_doc = yaml.safe_load((workspace / "plans" / "chat_price.yaml").read_text())
+    assert chat_doc["steps"] == doc["steps"] and chat_doc["output"] == doc["output"]
+    assert [c["tool"] for c in calls(log)] == ["list_items", "get_item"] * 2 + ["list_items"]
