@@ -261,9 +261,7 @@ def provider_of(model: str) -> str:
     """The provider serving a litellm model string: its prefix, else the model map's entry
     (`gpt-4o-mini` → openai, `claude-…` → anthropic), else openai."""
     if "/" in model:
-        head = model.split("/", 1)[0]
-        if head in provider_needs() or head not in model_map():
-            return head
+        return model.split("/", 1)[0]
     entry = model_map().get(model)
     if entry and isinstance(entry.get("litellm_provider"), str):
         return str(entry["litellm_provider"])
