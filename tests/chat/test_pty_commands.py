@@ -3,6 +3,8 @@ through the real `graphchat chat` on a pseudo-terminal against the scripted mode
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pexpect
@@ -10,6 +12,7 @@ import pexpect
 from graphchat.chat.commands import COMMANDS
 from tests.chat.test_pty import Spawn, leave, send_message, thread_events, transcript, user_messages
 from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
+from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
 
 
@@ -44,6 +47,18 @@ def test_retry_sends_the_last_message_again_in_place_of_the_last_turn(
     kinds = [e["kind"] for e in thread_events(workspace)]  # one thread; the record keeps both tries
     assert kinds.count("user") == 3 and kinds.count("turn_retracted") == 1
     assert kinds.index("turn_retracted") == kinds.index("turn_end") + 1
+    (thread_id,) = [p.name for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]
+    for command in ("show", "export"):
+        shown = subprocess.run(
+            [sys.executable, "-m", "graphchat", "--home", str(workspace), "threads", command, thread_id],
+            env=clean_env({"NO_COLOR": "1"}, workspace.parent),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        said = shown.stdout
+        assert said.index("First try: 4.") < said.index("was taken back") < said.index("Second try"), command
 
 
 def test_retry_after_a_failed_turn_and_with_nothing_to_retry(
