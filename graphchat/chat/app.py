@@ -115,9 +115,7 @@ class ChatApp:
 
         async def turn() -> Any:
             await self.tools_ready()
-            if replace_last:
-                return await self.session.turn(message, on_text=self.ui.on_text, replace_last=True)
-            return await self.session.turn(message, on_text=self.ui.on_text)
+            return await self.session.turn(message, on_text=self.ui.on_text, replace_last=replace_last)
 
         return await self.run_live(turn)
 

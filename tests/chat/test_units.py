@@ -227,7 +227,7 @@ class FakeSession:
         self.block = True
         self.messages: list[str] = []
 
-    async def turn(self, message: str, *, on_text: Any = None) -> str:
+    async def turn(self, message: str, *, on_text: Any = None, replace_last: bool = False) -> str:
         self.messages.append(message)
         self.thread_id = "abc123def456"
         if self.block:
