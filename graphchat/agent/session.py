@@ -146,11 +146,16 @@ class Session:
         *,
         on_text: Callable[[str], None] | None = None,
         on_tools: Callable[[str], None] | None = None,
+        replace_last: bool = False,
     ) -> TurnResult:
+        """`replace_last`: the thread's latest turn is taken back first (`turn_retracted`: the
+        chat's /retry and /edit), so the model sees this message in its place."""
         thread = self.thread
         # One turn at a time a thread, across processes: held from the user's message (and the
         # replay it starts) to the turn's closing event.
         async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
+            if replace_last:
+                thread.append(dict(ev.turn_retracted()))
             thread.append(dict(ev.user(message)))
             return await self._run(thread, on_text, on_tools, message)
 

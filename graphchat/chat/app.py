@@ -109,12 +109,13 @@ class ChatApp:
         if count:
             self.ui.print(f"{count} request{'s wait' if count != 1 else ' waits'}: /requests", style="yellow")
 
-    async def run_turn(self, message: str) -> Any:
-        """One turn with its live display; never raises for a turn that failed or was cancelled."""
+    async def run_turn(self, message: str, *, replace_last: bool = False) -> Any:
+        """One turn with its live display; never raises for a turn that failed or was cancelled.
+        `replace_last`: the thread's latest turn is taken back first (/retry, /edit)."""
 
         async def turn() -> Any:
             await self.tools_ready()
-            return await self.session.turn(message, on_text=self.ui.on_text)
+            return await self.session.turn(message, on_text=self.ui.on_text, replace_last=replace_last)
 
         return await self.run_live(turn)
 
@@ -150,6 +151,19 @@ class ChatApp:
         else:
             ui.print(f"error: {type(exc).__name__}: {exc}", style="red", markup=False)
         return None
+
+
+def last_message(session: Any) -> str | None:
+    """The person's latest message in the session's thread (what /retry and /edit resend), or
+    None while there is none."""
+    if current_thread_id(session) is None:
+        return None
+    from graphchat.threads.lines import USER, text_of
+
+    for event in reversed(session.thread.events()):
+        if event.get("kind") == USER:
+            return text_of(event.get("content"))
+    return None
 
 
 def current_thread_id(session: Any) -> str | None:

@@ -1,4 +1,5 @@
-"""Slash commands of the chat: /help /tools /thread /new /model [NAME] /freeze [NAME] /usage /quit."""
+"""Slash commands of the chat: /help /tools /thread /new /clear /retry /edit /model [NAME]
+/freeze [NAME] /usage /requests /quit (/exit)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ Type a message and press Enter to send it.
   Alt-Enter or Esc Enter   new line (a trailing \\ at the end of a line continues it too)
   Up / Down                input history (kept in the workspace's .graphchat_history)
   Ctrl-C                   cancel the running turn; at the prompt, clear the line
-  Ctrl-D                   leave (so does /quit)
+  Ctrl-D                   leave (so does /quit or /exit)
   Tab                      complete a /command, a tool name after /tools, a plan__ name
 Questions from tools (ask_user, approvals, plan asks) appear inline: type the answer at
 `answer>`; a blank answer declines.
@@ -22,16 +23,34 @@ Commands:
   /tools [NAME]    the tools the model can call (those starting with NAME, or a glob)
   /thread          the current thread (id, title, messages)
   /new             start a new thread
+  /clear           start a new thread and clear the screen
+  /retry           send your last message again (the model's last answer is taken back)
+  /edit            put your last message in the input box: edit it, Enter sends it in
+                   place of the last one (clear the line to keep things as they are)
   /model [NAME]    show the model, or switch to NAME for the next turns
   /freeze [NAME]   save this thread's successful tool calls as plans/NAME.yaml, then
                    offer to run it once (add --force to overwrite an existing file)
   /usage           tokens (and cost, when known) used in this session
   /requests [ID [VALUE]]  the questions parked runs of this workspace wait on; answer one
                    (an approval: permit or deny) and see what its run printed
-  /quit            leave (prints how to resume the thread)
+  /quit, /exit     leave (prints how to resume the thread)
 A message that starts with // is sent as text starting with /."""
 
-COMMANDS = ("help", "tools", "thread", "new", "model", "freeze", "usage", "requests", "quit")
+COMMANDS = (
+    "help",
+    "tools",
+    "thread",
+    "new",
+    "clear",
+    "retry",
+    "edit",
+    "model",
+    "freeze",
+    "usage",
+    "requests",
+    "quit",
+    "exit",
+)
 
 Handler = Callable[["ChatApp", str], Awaitable[bool]]
 
@@ -94,6 +113,51 @@ async def _new(app: ChatApp, arg: str) -> bool:
     app.session.new_thread()
     app.ui.print("new thread: the next message starts it")
     return True
+
+
+async def _clear(app: ChatApp, arg: str) -> bool:
+    app.session.new_thread()
+    app.ui.clear_screen()
+    app.ui.print("new thread: the next message starts it", style="dim", markup=False)
+    return True
+
+
+def _last_or_say(app: ChatApp, command: str) -> str | None:
+    from graphchat.chat.app import last_message
+
+    message = last_message(app.session)
+    if message is None:
+        app.ui.print(f"nothing to {command} yet: send a message first", style="yellow", markup=False)
+    return message
+
+
+async def _retry(app: ChatApp, arg: str) -> bool:
+    """The last turn again: taken back from the thread (kept on disk, no longer sent), and its
+    message sent anew."""
+    message = _last_or_say(app, "retry")
+    if message is not None:
+        app.ui.print(f"↻ retrying: {_one_line(message)}", style="dim", markup=False)
+        await app.run_turn(message, replace_last=True)
+    return True
+
+
+async def _edit(app: ChatApp, arg: str) -> bool:
+    """The last message in the input box; what is sent replaces the last turn. A cleared line
+    (or Ctrl-D) changes nothing."""
+    message = _last_or_say(app, "edit")
+    if message is None:
+        return True
+    edited = await app.ui.edit_message(message)
+    if edited is None or not edited.strip():
+        app.ui.print("edit cancelled: the thread is as it was", style="dim", markup=False)
+        return True
+    await app.run_turn(edited, replace_last=True)
+    return True
+
+
+def _one_line(text: str, width: int = 70) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 async def _model(app: ChatApp, arg: str) -> bool:
@@ -299,11 +363,15 @@ HANDLERS: dict[str, Handler] = {
     "tools": _tools,
     "thread": _thread,
     "new": _new,
+    "clear": _clear,
+    "retry": _retry,
+    "edit": _edit,
     "model": _model,
     "freeze": _freeze,
     "usage": _usage,
     "requests": _requests,
     "quit": _quit,
+    "exit": _quit,
 }
 
 

@@ -149,8 +149,15 @@ class ChatUI:
                 self.console.print(Text(f"{MESSAGE_PROMPT}{line}"))  # shown as if typed at the prompt
                 return line
             typed = self.take_typeahead()
+        return await self._prompt_message(typed)
+
+    async def edit_message(self, text: str) -> str | None:
+        """`text` in the input box to edit (/edit); what is sent (None on Ctrl-D, "" cleared)."""
+        return await self._prompt_message(text)
+
+    async def _prompt_message(self, default: str) -> str | None:
         try:
-            text = await self.prompt_session.prompt_async(MESSAGE_PROMPT, default=typed)
+            text = await self.prompt_session.prompt_async(MESSAGE_PROMPT, default=default)
             # A trailing backslash continues on the next line (the Enter binding does it in place;
             # this covers dumb terminals, where prompt_toolkit uses its own bindings).
             while text.endswith("\\"):
@@ -160,6 +167,13 @@ class ChatUI:
             return None
         except KeyboardInterrupt:  # Ctrl-C at the prompt (dumb terminals): clear, never leave
             return ""
+
+    def clear_screen(self) -> None:
+        """The screen and its scrollback cleared (a terminal only)."""
+        if self.console.is_terminal:
+            self.console.clear()
+            self.console.file.write("\x1b[3J")  # and the scrollback, where the terminal keeps one
+            self.console.file.flush()
 
     async def read_answer(self, prompt: str) -> str | None:
         """One line typed in answer to a question, while a turn is running.

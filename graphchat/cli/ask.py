@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print {content, thread_id, tool_calls_made, usage}"
     )
-    parser.add_argument("--model", metavar="M", help="model for this question (a litellm model string)")
+    parser.add_argument("-m", "--model", metavar="M", help="model for this question (a litellm model string)")
     parser.add_argument("--no-stream", action="store_true", help="print the answer once it is complete")
     parser.add_argument(
         "--answers",

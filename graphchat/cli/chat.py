@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="ID",
         help="continue thread ID (a bare --thread continues the most recent one, like -c)",
     )
-    p.add_argument("--model", metavar="M", help="model for this session (litellm model string)")
+    p.add_argument("-m", "--model", metavar="M", help="model for this session (litellm model string)")
     p.add_argument("--yes", action="store_true", help="approve every sensitive tool call for this session")
     p.add_argument(
         "--answers",

@@ -1,4 +1,5 @@
-"""`graphchat init [DIR]` writes a starter workspace; `graphchat where` says which one is in use."""
+"""`graphchat init [DIR]` writes a starter workspace; `graphchat where` says which one is in use,
+and how its models are reached (API base, whether each needed key is set)."""
 
 from __future__ import annotations
 
@@ -89,9 +90,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_init)
     w = sub.add_parser(
         "where",
-        help="which workspace, models and servers are in use",
+        help="which workspace, models (API base, keys) and servers are in use",
         description="Print the workspace in use, its configuration file, the model of each role "
-        "and the configured MCP servers.",
+        "with its API base and whether the key its provider needs is set, and the configured MCP "
+        "servers.",
     )
     w.add_argument("--json", action="store_true", help="print a JSON object")
     w.set_defaults(func=run_where)
@@ -132,11 +134,15 @@ def where_report(settings: Any) -> dict[str, Any]:
     from graphchat.workspace import ROLES
 
     models: dict[str, str | None] = {}
+    access: dict[str, dict[str, Any]] = {}
     for role in ROLES:
         try:
-            models[role] = settings.model_for(role).model if settings.has_model(role) else None
+            config = settings.model_for(role) if settings.has_model(role) else None
         except Exception:
-            models[role] = None
+            config = None
+        models[role] = config.model if config is not None else None
+        if config is not None:
+            access[role] = model_access(config)
     servers: list[str] = []
     server_error = None
     try:
@@ -150,6 +156,7 @@ def where_report(settings: Any) -> dict[str, Any]:
         "workspace": str(settings.workspace),
         "config": str(settings.config_path) if settings.config_path else None,
         "models": models,
+        "access": access,
         "servers": servers,
         "servers_error": server_error,
         "plans": len(list(plans_dir.glob("*.yaml"))) + len(list(plans_dir.glob("*.yml")))
@@ -157,6 +164,56 @@ def where_report(settings: Any) -> dict[str, Any]:
         else 0,
         "threads_dir": str(settings.threads_dir),
     }
+
+
+def model_access(config: Any) -> dict[str, Any]:
+    """How a role's model is reached: its provider, the API base, and whether the key (or
+    other variables) its provider needs is set, as litellm would decide (litellm not imported)."""
+    import os
+
+    from graphchat.cli.models import key_status, provider_of
+
+    provider = provider_of(config.model)
+    status = key_status(provider, api_key=config.api_key, api_base=config.api_base)
+    base, base_variable = config.api_base, None
+    if base is None:  # litellm's convention: <PROVIDER>_API_BASE in the environment
+        variable = f"{provider.upper()}_API_BASE"
+        if os.environ.get(variable):
+            base, base_variable = os.environ[variable], variable
+    return {
+        "provider": provider,
+        "api_base": base,
+        "api_base_from": base_variable,
+        "api_key_configured": config.api_key is not None,
+        "key_set": config.api_key is not None or status.ok,
+        "keys_set": list(status.set),
+        "keys_missing": [] if config.api_key is not None else list(status.missing),
+        "keys_needed": status.needed,
+    }
+
+
+def _access_text(access: dict[str, Any]) -> str:
+    import os
+
+    base = access["api_base"] or "the provider's default"
+    if access.get("api_base_from"):
+        base += f" (from {access['api_base_from']})"
+    if access["api_key_configured"]:
+        key = "set (api_key, or GRAPHCHAT_API_KEY)"
+    elif access["keys_missing"]:
+        key = f"{' and '.join(access['keys_missing'])} not set"
+    elif access["keys_set"]:
+        key = f"{', '.join(access['keys_set'])} set"
+    elif not access["keys_needed"]:
+        conventional = f"{access['provider'].upper()}_API_KEY"
+        key = (
+            f"{conventional} set"
+            if os.environ.get(conventional)
+            else f"none checked by litellm for {access['provider']}"
+        )
+    else:
+        key = "none needed"
+    return f"api base: {base} · key: {key}"
 
 
 def run_where(args: argparse.Namespace) -> int:
@@ -174,10 +231,14 @@ def run_where(args: argparse.Namespace) -> int:
         f"config     {report['config'] or '(none: graphchat init writes one)'}",
     ]
     default = report["models"].get("default")
+    access = report["access"]
     lines.append(f"model      {default or '(none configured)'}")
+    if "default" in access:
+        lines.append(f"           {_access_text(access['default'])}")
     for role, model in report["models"].items():
-        if role != "default" and model and model != default:
+        if role != "default" and model and (model != default or access[role] != access.get("default")):
             lines.append(f"  {role:<8} {model}")
+            lines.append(f"           {_access_text(access[role])}")
     if report["servers_error"]:
         lines.append(f"servers    (catalog/servers.yaml: {report['servers_error']})")
     else:

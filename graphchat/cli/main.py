@@ -9,7 +9,20 @@ import sys
 # Before anything can import litellm: no network fetch of the cost map at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-GROUPS = ("ask", "chat", "plan", "tools", "threads", "shapes", "mcp", "init", "requests", "warm")
+GROUPS = (
+    "ask",
+    "chat",
+    "plan",
+    "tools",
+    "threads",
+    "shapes",
+    "mcp",
+    "init",
+    "requests",
+    "warm",
+    "models",
+    "completion",
+)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -77,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     from graphchat.errors import EXIT_USAGE, GraphchatError
 
     interrupts.install()  # SIGTERM and SIGHUP: like Ctrl-C (cancel, record, stop servers)
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks what Tab completes (`graphchat completion`)
+        from graphchat.cli.completion import complete
+
+        complete()
     parser = build_parser(_command_group(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)

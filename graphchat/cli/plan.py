@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="answers to questions (YAML/JSON: step id or prompt → answer); others are asked on the terminal",
     )
     run.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
-    run.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
+    run.add_argument("-m", "--model", metavar="M", help="use this model instead of the configured ones")
     run.add_argument(
         "--tree",
         action="store_true",

@@ -27,7 +27,7 @@ def register_draft(plan_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stdout", action="store_true", help="print the plan's YAML; write nothing")
     p.add_argument("--json", action="store_true", help="print {ok, plan, path, attempts, problems}")
     p.add_argument("--force", action="store_true", help="overwrite an existing plan file")
-    p.add_argument("--model", metavar="M", help="use this model instead of the planner role's")
+    p.add_argument("-m", "--model", metavar="M", help="use this model instead of the planner role's")
     p.set_defaults(func=run_draft)
 
 

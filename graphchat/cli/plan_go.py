@@ -29,7 +29,7 @@ def register_go(plan_sub: argparse._SubParsersAction) -> None:
     p.add_argument("--save", metavar="ID", help="write the final plan to plans/<ID>.yaml")
     p.add_argument("--force", action="store_true", help="with --save: overwrite an existing plan file")
     p.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
-    p.add_argument("--model", metavar="M", help="use this model instead of the configured ones")
+    p.add_argument("-m", "--model", metavar="M", help="use this model instead of the configured ones")
     p.set_defaults(func=run_go)
 
 

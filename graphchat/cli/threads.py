@@ -185,5 +185,7 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
         elif kind == ev.TURN_PARKED:
             waiting = ", ".join(str(r) for r in event.get("requests") or [])
             console.print(Text(safe(f"waiting for a person: request {waiting}"), style="yellow"))
+        elif kind == ev.TURN_RETRACTED:
+            console.print(Text("↻ the turn above was taken back (/retry or /edit)", style="dim"))
         elif kind == ev.META and event.get("title"):
             console.print(Text(safe(f"title: {event['title']}"), style="dim"))

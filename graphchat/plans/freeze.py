@@ -111,6 +111,7 @@ def read_turns(events: Iterable[dict[str, Any]]) -> list[Turn]:
     pending: list[Call] = []
     call_ids: list[str] = []
     round_no = 0
+    retracted = False  # the latest turn was taken back already
 
     def current() -> Turn:
         if not turns:  # an assistant line before any user line: its own turn
@@ -146,6 +147,12 @@ def read_turns(events: Iterable[dict[str, Any]]) -> list[Turn]:
                 call.value = _result_value(event.get("content"))
         elif kind in ev.TURN_CLOSERS:
             pending, call_ids = [], []
+        elif kind == ev.TURN_RETRACTED and turns and not retracted:  # /retry, /edit: taken back
+            pending, call_ids = [], []
+            turns.pop()
+            retracted = True
+        if kind == ev.USER:
+            retracted = False
     return turns
 
 

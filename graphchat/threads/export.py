@@ -78,4 +78,6 @@ def to_markdown(info: ThreadInfo, events: list[dict[str, Any]]) -> str:
                 out += [f"*{line}*", ""]
         elif kind == ev.TURN_FAILED:
             out += [f"> **Turn failed:** {event.get('error', '')}", ""]
+        elif kind == ev.TURN_RETRACTED:
+            out += ["> *The turn above was taken back (/retry or /edit); the model no longer sees it.*", ""]
     return "\n".join(out).rstrip() + "\n"

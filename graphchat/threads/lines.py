@@ -16,6 +16,7 @@ TURN_END = "turn_end"
 TURN_FAILED = "turn_failed"
 TURN_PARKED = "turn_parked"
 TURN_RESUMED = "turn_resumed"
+TURN_RETRACTED = "turn_retracted"
 META = "meta"
 
 # Kinds that become a model message (and count as a message in `threads list`).
@@ -125,6 +126,12 @@ def turn_parked(requests: list[str]) -> dict[str, Any]:
 
 def turn_resumed() -> dict[str, Any]:
     return {"kind": TURN_RESUMED, "ts": now_ts()}
+
+
+def turn_retracted() -> dict[str, Any]:
+    """The turn before this line is taken back (the chat's /retry and /edit): kept on disk for
+    the record, left out of what the model is sent and of what `/freeze` reads."""
+    return {"kind": TURN_RETRACTED, "ts": now_ts()}
 
 
 def meta(*, title: str | None = None, model: str | None = None) -> MetaEvent:

@@ -5,6 +5,7 @@ Pure functions. Repairs what an interruption left, so a provider never sees an o
 - a turn that was interrupted (Ctrl-C, SIGTERM, SIGHUP: `turn_failed` with `interrupted`) is
   kept: the user's message, what the model said, the results that completed and the calls
   cancelled; so is a turn with no closing event (process killed), with repairs;
+- a turn followed by `turn_retracted` (the chat's /retry and /edit) is left out entirely;
 - an assistant tool call with no result gets a synthetic "interrupted" error result.
 
 Results are recorded as their calls finish, in any order, so they are matched to the calls of
@@ -154,6 +155,7 @@ def to_model_messages(
     out: list[dict[str, Any]] = []
     turn: _TurnBuilder | None = None
     turn_no = 0
+    last_start: int | None = None  # where the latest turn's messages begin in `out`
 
     def start_turn() -> _TurnBuilder:
         nonlocal turn_no
@@ -165,6 +167,7 @@ def to_model_messages(
         if kind == ev.USER:
             if turn is not None:  # the previous turn never closed: keep it, repaired
                 out.extend(turn.finish())
+            last_start = len(out)
             turn = start_turn()
             turn.user(event)
         elif kind == ev.ASSISTANT:
@@ -182,6 +185,13 @@ def to_model_messages(
             if turn is not None and is_interrupted(event):
                 out.extend(turn.finish())  # what happened before the interruption stays known
             turn = None  # a failed turn is kept on disk for the record, never sent
+        elif kind == ev.TURN_RETRACTED:
+            if turn is not None:
+                out.extend(turn.finish())
+                turn = None
+            if last_start is not None:  # the latest turn is taken back; a second retraction
+                del out[last_start:]  # in a row takes back nothing more
+                last_start = None
     if turn is not None:  # unfinished trailing turn (process killed): kept, repaired
         out.extend(turn.finish())
     return out

@@ -227,7 +227,7 @@ class FakeSession:
         self.block = True
         self.messages: list[str] = []
 
-    async def turn(self, message: str, *, on_text: Any = None) -> str:
+    async def turn(self, message: str, *, on_text: Any = None, replace_last: bool = False) -> str:
         self.messages.append(message)
         self.thread_id = "abc123def456"
         if self.block:
@@ -317,3 +317,22 @@ def test_chat_without_a_terminal_is_a_usage_error(graphchat: Any) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert "error: chat needs a terminal" in result.stderr
+
+
+def test_every_slash_command_has_a_handler_a_help_line_and_completes() -> None:
+    """Issue 24 point 7: /help and Tab know every command (the pty test runs the new ones)."""
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from graphchat.chat.commands import COMMANDS, HANDLERS, HELP
+    from graphchat.chat.complete import ChatCompleter
+
+    assert set(COMMANDS) == set(HANDLERS)
+    assert {"retry", "edit", "clear", "exit", "quit"} <= set(COMMANDS)
+    for name in COMMANDS:
+        assert f"/{name}" in HELP, name
+    completer = ChatCompleter(COMMANDS, lambda: [])
+    offered = [
+        c.text for c in completer.get_completions(Document("/"), CompleteEvent(completion_requested=True))
+    ]
+    assert offered == [f"/{name}" for name in COMMANDS]
