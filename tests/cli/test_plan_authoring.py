@@ -163,3 +163,24 @@ def test_plan_run_tree_draws_each_steps_status_on_stderr(greet: Path, graphchat)
     assert tail[1].startswith("├── E0  builtin__reshape  ← input.who   ✓ ")
     assert tail[2].startswith("├── E1  builtin__reshape  ← E0   ✓ ")
     assert tail[3] == "└── output  ← E1"
+
+
+def test_every_verb_answers_with_an_envelope_under_json(greet: Path, graphchat) -> None:
+    verbs = [
+        ("plan", "set", "greet", "exemplars", "greet Ada", "say hi"),
+        ("plan", "unset", "greet", "exemplars"),
+        ("plan", "step", "update", "greet", "E1", "input", '{"shape":{"loud":"{{E0.greeting}}!!"}}'),
+        ("plan", "step", "update", "greet", "E1", "tool", "builtin__reshape"),
+        ("plan", "step", "update", "greet", "E1", "reasoning", "louder"),
+        ("plan", "step", "unset", "greet", "E1", "reasoning"),
+        ("plan", "step", "add", "greet", "E2", "builtin__reshape", '{"shape":{"n":1}}', "--after", "E0"),
+        ("plan", "step", "rename", "greet", "E2", "count"),
+        ("plan", "step", "rm", "greet", "count"),
+    ]
+    for args in verbs:
+        done = graphchat(*args, "--json")
+        assert done.returncode == 0, (args, done.stderr)
+        body = envelope(done)
+        assert body["ok"] is True and body["savedTo"] == str(greet), (args, body)
+    done = graphchat("plan", "run", "greet", "--input", "who=Cy")
+    assert json.loads(done.stdout) == {"text": "hi Cy!!"}
