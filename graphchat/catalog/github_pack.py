@@ -14,14 +14,16 @@ pack field for field. Configuration:
 
 What it does not trust (docs/tools.md): an argument in a path is one quoted segment (`segment`,
 `tag_name`); pages are followed only on the API's origin, redirects never (the token would go
-along).
+along); gh_pr_ticket's `pattern` runs on RE2, off the event loop, within size and time limits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -38,6 +40,13 @@ TIMEOUT_SECS = 30
 _REMOTE = re.compile(r"[:/](?P<owner>[^/:]+)/(?P<name>[^/]+?)(?:\.git)?/?$")
 _TICKET = re.compile(r"^([A-Z]+)[- ]?([0-9]+)$")
 _FINDING_KEYS = ("label", "severity", "invariant", "file", "line", "finding")
+DEFAULT_TICKET = r"\b[A-Za-z]{2,6}[- ][0-9]+\b"
+# A user's regular expression (gh_pr_ticket's `pattern`) runs on RE2, linear in its text (no
+# backtracking), in a worker thread, within these limits.
+PATTERN_MAX_CHARS = 1000
+TEXT_MAX_CHARS = 262_144  # of each text scanned (a PR body on GitHub is at most 65,536)
+REGEX_SECONDS = 1.0
+REGEX_MAX_MEM = 8 << 20  # RE2's budget for the compiled pattern and its DFA
 MAX_PAGES = 1000  # of one paginated list (REST Link: rel=next, GraphQL cursors)
 # What git refuses in a tag name (git check-ref-format), besides control characters.
 _BAD_TAG = re.compile(r"\.\.|@\{|//|[ ~^:?*\[\\]|^[/.]|/\.|/$|\.$|\.lock(?:/|$)|^@$")
@@ -311,23 +320,33 @@ class GithubPackSource(ToolSource):
         }
 
     async def _gh_pr_ticket(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
+        pattern = str(a.get("pattern") or DEFAULT_TICKET)
+        if len(pattern) > PATTERN_MAX_CHARS:
+            raise GithubFailed(
+                f"gh_pr_ticket: pattern is {len(pattern)} characters long, "
+                f"more than the {PATTERN_MAX_CHARS} allowed"
+            )
+        compiled = await asyncio.to_thread(_compile_ticket, pattern)
         pr = await api.get(await self._path("pulls/{pr}", pr=int(a["pr"])))
-        try:
-            pattern = re.compile(str(a.get("pattern") or r"\b[A-Za-z]{2,6}[- ][0-9]+\b"))
-        except re.error as exc:
-            raise GithubFailed(f"gh_pr_ticket: bad pattern: {exc}") from None
-        sources = (
-            ("branch", (pr.get("head") or {}).get("ref")),
-            ("title", pr.get("title")),
-            ("body", pr.get("body")),
-        )
-        for source, text in sources:
-            for line in str(text or "").split("\n"):  # grep -o: the first match of the first matching line
-                found = pattern.search(line)
-                if found and found.group(0):
-                    ticket = _TICKET.sub(r"\1-\2", found.group(0).upper())
-                    return {"found": True, "ticket": ticket, "source": source}
-        return {"found": False, "ticket": None, "source": None}
+        sources = [
+            (source, str(text or "")[:TEXT_MAX_CHARS])
+            for source, text in (
+                ("branch", (pr.get("head") or {}).get("ref")),
+                ("title", pr.get("title")),
+                ("body", pr.get("body")),
+            )
+        ]
+        stop = threading.Event()
+        try:  # off the event loop, and given up on at the time limit
+            return await asyncio.wait_for(
+                asyncio.to_thread(_find_ticket, compiled, sources, stop), REGEX_SECONDS
+            )
+        except TimeoutError:
+            stop.set()  # the worker stops at its next line (one RE2 search is linear in its line)
+            raise GithubFailed(
+                f"gh_pr_ticket: pattern {shown(pattern)} took more than {REGEX_SECONDS:g} s "
+                "over the pull request's text; stopped"
+            ) from None
 
     async def _gh_release(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
         tag = str(a.get("tag") or "")
@@ -495,6 +514,37 @@ def shown(text: str, limit: int = 80) -> str:
 
 def origin(url: httpx.URL) -> str:
     return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
+
+
+def _compile_ticket(pattern: str) -> Any:
+    """gh_pr_ticket's pattern on RE2 (POSIX leftmost-longest, as graph's `grep -oE`)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    options.longest_match = True
+    options.max_mem = REGEX_MAX_MEM
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        why = exc.args[0] if exc.args else exc
+        why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
+        raise GithubFailed(
+            f"gh_pr_ticket: pattern {shown(pattern)} is not a usable regular expression: {why}"
+        ) from None
+
+
+def _find_ticket(compiled: Any, sources: list[tuple[str, str]], stop: threading.Event) -> dict[str, Any]:
+    """The first match of the first matching line (graph: `grep -oE … | head -1`), in order."""
+    for source, text in sources:
+        for line in text.split("\n"):
+            if stop.is_set():  # the caller gave up at its time limit
+                return {"found": False, "ticket": None, "source": None}
+            found = compiled.search(line)
+            if found and found.group(0):
+                ticket = _TICKET.sub(r"\1-\2", found.group(0).upper())
+                return {"found": True, "ticket": ticket, "source": source}
+    return {"found": False, "ticket": None, "source": None}
 
 
 def _no_secret(text: str) -> str:
