@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 
 class FakeGithub:
@@ -25,6 +27,9 @@ class FakeGithub:
         self.releases: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.reject_lines: set[int] = set()  # review-comment lines answered 422 (not in the diff)
+        # "METHOD /path" → a fixed answer (status, body, headers): a redirect, a hostile Link header
+        self.answers: dict[str, tuple[int, Any, dict[str, str]]] = {}
+        self.delays: dict[str, float] = {}  # "METHOD /path" → seconds to wait before answering
         self._next_id = 100
         self.lock = threading.Lock()
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -93,8 +98,8 @@ class FakeGithub:
                 if latest
                 else (404, {"message": "Not Found"})
             )
-        if m := re.fullmatch(r"releases/tags/(.+)", tail):
-            found = next((r for r in self.releases if r["tag_name"] == m[1]), None)
+        if m := re.fullmatch(r"releases/tags/([^/]+)", tail):  # a tag is one segment, quoted
+            found = next((r for r in self.releases if r["tag_name"] == unquote(m[1])), None)
             return (200, found) if found else (404, {"message": "Not Found"})
         if tail == "releases":
             return 200, self.releases
@@ -149,13 +154,21 @@ def _handler(fake: FakeGithub) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else None
             path = self.path.split("?", 1)[0]
+            route = f"{self.command} {path}"
+            time.sleep(fake.delays.get(route, 0))
+            headers: dict[str, str] = {}
             with fake.lock:
                 fake.requests.append(
                     {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
                 )
-                status, answer = fake.handle(self.command, path, body)
+                if route in fake.answers:
+                    status, answer, headers = fake.answers[route]
+                else:
+                    status, answer = fake.handle(self.command, path, body)
             data = b"" if answer is None else json.dumps(answer).encode()
             self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -11,14 +11,21 @@ pack field for field. Configuration:
   `origin` remote of the repository tools run in.
 
 `gh_pr_comment`, `gh_pr_inline_comments` and `gh_pr_thread_sync` write (family `write`).
+
+What it does not trust (docs/tools.md): an argument in a path is one quoted segment (`segment`,
+`tag_name`); pages are followed only on the API's origin, redirects never (the token would go
+along); gh_pr_ticket's `pattern` runs on RE2, off the event loop, within size and time limits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import threading
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.packs import pack_specs
@@ -33,6 +40,16 @@ TIMEOUT_SECS = 30
 _REMOTE = re.compile(r"[:/](?P<owner>[^/:]+)/(?P<name>[^/]+?)(?:\.git)?/?$")
 _TICKET = re.compile(r"^([A-Z]+)[- ]?([0-9]+)$")
 _FINDING_KEYS = ("label", "severity", "invariant", "file", "line", "finding")
+DEFAULT_TICKET = r"\b[A-Za-z]{2,6}[- ][0-9]+\b"
+# A user's regular expression (gh_pr_ticket's `pattern`) runs on RE2, linear in its text (no
+# backtracking), in a worker thread, within these limits.
+PATTERN_MAX_CHARS = 1000
+TEXT_MAX_CHARS = 262_144  # of each text scanned (a PR body on GitHub is at most 65,536)
+REGEX_SECONDS = 1.0
+REGEX_MAX_MEM = 8 << 20  # RE2's budget for the compiled pattern and its DFA
+MAX_PAGES = 1000  # of one paginated list (REST Link: rel=next, GraphQL cursors)
+# What git refuses in a tag name (git check-ref-format), besides control characters.
+_BAD_TAG = re.compile(r"\.\.|@\{|//|[ ~^:?*\[\\]|^[/.]|/\.|/$|\.$|\.lock(?:/|$)|^@$")
 
 THREADS_QUERY = """query($owner:String!,$name:String!,$pr:Int!,$endCursor:String){
   repository(owner:$owner,name:$name){
@@ -91,7 +108,10 @@ class GithubPackSource(ToolSource):
                 "X-GitHub-Api-Version": "2022-11-28",
                 "User-Agent": "graphchat",
             }
-            async with httpx.AsyncClient(headers=headers, timeout=TIMEOUT_SECS) as client:
+            # Redirects are never followed: the token would go wherever a Location points.
+            async with httpx.AsyncClient(
+                headers=headers, timeout=TIMEOUT_SECS, follow_redirects=False
+            ) as client:
                 api = _Api(client, api_base(self.settings))
                 return ToolResult(await handler(api, apply_defaults(spec.input_schema, arguments)))
         except GithubFailed as exc:
@@ -126,14 +146,17 @@ class GithubPackSource(ToolSource):
             self._repo = (owner, name)
         return self._repo
 
-    async def _path(self, tail: str) -> str:
+    async def _path(self, route: str, **values: object) -> str:
+        """`/repos/{owner}/{name}/` + route, each `{value}` one URL-quoted path segment: a value
+        holding `/` or `..` never reaches another path of the API."""
         owner, name = await self.repo()
-        return f"/repos/{owner}/{name}/{tail}"
+        where = {"owner": owner, "name": name, **values}
+        return ("/repos/{owner}/{name}/" + route).format(**{k: segment(v, k) for k, v in where.items()})
 
     # --- the tools ------------------------------------------------------------------------------
 
     async def _gh_pr_meta(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
-        pr = await api.get(await self._path(f"pulls/{int(a['pr'])}"))
+        pr = await api.get(await self._path("pulls/{pr}", pr=int(a["pr"])))
         return {
             "title": pr.get("title"),
             "body": pr.get("body") or "",
@@ -145,7 +168,7 @@ class GithubPackSource(ToolSource):
 
     async def _gh_pr_comment(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
         pr, body, marker = int(a["pr"]), str(a["body"]), str(a.get("marker") or "")
-        comments_path = await self._path(f"issues/{pr}/comments")
+        comments_path = await self._path("issues/{pr}/comments", pr=pr)
         comments = await api.get_all(comments_path)
         if marker:
             tag = f"<!-- {marker} -->"
@@ -157,7 +180,7 @@ class GithubPackSource(ToolSource):
             target = mine[-1] if mine else None
         if target is not None:
             done = await api.send(
-                "PATCH", await self._path(f"issues/comments/{target['id']}"), {"body": body}
+                "PATCH", await self._path("issues/comments/{id}", id=target["id"]), {"body": body}
             )
         else:
             done = await api.send("POST", comments_path, {"body": body})
@@ -180,7 +203,10 @@ class GithubPackSource(ToolSource):
         marker = str(a["marker"])
         threads: list[dict[str, Any]] = []
         cursor = None
+        seen: set[str] = set()
         while True:
+            if len(seen) >= MAX_PAGES:
+                raise GithubFailed(f"GitHub GraphQL reviewThreads: more than {MAX_PAGES} pages; stopped")
             data = await api.graphql(
                 THREADS_QUERY, {"owner": owner, "name": name, "pr": int(a["pr"]), "endCursor": cursor}
             )
@@ -189,7 +215,10 @@ class GithubPackSource(ToolSource):
             info = page.get("pageInfo") or {}
             if not info.get("hasNextPage") or not info.get("endCursor"):
                 break
-            cursor = info["endCursor"]
+            cursor = str(info["endCursor"])
+            if cursor in seen:
+                raise GithubFailed("GitHub GraphQL reviewThreads: the next page's cursor repeats a page")
+            seen.add(cursor)
         tagged = []
         for thread in threads:
             nodes = (thread.get("comments") or {}).get("nodes") or []
@@ -291,27 +320,40 @@ class GithubPackSource(ToolSource):
         }
 
     async def _gh_pr_ticket(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
-        pr = await api.get(await self._path(f"pulls/{int(a['pr'])}"))
-        try:
-            pattern = re.compile(str(a.get("pattern") or r"\b[A-Za-z]{2,6}[- ][0-9]+\b"))
-        except re.error as exc:
-            raise GithubFailed(f"gh_pr_ticket: bad pattern: {exc}") from None
-        sources = (
-            ("branch", (pr.get("head") or {}).get("ref")),
-            ("title", pr.get("title")),
-            ("body", pr.get("body")),
-        )
-        for source, text in sources:
-            for line in str(text or "").split("\n"):  # grep -o: the first match of the first matching line
-                found = pattern.search(line)
-                if found and found.group(0):
-                    ticket = _TICKET.sub(r"\1-\2", found.group(0).upper())
-                    return {"found": True, "ticket": ticket, "source": source}
-        return {"found": False, "ticket": None, "source": None}
+        pattern = str(a.get("pattern") or DEFAULT_TICKET)
+        if len(pattern) > PATTERN_MAX_CHARS:
+            raise GithubFailed(
+                f"gh_pr_ticket: pattern is {len(pattern)} characters long, "
+                f"more than the {PATTERN_MAX_CHARS} allowed"
+            )
+        compiled = await asyncio.to_thread(_compile_ticket, pattern)
+        pr = await api.get(await self._path("pulls/{pr}", pr=int(a["pr"])))
+        sources = [
+            (source, str(text or "")[:TEXT_MAX_CHARS])
+            for source, text in (
+                ("branch", (pr.get("head") or {}).get("ref")),
+                ("title", pr.get("title")),
+                ("body", pr.get("body")),
+            )
+        ]
+        stop = threading.Event()
+        try:  # off the event loop, and given up on at the time limit
+            return await asyncio.wait_for(
+                asyncio.to_thread(_find_ticket, compiled, sources, stop), REGEX_SECONDS
+            )
+        except TimeoutError:
+            stop.set()  # the worker stops at its next line (one RE2 search is linear in its line)
+            raise GithubFailed(
+                f"gh_pr_ticket: pattern {shown(pattern)} took more than {REGEX_SECONDS:g} s "
+                "over the pull request's text; stopped"
+            ) from None
 
     async def _gh_release(self, api: _Api, a: dict[str, Any]) -> dict[str, Any]:
         tag = str(a.get("tag") or "")
-        meta = await api.get(await self._path(f"releases/tags/{tag}" if tag else "releases/latest"))
+        if tag:
+            meta = await api.get(await self._path("releases/tags/{tag}", tag=tag_name(tag)))
+        else:
+            meta = await api.get(await self._path("releases/latest"))
         listed = await api.get(await self._path("releases"), params={"per_page": 100})
         published = meta.get("published_at") or ""
         include_pre = a.get("include_prereleases") is True
@@ -346,20 +388,20 @@ class GithubPackSource(ToolSource):
     async def _delete_tagged(self, api: _Api, pr: int, tag: str) -> None:
         """Delete this PR's review comments carrying `tag` (refresh in place); failures ignored."""
         try:
-            comments = await api.get_all(await self._path(f"pulls/{pr}/comments"))
+            comments = await api.get_all(await self._path("pulls/{pr}/comments", pr=pr))
         except GithubFailed:
             return
         for comment in comments:
             if tag in str(comment.get("body") or ""):
                 try:
-                    await api.send("DELETE", await self._path(f"pulls/comments/{comment['id']}"))
+                    await api.send("DELETE", await self._path("pulls/comments/{id}", id=comment["id"]))
                 except GithubFailed:
                     pass
 
     async def _post_review_comment(self, api: _Api, pr: int, payload: dict[str, Any]) -> str:
         """One anchored review comment; its url, or "" when the API refused it (e.g. 422)."""
         try:
-            done = await api.send("POST", await self._path(f"pulls/{pr}/comments"), payload)
+            done = await api.send("POST", await self._path("pulls/{pr}/comments", pr=pr), payload)
         except GithubFailed:
             return ""
         return str(done.get("html_url") or "")
@@ -371,22 +413,36 @@ class _Api:
     def __init__(self, client: httpx.AsyncClient, base: str) -> None:
         self.client = client
         self.base = base
+        self.origin = origin(client.base_url.join(base))
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
         response = await self.client.get(self.base + path, params=params)
         return _json(response, "GET", path)
 
     async def get_all(self, path: str) -> list[Any]:
-        """Every page of a list (Link: rel=next)."""
+        """Every page of a list (Link: rel=next), following only links on the API's own origin."""
+        import httpx
+
         items: list[Any] = []
-        url: str | None = self.base + path
+        url: httpx.URL | None = httpx.URL(self.base + path)
         params: dict[str, Any] | None = {"per_page": 100}
-        while url:
+        seen: set[str] = set()
+        while url is not None:
+            if len(seen) >= MAX_PAGES:
+                raise GithubFailed(f"GitHub API GET {path}: more than {MAX_PAGES} pages; stopped")
+            seen.add(str(url))
             response = await self.client.get(url, params=params)
             page = _json(response, "GET", path)
             items.extend(page if isinstance(page, list) else [])
-            url = response.links.get("next", {}).get("url")
-            params = None
+            link = response.links.get("next", {}).get("url")
+            url, params = (response.url.join(link) if link else None), None
+            if url is not None and origin(url) != self.origin:
+                raise GithubFailed(
+                    f"GitHub API GET {path}: the next page (Link: rel=next) is on {shown(origin(url))}, "
+                    f"not on the API's origin {self.origin}; not followed"
+                )
+            if url is not None and str(url) in seen:
+                raise GithubFailed(f"GitHub API GET {path}: the next page (Link: rel=next) repeats a page")
         return items
 
     async def send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -407,6 +463,13 @@ class _Api:
 
 
 def _json(response: httpx.Response, method: str, path: str) -> Any:
+    if response.is_redirect or 300 <= response.status_code < 400:
+        where = response.headers.get("Location")
+        raise GithubFailed(
+            f"GitHub API {method} {path}: HTTP {response.status_code} redirect"
+            + (f" to {shown(_no_secret(where))}" if where else "")
+            + ", not followed (the token goes only to the configured API)"
+        )
     if response.status_code >= 400:
         try:
             message = response.json().get("message", "")
@@ -421,6 +484,67 @@ def _json(response: httpx.Response, method: str, path: str) -> Any:
         return response.json()
     except ValueError:
         raise GithubFailed(f"GitHub API {method} {path}: the answer is not JSON") from None
+
+
+def segment(value: object, what: str) -> str:
+    """`value` as one segment of a URL path, quoted (`/` is `%2F`); empty, `.`, `..` and control
+    characters are refused with an error naming `what`."""
+    text = str(value)
+    if text in ("", ".", "..") or not text.isprintable():
+        raise GithubFailed(f"{what} {shown(text)} cannot be one segment of an API path")
+    return quote(text, safe="")
+
+
+def tag_name(tag: str) -> str:
+    """`tag` when git could name a tag so (git check-ref-format), else an error naming `tag`."""
+    bad = _BAD_TAG.search(tag)
+    if bad is not None or not tag.isprintable():
+        why = f"{bad.group(0)!r} is not allowed in one" if bad is not None else "it holds a control character"
+        raise GithubFailed(f"gh_release: tag {shown(tag)} is not a tag name ({why})")
+    return tag
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """A value from outside, quoted for a one-line message: control characters escaped, cut."""
+    from graphchat.display import safe
+
+    cut = text if len(text) <= limit else text[:limit] + "…"
+    return "'" + safe(cut, newlines=False) + "'"
+
+
+def origin(url: httpx.URL) -> str:
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
+
+
+def _compile_ticket(pattern: str) -> Any:
+    """gh_pr_ticket's pattern on RE2 (POSIX leftmost-longest, as graph's `grep -oE`)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    options.longest_match = True
+    options.max_mem = REGEX_MAX_MEM
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        why = exc.args[0] if exc.args else exc
+        why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
+        raise GithubFailed(
+            f"gh_pr_ticket: pattern {shown(pattern)} is not a usable regular expression: {why}"
+        ) from None
+
+
+def _find_ticket(compiled: Any, sources: list[tuple[str, str]], stop: threading.Event) -> dict[str, Any]:
+    """The first match of the first matching line (graph: `grep -oE … | head -1`), in order."""
+    for source, text in sources:
+        for line in text.split("\n"):
+            if stop.is_set():  # the caller gave up at its time limit
+                return {"found": False, "ticket": None, "source": None}
+            found = compiled.search(line)
+            if found and found.group(0):
+                ticket = _TICKET.sub(r"\1-\2", found.group(0).upper())
+                return {"found": True, "ticket": ticket, "source": source}
+    return {"found": False, "ticket": None, "source": None}
 
 
 def _no_secret(text: str) -> str:
