@@ -139,11 +139,30 @@ def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
     # are started by the run itself), only unconfigured ones are problems.
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
     shapes = learned_shapes(settings.catalog_dir / "shapes")
-    problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans, shapes=shapes)
+    # Only certain failures stop a run before its first step; what depends on evidence (a
+    # learned shape, an open declared schema) is a note: a shape cache never makes a working
+    # plan unrunnable.
+    notes: list[str] = []
+    problems = validate_against_catalog(
+        plan, catalog, servers=servers, plans=index.plans, shapes=shapes, at_run=True, notes=notes
+    )
+    if notes:
+        from graphchat.cli.output import note
+
+        for line in _located(plan, notes):
+            note(f"note: {line}")
     if problems:
-        where = plan.path or plan.identifier
-        lines = "\n".join(f"  {where}: {problem}" for problem in problems)
+        lines = "\n".join(f"  {line}" for line in _located(plan, problems))
         raise GraphchatError(f"plan '{plan.identifier}' cannot run here:\n{lines}")
+
+
+def _located(plan: Any, problems: list[str]) -> list[str]:
+    """`<file>:<line>: <problem>` (the plan's file), or `<identifier>: <problem>`."""
+    if plan.path is None:
+        return [f"{plan.identifier}: {problem}" for problem in problems]
+    from graphchat.plans.loader import locate
+
+    return locate(plan.path, problems)
 
 
 # --- running -----------------------------------------------------------------------------------
