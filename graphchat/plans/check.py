@@ -163,19 +163,19 @@ class _Checker:
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         if not isinstance(props, Mapping):
             return
-        from graphchat.jsonschema_util import errors
+        from graphchat.jsonschema_util import first_error
 
         for name, prop in props.items():
             if not isinstance(prop, Mapping) or "default" not in prop:
                 continue
             body = {k: v for k, v in prop.items() if k != "default"}
-            problems = errors(body, prop["default"])
-            if problems:
+            problem = first_error(body, prop["default"])
+            if problem:
                 self.report(
                     EVIDENCE,
                     None,
                     f"input_schema.properties.{name}.default",
-                    f"{prop['default']!r} does not fit its own schema: {problems[0]} "
+                    f"{prop['default']!r} does not fit its own schema: {problem} "
                     f"(a run without '{name}' stops at its input, exit 3): fix the default or the type",
                 )
 
@@ -293,6 +293,10 @@ class _Checker:
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         if not isinstance(props, Mapping):
             return
+        from graphchat.jsonschema_util import schema_refusal
+
+        if schema_refusal(schema) is not None:
+            return  # the call itself says why the tool cannot be called
         tool = step.tool_name
         names = ", ".join(str(p) for p in props) or "none"
         required = [
@@ -359,17 +363,11 @@ class _Checker:
                     cap,
                 )
             elif not template_strings(value, ""):
-                from graphchat.jsonschema_util import errors
+                from graphchat.jsonschema_util import first_error
 
-                found = errors(dict(wanted), value)
+                found = first_error(dict(wanted), value)
                 if found:
-                    self.report(
-                        ERROR,
-                        label,
-                        field,
-                        f"{tool} refuses {value!r}: {found[0]}",
-                        cap,
-                    )
+                    self.report(ERROR, label, field, f"{tool} refuses {value!r}: {found}", cap)
 
     # -- templates
 
