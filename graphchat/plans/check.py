@@ -154,8 +154,14 @@ class _Checker:
         props = schema.get("properties")
         if not isinstance(props, Mapping) or not props:
             return None  # any object is accepted: nothing is known of its keys
-        # An undeclared `{{input.x}}` is an error when the schema declares properties.
-        return {**schema, "type": "object", "additionalProperties": False}
+        # An undeclared `{{input.x}}` is an error when the schema declares properties (unless
+        # it says other keys are welcome: `additionalProperties: true` or a schema).
+        extra = schema.get("additionalProperties", False)
+        return {
+            **schema,
+            "type": "object",
+            "additionalProperties": extra if extra not in (None, False) else False,
+        }
 
     def check_defaults(self) -> None:
         """A default its own property schema refuses (the run without that input is exit 3)."""

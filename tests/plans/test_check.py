@@ -189,3 +189,17 @@ def test_a_section_test_is_never_a_finding_but_a_rooted_path_inside_is() -> None
 def test_tag_keeps_unknown_unknown() -> None:
     assert tag(None, Source("learned", "x")) is None
     assert tag({}, Source("learned", "x")) is None
+
+
+def test_an_undeclared_input_is_certain_unless_other_keys_are_welcome() -> None:
+    base = HEAD + "input_schema: {type: object, properties: {a: {type: string}}%s}\n"
+    body = "steps:\n  - {id: E0, tool_name: s__x, input: {v: '{{input.b}}'}}\n"
+    closed = _findings(base % "" + body)
+    assert closed == [
+        (
+            ERROR,
+            "step E0: input.v: '{{input.b}}': 'b' is not an input of this plan: did you mean 'a'? (inputs: a)",
+        )
+    ]
+    assert _findings(base % ", additionalProperties: true" + body) == []
+    assert _findings(HEAD + "steps:\n  - {id: E0, tool_name: s__x, input: {v: '{{input.b}}'}}\n") == []
