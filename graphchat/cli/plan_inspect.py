@@ -43,8 +43,8 @@ def register_inspect(plan_sub: argparse._SubParsersAction) -> None:
     p_val.add_argument(
         "--strict",
         action="store_true",
-        help="every note is a problem (exit 1): a tool name that could not be checked, a field a "
-        "learned shape never saw, an argument an open input schema does not name",
+        help="the checker's notes are problems (exit 1): a tool name that could not be checked, a "
+        "field a learned shape never saw, an argument an open input schema does not name",
     )
     p_val.set_defaults(func=run_validate)
 
