@@ -43,6 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a question nobody here can answer fails the run (as in graph) instead of parking it (exit 5)",
     )
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="an input the plan never reads is an error (exit 3), not a warning",
+    )
     run.set_defaults(func=run_command)
     from graphchat.cli.plan_draft import register_draft
 
@@ -75,7 +80,9 @@ def resolve_plan(settings: Any, arg: str) -> Any:
     return plan
 
 
-def plan_input(plan: Any, document_arg: str | None, pairs: list[str] | None) -> dict[str, Any]:
+def plan_input(
+    plan: Any, document_arg: str | None, pairs: list[str] | None, *, strict: bool = False
+) -> dict[str, Any]:
     """The input object of `plan run`, as graph's `resolve_input` (graph-cli commands/input.rs):
     an empty document is `{}`; a document that is not an object and an `--input` without `=`
     are exit 1. A key the input_schema does not name: exit 3 from `--input`, a warning from a
@@ -120,28 +127,36 @@ def plan_input(plan: Any, document_arg: str | None, pairs: list[str] | None) -> 
             EXIT_INPUT_NEEDED,
         )
     result: dict[str, Any] = apply_input_flags(document, pairs)
-    if plan.input_schema is None and result:
-        unread = _no_input_schema(plan, list(result))
-        if unread:
-            warn(unread)
+    unread_inputs(plan, list(flags) if plan_declares_inputs(plan) else list(result), strict=strict)
     return result
 
 
-def _no_input_schema(plan: Any, given: list[str]) -> str | None:
-    """The warning for inputs given to a plan with no input_schema (graph passes them through):
-    which of them it reads. None when its templates read the whole input."""
+def plan_declares_inputs(plan: Any) -> bool:
+    props = plan.input_schema.get("properties") if isinstance(plan.input_schema, dict) else None
+    return isinstance(props, dict) and bool(props)
+
+
+def unread_inputs(plan: Any, given: list[str], *, strict: bool) -> None:
+    """Keys given that no template of the plan reads: a warning naming the keys it does read
+    (graph accepts them); `--strict`: exit 3. For a plan that declares inputs, only `--input`
+    keys are looked at (a document's undeclared keys are warned about above)."""
+    from graphchat.cli.output import warn
+    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
     from graphchat.plans.inputs import input_keys_read
 
     read = input_keys_read(plan)
-    if "*" in read:
-        return None
-    keys = ", ".join(given)
-    if not read:
-        return f"plan '{plan.identifier}' reads no inputs (it has no input_schema): {keys} ignored"
-    unread = [key for key in given if key not in read]
-    reads = ", ".join(sorted(read))
-    tail = f": {', '.join(unread)} not read" if unread else ""
-    return f"plan '{plan.identifier}' has no input_schema; it reads only {reads}{tail}"
+    if read is None:
+        return  # the plan reads its whole input
+    unread = [key for key in dict.fromkeys(given) if key not in read]
+    if not unread:
+        return
+    names = ", ".join(repr(k) for k in unread)
+    reads = ", ".join(sorted(read)) if read else "none"
+    declared = "" if plan_declares_inputs(plan) else " (it has no input_schema)"
+    message = f"plan '{plan.identifier}'{declared} never reads input {names}; the inputs it reads: {reads}"
+    if strict:
+        raise GraphchatError(message, EXIT_INPUT_NEEDED)
+    warn(f"{message} (ignored)")
 
 
 def _did_you_mean(close: str | None) -> str:
@@ -168,11 +183,30 @@ def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
     # are started by the run itself), only unconfigured ones are problems.
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
     shapes = learned_shapes(settings.catalog_dir / "shapes")
-    problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans, shapes=shapes)
+    # Only certain failures stop a run before its first step; what depends on evidence (a
+    # learned shape, an open declared schema) is a note: a shape cache never makes a working
+    # plan unrunnable.
+    notes: list[str] = []
+    problems = validate_against_catalog(
+        plan, catalog, servers=servers, plans=index.plans, shapes=shapes, at_run=True, notes=notes
+    )
+    if notes:
+        from graphchat.cli.output import note
+
+        for line in _located(plan, notes):
+            note(f"note: {line}")
     if problems:
-        where = plan.path or plan.identifier
-        lines = "\n".join(f"  {where}: {problem}" for problem in problems)
+        lines = "\n".join(f"  {line}" for line in _located(plan, problems))
         raise GraphchatError(f"plan '{plan.identifier}' cannot run here:\n{lines}")
+
+
+def _located(plan: Any, problems: list[str]) -> list[str]:
+    """`<file>:<line>: <problem>` (the plan's file), or `<identifier>: <problem>`."""
+    if plan.path is None:
+        return [f"{plan.identifier}: {problem}" for problem in problems]
+    from graphchat.plans.loader import locate
+
+    return locate(plan.path, problems)
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -199,7 +233,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.home, model=args.model)
     plan = resolve_plan(settings, args.plan)
-    inputs = plan_input(plan, args.document, args.input)
+    inputs = plan_input(plan, args.document, args.input, strict=args.strict)
     from graphchat.catalog.plan_tools import configured_servers
 
     missing = plan.missing_servers(configured_servers(settings)) if plan.requires_servers else []

@@ -44,7 +44,10 @@ def register_inspect(plan_sub: argparse._SubParsersAction) -> None:
         help="start no MCP server: tools of servers whose tool list was never cached go unchecked (said in a note)",
     )
     p_val.add_argument(
-        "--strict", action="store_true", help="a tool name that could not be checked is a problem (exit 1)"
+        "--strict",
+        action="store_true",
+        help="the checker's notes are problems (exit 1): a tool name that could not be checked, a "
+        "field a learned shape never saw, an argument an open input schema does not name",
     )
     p_val.set_defaults(func=run_validate)
 
@@ -218,14 +221,29 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def _validate_one(
-    plan: Any, catalog: Any, servers: Any, plans: Any, *, by_path: bool, shapes: Any = None
+    plan: Any,
+    catalog: Any,
+    servers: Any,
+    plans: Any,
+    *,
+    by_path: bool,
+    shapes: Any = None,
+    strict: bool = False,
 ) -> tuple[list[str], list[str]]:
     from graphchat.plans.validate import validate_against_catalog
 
+    found: list[str] = []  # the data-flow checker's notes
     problems = validate_against_catalog(
-        plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path, shapes=shapes
+        plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path, shapes=shapes, notes=found
     )
-    notes = list(plan.warnings)  # fields the loader ignored, as graph does: not fatal
+    if strict:  # --strict: a note is a failure
+        problems += found
+        found = []
+    elif found and plan.path is not None:
+        from graphchat.plans.loader import locate
+
+        found = locate(plan.path, found)
+    notes = list(plan.warnings) + found  # fields the loader ignored, as graph does: not fatal
     if by_path:
         gone = plan.missing_servers(servers.configured)
         if gone:
@@ -244,9 +262,10 @@ def run_validate(args: argparse.Namespace) -> int:
         located_problems,
         relative_problems,
     )
+    from graphchat.plans.loader import locate
     from graphchat.plans.model import PlanLoadError, plan_identifier
     from graphchat.plans.splice_types import learned_shapes
-    from graphchat.plans.validate import known_servers
+    from graphchat.plans.validate import known_servers, partial_problems
 
     settings = _settings(args)
     index = discover(settings.plans_dir)
@@ -307,19 +326,27 @@ def run_validate(args: argparse.Namespace) -> int:
             if wanted:
                 start_errors = _read_tool_lists(catalog, wanted, quiet=args.json)
         servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
+    shapes = learned_shapes(settings.catalog_dir / "shapes")
     for where, plan, failure, by_path in targets:
         if failure is not None:
             raw_id = index.raw_ids.get(_as_path(where))
+            later: list[str] = []  # the tiers after loading, over what did load
+            if failure.partial is not None:
+                if catalog is None:
+                    catalog = _catalog(settings)
+                    servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
+                later = partial_problems(failure, catalog, servers=servers, plans=index.plans, shapes=shapes)
             reports.append(
                 {
                     "plan": raw_id or _as_path(where).stem,
                     "steps": None,  # the file does not load: its steps are not known
                     "ok": False,
-                    "problems": relative_problems(failure),
+                    "problems": relative_problems(failure) + later,
                     "notes": [],
                     "path": where,
                     "identifier": raw_id,
-                    "shown": located_problems(failure),  # text output: `<file>:<line>: …`
+                    # text output: `<file>:<line>: …`
+                    "shown": located_problems(failure) + locate(where, later),
                 }
             )
             continue
@@ -330,7 +357,8 @@ def run_validate(args: argparse.Namespace) -> int:
             servers,
             index.plans,
             by_path=by_path,
-            shapes=learned_shapes(settings.catalog_dir / "shapes"),
+            shapes=shapes,
+            strict=args.strict,
         )
         for server in sorted(_server_prefixes(plan)):
             if server not in servers.configured or servers.cached.get(server):
@@ -353,6 +381,7 @@ def run_validate(args: argparse.Namespace) -> int:
                 "notes": notes,
                 "path": where,
                 "identifier": plan.identifier,
+                "shown": locate(where, problems),
             }
         )
     ok = all(r["ok"] for r in reports)

@@ -501,19 +501,24 @@ def plan_yaml(doc: Mapping[str, Any], *, header: str | None = None) -> str:
 def check_document(
     text: str, catalog: Catalog, settings: Settings, *, plans: Mapping[str, Plan] | None = None
 ) -> tuple[Plan | None, list[str]]:
-    """A plan file's text checked as `plan validate` checks a plan: load, then catalog resolution."""
+    """A plan file's text checked as `plan validate` checks a plan: load, catalog resolution and
+    data flow — every problem of every tier at once, so one retry can fix them all."""
     from graphchat.plans.discovery import relative_problems
     from graphchat.plans.loader import load_plan_text
-    from graphchat.plans.validate import known_servers, validate_against_catalog
+    from graphchat.plans.splice_types import learned_shapes
+    from graphchat.plans.validate import known_servers, partial_problems, validate_against_catalog
 
-    try:
-        plan = load_plan_text(text, SOURCE)
-    except PlanLoadError as err:
-        return None, relative_problems(err)
     if plans is None:
         plans = workspace_plans(settings)
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
-    problems = validate_against_catalog(plan, catalog, servers=servers, plans=plans)
+    shapes = learned_shapes(settings.catalog_dir / "shapes")
+    try:
+        plan = load_plan_text(text, SOURCE)
+    except PlanLoadError as err:
+        # every tier at once: what did load is checked against the catalog and the data flow too
+        later = partial_problems(err, catalog, servers=servers, plans=plans, shapes=shapes)
+        return None, relative_problems(err) + later
+    problems = validate_against_catalog(plan, catalog, servers=servers, plans=plans, shapes=shapes)
     return (None, problems) if problems else (plan, [])
 
 

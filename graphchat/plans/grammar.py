@@ -20,6 +20,38 @@ if TYPE_CHECKING:
     from graphchat.plans.model import Body
 
 Report = Callable[[str, str], None]  # report(field, what is wrong)
+Schema = dict[str, Any]
+
+
+class Results(Protocol):
+    """What a step's result declaration (`result(step, known)` in each step module) may ask of
+    the data-flow checker (`graphchat.plans.check`): the result schema of one of its bodies,
+    and the schema of one element of its `over` — each None when unknown."""
+
+    def body(self, name: str) -> Schema | None: ...
+
+    def over_item(self) -> Schema | None: ...
+
+
+def closed(properties: Mapping[str, Any], required: Iterable[str] = ()) -> Schema:
+    """A control step's result: an object with exactly these fields (`additionalProperties:
+    false`), so a path into any other field certainly fails."""
+    props = {name: (schema if schema is not None else {}) for name, schema in properties.items()}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": [name for name in required if name in props] or list(props),
+        "additionalProperties": False,
+    }
+
+
+def array_of(items: Schema | None) -> Schema:
+    return {"type": "array", "items": items} if items else {"type": "array"}
+
+
+def or_null(schema: Schema | None) -> Schema:
+    """`schema`, or null (reading a field of null fails as surely as a missing field)."""
+    return {"anyOf": [schema or {}, {"type": "null"}]}
 
 
 class Scope:

@@ -1,7 +1,9 @@
-"""Input keys a plan's `input_schema` does not name, with the closest one it does.
+"""Input keys a plan's `input_schema` does not name, with the closest one it does; and the input
+keys a plan reads at all.
 
 graph passes such keys through to the run; graphchat does too, and says so: `plan run --input`
-(a person typing) refuses them, a document or a plan tool call's arguments get a warning.
+(a person typing) refuses them, a document or a plan tool call's arguments get a warning. A key
+the plan never reads (`input_keys_read`) is a warning too (`plan run --strict`: exit 3).
 """
 
 from __future__ import annotations
@@ -26,31 +28,37 @@ def unknown_input_keys(schema: Mapping[str, Any] | None, keys: Iterable[str]) ->
     return out
 
 
-def input_keys_read(plan: Any) -> set[str]:
-    """The `{{input.<key>}}` keys the plan's templates read (steps, bodies and finish); `*` when a
-    template reads the whole input."""
+def input_keys_read(plan: Any) -> set[str] | None:
+    """The top-level input keys the plan's templates read (`{{input.x…}}`, sections included),
+    anywhere: steps, bodies, the finish. None when some template reads the whole `{{input}}`."""
     from graphchat.plans.grammar import template_strings
     from graphchat.plans.template import TemplateError, parse
-    from graphchat.plans.template.parser import Path, Section
+    from graphchat.plans.template.parser import DATA, Path, Section
 
-    trees: list[Any] = [step.input for step in plan.all_steps()]
-    trees.append(plan.output)
-    if plan.solver is not None:
-        trees.extend([plan.solver.query_to_answer, plan.solver.data, plan.solver.system_prompt])
     keys: set[str] = set()
+    whole = False
 
     def visit(nodes: Any) -> None:
+        nonlocal whole
         for node in nodes:
+            path = node.path if isinstance(node, Section) else node
+            if isinstance(path, Path) and path.kind == DATA and path.segs and path.segs[0] == "input":
+                if len(path.segs) == 1:
+                    whole = True
+                else:
+                    keys.add(path.segs[1])
             if isinstance(node, Section):
-                visit([node.path])
                 visit(node.body)
-            elif isinstance(node, Path) and node.segs and node.segs[0] == "input":
-                keys.add(str(node.segs[1]) if len(node.segs) > 1 else "*")
 
-    for tree in trees:
-        for text, _ in template_strings(tree, ""):
+    values: list[Any] = [plan.output]
+    if plan.solver is not None:
+        values += [plan.solver.query_to_answer, plan.solver.data]
+    for step in plan.all_steps():
+        values.append(step.input)
+    for value in values:
+        for text, _ in template_strings(value, ""):
             try:
                 visit(parse(text).nodes)
             except TemplateError:
-                pass
-    return keys
+                continue
+    return None if whole else keys

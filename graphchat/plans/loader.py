@@ -21,7 +21,7 @@ from graphchat.plans.grammar import Report, Scope, Site, template_strings, yaml_
 from graphchat.plans.model import RESERVED_ROOTS, Body, Plan, PlanLoadError, Solver, Step
 from graphchat.plans.steps import CONTROL
 
-__all__ = ["PlanLoadError", "load_plan", "load_plan_data", "load_plan_text", "plan_to_dict"]
+__all__ = ["PlanLoadError", "load_plan", "load_plan_data", "load_plan_text", "locate", "plan_to_dict"]
 
 PLAN_FIELDS = (
     "identifier",
@@ -88,6 +88,33 @@ def load_plan_data(data: Any, source: str = "<plan>") -> Plan:
     return _Loader(source, None).load(data, None)
 
 
+def locate(source: str | Path, problems: list[str]) -> list[str]:
+    """`<file>:<line>: <problem>` for each `step <label>: <field>: …` or `<field>: …` problem
+    of a plan file, where the line is known (read again: only on the unhappy path)."""
+    import yaml
+
+    from graphchat.yamlfile import parse_yaml
+
+    try:
+        node, _ = parse_yaml(Path(source).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return list(problems)
+    finder = _Loader(str(source), node)
+    out = []
+    for problem in problems:
+        line: int | None = None
+        head, _, rest = problem.partition(": ")
+        try:
+            if head.startswith("step "):
+                line = finder._step_line(head[5:], rest.partition(": ")[0])
+            elif rest and " " not in head:
+                line = finder._field_line(node, head)
+        except Exception:  # a line is a courtesy: never a reason to fail
+            line = None
+        out.append(f"{source}:{line}: {problem}" if line else f"{source}: {problem}")
+    return out
+
+
 # --- the loader --------------------------------------------------------------------------------
 
 
@@ -101,6 +128,7 @@ class _Loader:
         self.body_owner: dict[str, str] = {}  # body step id -> owning top-level step label
         self.seen_ids: dict[tuple[str, str], str] = {}  # (body label or "", id) -> first label
         self.warnings: list[str] = []  # ignored fields, as graph ignores them
+        self.refused: set[str] = set()  # labels of steps whose tool name was refused
 
     # -- reporting
 
@@ -230,7 +258,11 @@ class _Loader:
                 if ignore is not None:
                     ignore(key, f"unknown field in {what}, ignored (allowed: {', '.join(allowed)})")
                 else:
-                    report(key, f"unknown field in {what} (allowed: {', '.join(allowed)})")
+                    import difflib
+
+                    close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+                    hint = f": did you mean `{close[0]}`?" if close and close[0] not in raw else ""
+                    report(key, f"unknown field in {what} (allowed: {', '.join(allowed)}){hint}")
                 continue
             if name in out:
                 report(key, f"given twice (as `{raw_keys[name]}` and `{key}`)")
@@ -287,13 +319,10 @@ class _Loader:
         if solver is not None and output is not None:
             self.plan_problem("solver", "`solver` and `output` exclude each other: keep one")
 
-        if self.problems:
-            raise PlanLoadError(self.source, self.problems, self.lines)
-        assert identifier is not None and name is not None and description is not None
-        return Plan(
-            identifier=identifier,
-            name=name,
-            description=description,
+        plan = Plan(
+            identifier=identifier or "",
+            name=name or "",
+            description=description or "",
             steps=steps,
             exemplars=exemplars,
             requires_servers=requires,
@@ -303,6 +332,10 @@ class _Loader:
             path=path,
             warnings=self.warnings,
         )
+        if self.problems:
+            # What did load, for the checks after loading (tools, data flow): all problems at once.
+            raise PlanLoadError(self.source, self.problems, self.lines, partial=plan, refused=self.refused)
+        return plan
 
     def required_string(self, doc: Mapping[str, Any], field: str, *, empty_ok: bool = False) -> str | None:
         """A required string; `empty_ok` lets "" load (graph's `name`/`description` are plain
@@ -500,8 +533,10 @@ class _Loader:
         elif not isinstance(tool, str) or not tool.strip():
             report("tool_name", f"must be a non-empty string, got {yaml_kind(tool)}")
             tool = None
+            self.refused.add(where)
         elif not self.check_tool_name(tool, context, report):
             tool_ok = False
+            self.refused.add(where)
         reasoning = doc.get("reasoning")
         if reasoning is not None and not isinstance(reasoning, str):
             report("reasoning", f"must be a string, got {yaml_kind(reasoning)}")

@@ -112,9 +112,22 @@ class Plan:
 class PlanLoadError(Exception):
     """A plan that does not load: every problem, each `<file>: step <id>: <field>: <what>`."""
 
-    def __init__(self, source: str, problems: list[str], lines: list[int | None] | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        problems: list[str],
+        lines: list[int | None] | None = None,
+        *,
+        partial: Plan | None = None,
+        refused: set[str] | None = None,
+    ) -> None:
         self.source = source
         self.problems = problems
+        # What did load (steps with problems included, as far as they loaded), so the checks
+        # after loading can still run and every problem is reported at once; `refused`: labels
+        # of steps whose tool name the loader refused (not checked again).
+        self.partial = partial
+        self.refused: set[str] = set(refused or ())
         # the 1-based line of each problem in the file, where it is known (parallel to problems)
         self.lines: list[int | None] = list(lines) if lines is not None else [None] * len(problems)
         super().__init__("\n".join(problems))

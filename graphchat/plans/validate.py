@@ -1,5 +1,5 @@
-"""Catalog-level validation: does every tool a plan names resolve here, and can each tool take
-the values spliced into it whole (`graphchat.plans.splice_types`)?
+"""Catalog-level validation: does every tool a plan names resolve here, and does the data flow
+(`graphchat.plans.check`: every path, argument and default against what is known)?
 
 Runs after the loader (structure is already sound). It never starts an MCP server: a
 `server__tool` is checked against the server's cached tool list when there is one, else at
@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graphchat.plans.model import Plan, Step
-from graphchat.plans.splice_types import Shapes, splice_problems
+from graphchat.plans.splice_types import Shapes
 from graphchat.plans.steps import CONTROL
 
 if TYPE_CHECKING:
@@ -91,10 +91,16 @@ def validate_against_catalog(
     plans: Mapping[str, Plan] | None = None,
     soft_required_servers: bool = False,
     shapes: Shapes | None = None,
+    at_run: bool = False,
+    notes: list[str] | None = None,
+    skip: Iterable[str] = (),
 ) -> list[str]:
     """Every tool-resolution problem of a loaded plan (empty = runnable here), then every
-    typed splice a tool's input schema cannot take (`graphchat.plans.splice_types`; `shapes`:
-    the learned output shapes of tools).
+    data-flow problem (`graphchat.plans.check`; `shapes`: the shape cache's documents).
+
+    A finding that depends on evidence (a learned shape, an open declared schema) is a problem
+    for authoring and, `at_run` (before `plan run`'s first step), a note; notes go to `notes`
+    when given. `skip`: labels of steps whose tool name the loader already refused.
 
     `plans` is the workspace's plan index (a `plan__x` that loads is accepted even when the
     catalog hides it, with the reason). `soft_required_servers`: when validating a plan *file*,
@@ -111,8 +117,11 @@ def validate_against_catalog(
         )
     excused = set(missing) if soft_required_servers else set()
     labelled = step_labels(plan)
+    skipped = set(skip)
     for label, step in labelled:
         tool = step.tool_name
+        if label in skipped or not tool:
+            continue
         if tool in CONTROL:
             if tool == "agent" and isinstance(step.input.get("tools"), list):
                 for pattern in step.input["tools"]:
@@ -123,7 +132,41 @@ def validate_against_catalog(
         problem = tool_problem(tool, catalog, info, plans=plans, excused=excused, self_id=plan.identifier)
         if problem:
             problems.append(f"step {label}: tool_name: {problem}")
-    return problems + splice_problems(plan, catalog, labelled, shapes)
+    from graphchat.plans.check import ERROR, EVIDENCE, check_plan
+
+    for finding in check_plan(plan, catalog, shapes):
+        if finding.tier == ERROR or (finding.tier == EVIDENCE and not at_run):
+            problems.append(finding.text)
+        elif notes is not None:
+            notes.append(finding.text)
+    return problems
+
+
+def partial_problems(
+    err: Any,
+    catalog: Catalog,
+    *,
+    servers: Servers | None = None,
+    plans: Mapping[str, Plan] | None = None,
+    shapes: Shapes | None = None,
+) -> list[str]:
+    """The problems after loading (tools, data flow) of what did load of a plan that does not
+    load (`PlanLoadError.partial`), so one pass reports every problem of every tier."""
+    plan = getattr(err, "partial", None)
+    if plan is None or not plan.steps:
+        return []
+    try:
+        return validate_against_catalog(
+            plan,
+            catalog,
+            servers=servers,
+            plans=plans,
+            soft_required_servers=True,
+            shapes=shapes,
+            skip=getattr(err, "refused", ()),
+        )
+    except Exception:  # a half-loaded plan must never take the report of its problems down
+        return []
 
 
 def tool_problem(
@@ -164,8 +207,12 @@ def tool_problem(
         return f"MCP server {prefix!r} is not configured (catalog/servers.yaml), so {tool!r} cannot resolve"
     cached = info.cached.get(prefix)
     if cached:
+        import difflib
+
+        near = difflib.get_close_matches(tool, sorted(cached), n=1, cutoff=0.6)
+        hint = f": did you mean {near[0]!r}?" if near else ""
         close = sorted(cached)[:12]
-        return f"server {prefix!r} has no tool {tool!r} (its tools: {', '.join(close)})"
+        return f"server {prefix!r} has no tool {tool!r}{hint} (its tools: {', '.join(close)})"
     return None  # configured, tool list not cached: the tool itself is checked at dispatch
 
 

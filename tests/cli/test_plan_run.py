@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import GraphchatRunner, clean_env
 
@@ -406,27 +407,60 @@ def test_missing_required_servers_are_named(graphchat: GraphchatRunner, workspac
     assert "needs MCP servers that are not configured: time, calendar" in run.stderr
 
 
-def test_inputs_given_to_a_plan_with_no_input_schema_are_named_in_a_warning(
-    graphchat: GraphchatRunner, workspace: Path
+def _unread_plans(workspace: Path) -> None:
+    gate = {
+        "id": "E0",
+        "tool_name": "exit",
+        "input": {"when": {"value": 1, "op": "eq", "to": 2}, "status": "error"},
+    }
+    (workspace / "plans" / "reads_a.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "identifier": "reads_a",
+                "name": "A",
+                "description": "Reads a, declares b.",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                },
+                "steps": [gate],
+                "output": {"a": "{{input.a}}"},
+            }
+        )
+    )
+    (workspace / "plans" / "no_inputs.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "identifier": "no_inputs",
+                "name": "N",
+                "description": "Reads nothing.",
+                "steps": [gate],
+                "output": {"ok": True},
+            }
+        )
+    )
+
+
+def test_an_input_the_plan_never_reads_is_a_warning_and_strict_makes_it_exit_3(
+    workspace: Path, graphchat: GraphchatRunner
 ) -> None:
-    """graph passes them through (exit unchanged); the warning says which ones the plan reads."""
-    (workspace / "plans" / "echo.yaml").write_text(
-        "identifier: echo\nname: Echo\ndescription: the zone back\nsteps:\n"
-        "  - id: E0\n    tool_name: filter\n    input: {over: ['{{input.zone}}'], where: {value: '{{item}}', op: not_empty}}\n"
-        "output: {zones: '{{E0.items}}'}\n"
+    """Issue 21 item 4: graph accepts such keys; graphchat says which keys the plan does read."""
+    _unread_plans(workspace)
+    ran = graphchat("plan", "run", "reads_a", "--input", "a=1", "--input", "b=2")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"a": 1}
+    assert "plan 'reads_a' never reads input 'b'; the inputs it reads: a (ignored)" in ran.stderr
+    strict = graphchat("plan", "run", "reads_a", "--input", "a=1", "--input", "b=2", "--strict")
+    assert strict.returncode == 3 and strict.stdout == ""
+    assert "plan 'reads_a' never reads input 'b'; the inputs it reads: a" in strict.stderr
+    quiet = graphchat("plan", "run", "reads_a", "--input", "a=1", "--strict")
+    assert quiet.returncode == 0 and "never reads" not in quiet.stderr
+
+    none = graphchat("plan", "run", "no_inputs", "--input", "timezone=Europe/Paris")
+    assert none.returncode == 0, none.stderr
+    assert (
+        "plan 'no_inputs' (it has no input_schema) never reads input 'timezone'; the inputs it reads: none"
+        in none.stderr
     )
-    run = graphchat("plan", "run", "echo", "--input", "zone=UTC", "--input", "extra=1")
-    assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == {"zones": ["UTC"]}
-    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings == ["warning: plan 'echo' has no input_schema; it reads only zone: extra not read"]
-    (workspace / "plans" / "fixed.yaml").write_text(
-        "identifier: fixed\nname: Fixed\ndescription: no inputs\nsteps:\n"
-        "  - id: E0\n    tool_name: filter\n    input: {over: [UTC], where: {value: '{{item}}', op: not_empty}}\n"
-        "output: {zones: '{{E0.items}}'}\n"
-    )
-    run = graphchat("plan", "run", "fixed", '{"zone": "UTC"}', "--input", "when=now")
-    assert run.returncode == 0, run.stderr
-    warnings = [line for line in run.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings == ["warning: plan 'fixed' reads no inputs (it has no input_schema): zone, when ignored"]
-    assert "warning" not in graphchat("plan", "run", "fixed").stderr
+    doc = graphchat("plan", "run", "no_inputs", '{"zone": "UTC"}', "--strict")
+    assert doc.returncode == 3 and "never reads input 'zone'" in doc.stderr

@@ -329,3 +329,40 @@ def test_the_prompts_example_plan_loads() -> None:
     example = PLANNER_SYSTEM.split("# Example (its tools are illustrative)\n", 1)[1]
     plan = load_plan_data(json.loads(example))
     assert [s.tool_name for s in plan.steps] == ["map", "filter"] and plan.finish == "output"
+
+
+def test_three_problems_of_three_tiers_come_back_in_one_retry(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    """Issue 21: a load problem (an unknown op), a tool problem (a misspelt tool) and a data-flow
+    problem (a misspelt field of a map's result) are all sent back on the first retry."""
+    write_servers(workspace, {"t": stdio()})
+    assert graphchat("tools", "call", "t__whoami").returncode == 0  # t's tool list is known
+
+    def doc(op: str, tool: str, field: str) -> dict[str, Any]:
+        return {
+            "identifier": "stamped",
+            "name": "Stamped",
+            "description": "Shapes two records and stamps them.",
+            "steps": [
+                {
+                    "id": "E0",
+                    "tool_name": "map",
+                    "input": {"over": [1, 2], "do": {"tool_name": "t__shaped", "input": {"variant": "{{item}}"}}},
+                },
+                {"id": "E1", "tool_name": tool, "input": {"n": 2}},
+                {"id": "E2", "tool_name": "exit", "input": {"when": {"value": "{{E0.count}}", "op": op, "to": 1}, "status": "error"}},
+            ],
+            "output": {"n": "{{E0." + field + "}}", "total": "{{E1.total}}"},
+        }  # fmt: skip
+
+    model_server.push({"json": doc("less", "t__stmap", "cont")}, {"json": doc("lt", "t__stamp", "count")})
+    result = graphchat("plan", "draft", "stamp two shaped records", env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    assert "✗ draft 1: 3 problems; sent back to the planner" in result.stderr
+    assert len(model_server.requests) == 2
+    feedback = model_server.requests[1]["messages"][-1]["content"]
+    assert "step E2: input.when: unknown op 'less'" in feedback
+    assert "step E1: tool_name: server 't' has no tool 't__stmap': did you mean 't__stamp'?" in feedback
+    assert "output.n: '{{E0.cont}}': no field 'cont': did you mean 'count'?" in feedback
+    assert (workspace / "plans" / "stamped.yaml").is_file()

@@ -720,8 +720,8 @@ def test_a_value_typed_in_another_form_is_named_and_a_plan_without_inputs_warns_
     ran = graphchat("plan", "run", plan["identifier"], "--input", "timezone=Europe/Paris")
     assert ran.returncode == 0, ran.stderr  # exit unchanged: graph passes the key through
     assert (
-        f"warning: plan '{plan['identifier']}' reads no inputs (it has no input_schema): timezone ignored\n"
-        in ran.stderr
+        f"warning: plan '{plan['identifier']}' (it has no input_schema) never reads input 'timezone'; "
+        "the inputs it reads: none (ignored)\n" in ran.stderr
     )
     assert json.loads(ran.stdout)["E0"]["timezone"] == "Asia/Tokyo"
     quiet = graphchat("plan", "run", plan["identifier"])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from graphchat.plans.steps import agent, ask, decide, exit, filter, map, reduce
 
 if TYPE_CHECKING:
-    from graphchat.plans.grammar import Site
+    from graphchat.plans.grammar import Results, Site
     from graphchat.plans.model import Step
     from graphchat.plans.runtime import Frame, StepRunner
 
@@ -45,6 +45,12 @@ class ControlStep(Protocol):
 
     def load(self, site: Site) -> None:
         """Check the step's normalised `input` and load its bodies, reporting every problem."""
+        ...
+
+    def result(self, step: Step, known: Results) -> dict[str, Any]:
+        """The JSON Schema of the step's result (what docs/plans.md gives for it), for the
+        data-flow checker, `splice_types` and the docs: a closed object (`additionalProperties:
+        false`); `known` gives the schemas of its bodies' results and of `over`'s elements."""
         ...
 
     async def run(self, runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:

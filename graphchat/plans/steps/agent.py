@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
-from graphchat.plans.grammar import Site, yaml_kind
+from graphchat.plans.grammar import Results, Schema, Site, array_of, closed, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, StepFailed, StepRunner, prepare_servers, render_text
 
@@ -16,6 +16,21 @@ FIELDS = ("prompt", "output_schema", "tools", "max_iterations", "model", "system
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
 TOOL_PATTERN_RE = re.compile(r"^[A-Za-z0-9_*.-]+$")
+
+
+def result(step: Step, known: Results) -> Schema:
+    """`{output, iterations, tools_called, final}`; `output` as declared by `output_schema`
+    (`{}` when `final` is false)."""
+    schema = step.input.get("output_schema")
+    return closed(
+        {
+            "output": dict(schema) if isinstance(schema, Mapping) else {},
+            "iterations": {"type": "integer"},
+            "tools_called": array_of(closed({"tool": {"type": "string"}, "round": {"type": "integer"}})),
+            "final": {"type": "boolean"},
+        }
+    )
+
 
 AGENT_SYSTEM = (
     "You are carrying out one task inside an automated workflow. Use the tools you are given "

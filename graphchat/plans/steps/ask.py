@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from graphchat.asks import Question, UnavailableAsker
-from graphchat.plans.grammar import Site, has_template, yaml_kind
+from graphchat.plans.grammar import Results, Schema, Site, closed, has_template, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, Parked, StepFailed, StepRunner, render, render_text
 
@@ -16,6 +16,19 @@ FIELDS = ("prompt", "output_schema", "when_unanswered", "default", "timeout")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
 ASK_TYPES = ("string", "number", "integer", "boolean")
+
+
+def result(step: Step, known: Results) -> Schema:
+    """`{answer, answered, reason?}`: `answer` fits `output_schema` (checked whoever answers)."""
+    schema = step.input.get("output_schema")
+    return closed(
+        {
+            "answer": dict(schema) if isinstance(schema, Mapping) else {},
+            "answered": {"type": "boolean"},
+            "reason": {"type": "string"},
+        },
+        required=("answer", "answered"),
+    )
 
 
 def load(site: Site) -> None:

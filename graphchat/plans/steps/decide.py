@@ -4,13 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.grammar import Site
+from graphchat.plans.grammar import Results, Schema, Site, closed, or_null
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, StepRunner
 
 FIELDS = ("if", "infer", "model", "then", "else")
 BODIES: tuple[str, ...] = ("then", "else")
 ONLY_IN: str | None = None
+
+
+def result(step: Step, known: Results) -> Schema:
+    """`{branch, verdict, reason, result}`: `result` is the chosen branch's result, or null."""
+    then, other = known.body("then"), known.body("else")
+    branch_result: Schema = {} if "else" in step.bodies and other != then else or_null(then)
+    return closed(
+        {
+            "branch": {"type": ["string", "null"]},
+            "verdict": {"type": "boolean"},
+            "reason": {"type": ["string", "null"]},
+            "result": branch_result,
+        }
+    )
 
 
 def load(site: Site) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.plans.grammar import Site, yaml_kind
+from graphchat.plans.grammar import Results, Schema, Site, closed, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import ExitFired, Frame, StepRunner, render, render_text
 
@@ -13,6 +13,17 @@ FIELDS = ("when", "infer", "model", "status", "message", "output")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = "decide"
 DEFAULT_MESSAGES = {"success": "plan exited early", "error": "plan asserted failure"}
+
+
+def result(step: Step, known: Results) -> Schema:
+    """When it does not fire: `{passed: true, verdict: false, reason}`."""
+    return closed(
+        {
+            "passed": {"type": "boolean"},
+            "verdict": {"type": "boolean"},
+            "reason": {"type": ["string", "null"]},
+        }
+    )
 
 
 def load(site: Site) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.grammar import Site
+from graphchat.plans.grammar import Results, Schema, Site, array_of, closed
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, StepFailed, StepRunner, describe, render_over, template_message
 from graphchat.plans.steps.pool import run_pool
@@ -12,6 +12,19 @@ from graphchat.plans.steps.pool import run_pool
 FIELDS = ("over", "where", "infer", "model", "concurrency")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
+
+
+def result(step: Step, known: Results) -> Schema:
+    """`{count, items, dropped, dropped_count}`: both halves are elements of `over`."""
+    item = known.over_item()
+    return closed(
+        {
+            "count": {"type": "integer"},
+            "items": array_of(item),
+            "dropped": array_of(item),
+            "dropped_count": {"type": "integer"},
+        }
+    )
 
 
 def load(site: Site) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.grammar import Site
+from graphchat.plans.grammar import Results, Schema, Site, array_of, closed
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import (
     AskTurn,
@@ -23,6 +23,11 @@ from graphchat.plans.steps.pool import run_pool
 FIELDS = ("over", "do", "concurrency")
 BODIES: tuple[str, ...] = ("do",)
 ONLY_IN: str | None = None
+
+
+def result(step: Step, known: Results) -> Schema:
+    """`{count, results}`: the `do` body's results, in input order."""
+    return closed({"count": {"type": "integer"}, "results": array_of(known.body("do"))})
 
 
 def load(site: Site) -> None:

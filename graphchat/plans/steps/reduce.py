@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphchat.plans.grammar import Site
+from graphchat.plans.grammar import Results, Schema, Site, closed, or_null
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, Progress, StepRunner, render, render_over
 
 FIELDS = ("over", "do", "initial")
 BODIES: tuple[str, ...] = ("do",)
 ONLY_IN: str | None = None
+
+
+def result(step: Step, known: Results) -> Schema:
+    """`{count, result}`: the last body result (`initial` when `over` is empty: then its
+    shape is not known here, unless there is none — null)."""
+    body = known.body("do")
+    return closed({"count": {"type": "integer"}, "result": {} if "initial" in step.input else or_null(body)})
 
 
 def load(site: Site) -> None:
