@@ -134,7 +134,12 @@ def _checked(settings: Any, frozen: Frozen, path: Path) -> Plan:
 
     warn_catalog(catalog)
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
-    problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans)
+    from graphchat.plans.splice_types import learned_shapes
+
+    shapes = learned_shapes(
+        settings.catalog_dir / "shapes"
+    )  # the checker's evidence, as plan validate has it
+    problems = validate_against_catalog(plan, catalog, servers=servers, plans=index.plans, shapes=shapes)
     if problems:
         lines = "\n".join(f"  {problem}" for problem in problems)
         raise GraphchatError(f"the frozen plan would not run here, so it was not saved:\n{lines}")
