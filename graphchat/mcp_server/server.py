@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from graphchat.host import Host
 
 INPUT_REQUIRED_VERSION = "2026-07-28"
+MAX_RUNNING_CALLS = 8  # plans running at once in one session; more calls wait for a place
 
 
 class PlanServer:
@@ -33,6 +34,10 @@ class PlanServer:
         self.events = host.events
         self.catalog: Catalog = host.catalog
         self.runs: dict[str, Run] = {}
+        # Each tools/call is its own task (the SDK's dispatcher); at most MAX_RUNNING_CALLS
+        # plans run at once, and a running plan shares the loop (`plans.runtime.checkpoint`),
+        # so a short call never waits for a long one to end.
+        self.running = asyncio.Semaphore(MAX_RUNNING_CALLS)
 
     # -- what is published --
 
@@ -113,7 +118,8 @@ class PlanServer:
         else:
             asker = UnavailableAsker(self.events)
         call_ctx = CallContext(asker=asker, events=self.events, surface="mcp")
-        result = await self.catalog.call(catalog_name, arguments, call_ctx)
+        async with self.running:
+            result = await self.catalog.call(catalog_name, arguments, call_ctx)
         return to_call_result(publicize(result, spec, arguments))
 
     async def _start_run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
@@ -127,7 +133,8 @@ class PlanServer:
 
         async def go() -> None:
             try:
-                result = await self.catalog.call(catalog_name, arguments, call_ctx)
+                async with self.running:
+                    result = await self.catalog.call(catalog_name, arguments, call_ctx)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
