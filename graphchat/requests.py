@@ -110,6 +110,8 @@ class RequestStore:
         """A new open request with a fresh id, on disk before this returns."""
         import orjson
 
+        from graphchat.fsutil import writing
+
         assert mode in MODES and kind in ("question", "approval")
         self.dir.mkdir(parents=True, exist_ok=True)
         now = time.time()
@@ -130,9 +132,14 @@ class RequestStore:
         for length in (6, 6, 6, 8, 8, 12):
             request.id = secrets.token_hex(length // 2)
             tmp = self.dir / f".{request.id}.{os.getpid()}.new"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(orjson.dumps(asdict(request), option=orjson.OPT_INDENT_2))
+            with writing(self.path(request.id)):
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    with os.fdopen(fd, "wb") as handle:
+                        handle.write(orjson.dumps(asdict(request), option=orjson.OPT_INDENT_2))
+                except BaseException:  # a full disk: no temp file left behind
+                    tmp.unlink(missing_ok=True)
+                    raise
             try:
                 os.link(tmp, self.path(request.id))  # fails when the id is taken: unique ids
             except FileExistsError:

@@ -358,6 +358,9 @@ def load_settings(
     a folder already found (a warm helper's), used as it is; `environ`: the asking process's
     environment when it is not this one's (a warm helper's request)."""
     workspace = workspace if workspace is not None else find_workspace(home)
+    from graphchat.fsutil import set_workspace
+
+    set_workspace(workspace)  # a failed write names its path relative to it
     config_path = workspace / CONFIG_NAME
     parsed: dict[str, Any] = {"models": {}}
     raw: dict[str, Any] = {}

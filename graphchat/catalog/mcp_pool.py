@@ -84,6 +84,10 @@ class McpSource(ToolSource):
     def groups(self) -> list[str]:
         return [s.name for s in self.servers]
 
+    def _warn(self, message: str) -> None:
+        if self.events is not None:
+            self.events.warning(message)
+
     def _tools_read(self, config: ServerConfig, tools: list[dict[str, Any]]) -> None:
         """A server started (or was asked again): refresh its cache and its status."""
         try:
@@ -158,6 +162,7 @@ class McpSource(ToolSource):
                 on_error=lambda error: self.files.record_status(
                     name, error=error, config_hash=config.config_hash
                 ),
+                on_warning=self._warn,
             )
         return conn
 
