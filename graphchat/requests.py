@@ -211,11 +211,15 @@ class RequestStore:
         return request
 
     def prune(self, older_than_days: float) -> int:
-        """Remove finished requests settled more than `older_than_days` ago; how many."""
+        """Remove the files of finished requests settled more than `older_than_days` ago whose
+        run has ended; how many. A request whose run is still parked (answered, not resumed
+        yet) stays: resuming reads its answer. Run records (`runs/`) are never touched."""
         cutoff = time.time() - older_than_days * 86400
         removed = 0
         for request in self.all(finished=True):
             if request.state == "open" or (request.settled_at or request.opened_at) > cutoff:
+                continue
+            if request.run is not None and self._run_waits(request.run):
                 continue
             for path in (self.path(request.id), self.dir / f"{request.id}.claim"):
                 try:
@@ -224,6 +228,11 @@ class RequestStore:
                     pass
             removed += 1
         return removed
+
+    def _run_waits(self, run_id: str) -> bool:
+        """The run has not ended: its record is still there (parked, or being resumed)."""
+        runs = self.dir / "runs"
+        return (runs / f"{run_id}.json").exists() or not _valid_id(run_id)
 
     def _read(self, path: Path) -> Request | None:
         import orjson
