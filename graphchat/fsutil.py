@@ -57,9 +57,9 @@ def writing(path: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if exc.errno in WRITE_ERRNOS:
-            exc.filename = str(path)
-            exc.filename2 = None
+        if exc.errno in WRITE_ERRNOS and (exc.filename != str(path) or exc.filename2 is not None):
+            # the same class (OSError picks it from the errno), naming `path` alone
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

@@ -495,7 +495,10 @@ class ShapeStore:
         try:
             await asyncio.to_thread(self.record, tool, value, declared_schema)
         except Exception as exc:  # a cache must never break a call
-            log.warning("could not record the shape of %s: %s", tool, exc)
+            from graphchat.fsutil import failed_write_message, is_failed_write
+
+            said = failed_write_message(exc) if is_failed_write(exc) else exc  # type: ignore[arg-type]
+            log.warning("could not record the shape of %s: %s", tool, said)
 
     async def drain(self) -> None:
         """Wait for every recording started from this event loop."""

@@ -92,9 +92,13 @@ class McpSource(ToolSource):
         """A server started (or was asked again): refresh its cache and its status."""
         try:
             self.files.store_tools(config, tools)
-        except OSError as exc:
+        except OSError as exc:  # a read-only or full disk: this run still knows them
+            from graphchat.fsutil import failed_write_message
+
             if self.events is not None:
-                self.events.warning(f"could not cache the tools of MCP server '{config.name}': {exc}")
+                self.events.warning(
+                    f"could not cache the tools of MCP server '{config.name}': {failed_write_message(exc)}"
+                )
         self.files.record_status(config.name, error=None)
         self._specs = None
 

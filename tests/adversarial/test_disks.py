@@ -106,3 +106,23 @@ def test_a_read_only_workspace_still_starts_its_mcp_servers_with_a_warning(works
     assert len(warning) == 1, done.stderr
     assert "MCP server 't'" in warning[0] and "read-only file system: catalog/logs/t.log" in warning[0]
     assert "internal error" not in done.stderr
+
+
+def test_a_plan_in_a_read_only_workspace_uses_a_server_it_never_saw(workspace: Path) -> None:
+    """No tool list cached and none can be: the run still knows the tools of the server it
+    started (was: 'unknown tool'), and each failed cache says so in the one wording."""
+    write_servers(workspace, {"t": stdio()})
+    (workspace / "plans" / "echo.yaml").write_text(
+        "identifier: echo\nname: Echo\ndescription: Echo through t.\nsteps:\n"
+        "  - id: E0\n    tool_name: t__slow\n    input: {seconds: 0, label: seen}\n"
+        'output:\n  said: "{{E0.result}}"\n'
+    )
+    done = run_on("ro", workspace, workspace, "plan", "run", "echo")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"said": "seen: slept 0.0s"}
+    assert re.search(
+        r"could not cache the tools of MCP server 't': read-only file system: catalog/cache/t-[0-9a-f]+\.json",
+        done.stderr,
+    )
+    assert "read-only file system: catalog/shapes/t__slow.json" in done.stderr
+    assert "Errno" not in done.stderr and "internal error" not in done.stderr
