@@ -210,6 +210,11 @@ class RequestStore:
         self.save(request)
         return request
 
+    def discard(self, request_id: str) -> None:
+        """Remove a request just opened whose run could not park (best effort)."""
+        if _valid_id(request_id):
+            self.path(request_id).unlink(missing_ok=True)
+
     def prune(self, older_than_days: float) -> int:
         """Remove the files of finished requests settled more than `older_than_days` ago whose
         run has ended; how many. A request whose run is still parked (answered, not resumed

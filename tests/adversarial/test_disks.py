@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from tests.adversarial.disks import run_on
+from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
 
@@ -126,3 +127,19 @@ def test_a_plan_in_a_read_only_workspace_uses_a_server_it_never_saw(workspace: P
     )
     assert "read-only file system: catalog/shapes/t__slow.json" in done.stderr
     assert "Errno" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_run_that_cannot_park_leaves_no_open_request_behind(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """The request is written, the run record is not (its folder is full): the request goes
+    too (was: an open request that no run waits on, listed by `graphchat requests`)."""
+    (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
+    (workspace / "requests" / "runs").mkdir(parents=True)
+    done = run_on("full", workspace / "requests" / "runs", workspace, "plan", "run", "ship")
+    assert done.returncode == 1, done.stderr
+    one_line(done.stderr, r"error: no space left on device: requests/runs/[0-9a-f]+\.json")
+    assert done.files() == {}
+    assert not list((workspace / "requests").glob("*.json"))
+    listed = graphchat("requests")
+    assert listed.returncode == 0 and "no requests wait" in listed.stderr + listed.stdout
