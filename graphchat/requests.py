@@ -198,16 +198,23 @@ class RequestStore:
         request = self._raw(request_id)
         if request.state != "open":
             raise AlreadySettled(f"request {request_id} was already {request.state}")
+        from graphchat.fsutil import writing
+
+        claim = self.dir / f"{request_id}.claim"
         try:
-            fd = os.open(self.dir / f"{request_id}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             raise AlreadySettled(f"request {request_id} was already answered") from None
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{os.getpid()}\n")
-        request = self._raw(request_id)
-        request.state, request.answer, request.reason = state, answer, reason
-        request.settled_at = time.time()
-        self.save(request)
+        try:
+            with writing(claim), os.fdopen(fd, "w") as handle:
+                handle.write(f"{os.getpid()}\n")
+            request = self._raw(request_id)
+            request.state, request.answer, request.reason = state, answer, reason
+            request.settled_at = time.time()
+            self.save(request)
+        except OSError:  # a full disk: the claim is ours (O_EXCL), so the request stays open
+            claim.unlink(missing_ok=True)
+            raise
         return request
 
     def discard(self, request_id: str) -> None:

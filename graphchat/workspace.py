@@ -53,6 +53,14 @@ def is_workspace(path: Path) -> bool:
 
 def find_workspace(home: str | os.PathLike[str] | None = None) -> Path:
     """The workspace folder (see module doc). Never fails; creates the per-user folder if used."""
+    from graphchat.fsutil import set_workspace
+
+    root = _find_workspace(home)
+    set_workspace(root)  # a failed write names its path relative to it
+    return root
+
+
+def _find_workspace(home: str | os.PathLike[str] | None) -> Path:
     if home:
         path = Path(home).expanduser()
         if path.exists() and not path.is_dir():

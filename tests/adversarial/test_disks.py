@@ -143,3 +143,22 @@ def test_a_run_that_cannot_park_leaves_no_open_request_behind(
     assert not list((workspace / "requests").glob("*.json"))
     listed = graphchat("requests")
     assert listed.returncode == 0 and "no requests wait" in listed.stderr + listed.stdout
+
+
+def test_answering_on_a_full_disk_leaves_the_request_open_and_unclaimed(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """The claim cannot be written: one line naming it, and no empty claim is left (was: a
+    0-byte `.claim` that made every later answer 'already answered', and no path said)."""
+    (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
+    parked = graphchat("plan", "run", "ship")
+    assert parked.returncode == 5, parked.stderr
+    match = re.search(r"request ([0-9a-f]{6,}): ", parked.stderr)
+    assert match, parked.stderr
+    request_id = match.group(1)
+    done = run_on("full", workspace / "requests", workspace, "answer", request_id, "beta")
+    assert done.returncode == 1, done.stderr
+    one_line(done.stderr, rf"error: no space left on device: requests/{request_id}\.claim")
+    files = done.files()
+    assert f"{request_id}.claim" not in files and f"{request_id}.json" in files
+    assert json.loads((done.after / f"{request_id}.json").read_text())["state"] == "open"
