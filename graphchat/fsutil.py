@@ -50,6 +50,14 @@ def failed_write_message(exc: OSError, path: str | os.PathLike[str] | None = Non
     return f"{words}: {shown_path(where)}" if where else words
 
 
+def describe_failure(exc: BaseException) -> str:
+    """An unexpected exception in one line: a failed write in its one wording, else
+    `<Class>: <message>`."""
+    if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:
+        return failed_write_message(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 @contextmanager
 def writing(path: str | os.PathLike[str]) -> Iterator[None]:
     """Name `path` in an OSError raised while writing it: `write()` and `close()` name no file,

@@ -495,9 +495,9 @@ class ShapeStore:
         try:
             await asyncio.to_thread(self.record, tool, value, declared_schema)
         except Exception as exc:  # a cache must never break a call
-            from graphchat.fsutil import failed_write_message, is_failed_write
+            from graphchat.fsutil import describe_failure, is_failed_write
 
-            said = failed_write_message(exc) if is_failed_write(exc) else exc  # type: ignore[arg-type]
+            said = describe_failure(exc) if is_failed_write(exc) else exc
             log.warning("could not record the shape of %s: %s", tool, said)
 
     async def drain(self) -> None:

@@ -106,9 +106,9 @@ class ShapeRecorderHook:
             try:
                 self.store.record_many(tool, values, declared)
             except Exception as exc:
-                from graphchat.fsutil import failed_write_message, is_failed_write
+                from graphchat.fsutil import describe_failure, is_failed_write
 
-                said = failed_write_message(exc) if is_failed_write(exc) else exc  # type: ignore[arg-type]
+                said = describe_failure(exc) if is_failed_write(exc) else exc
                 log.warning("could not record the shape of %s: %s", tool, said)
 
     async def aclose(self) -> None:

@@ -116,11 +116,10 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:
-        from graphchat.fsutil import failed_write_message, is_failed_write
+        from graphchat.fsutil import describe_failure, is_failed_write
 
         if is_failed_write(exc):  # a read-only or full disk: the path and the errno's words
-            assert isinstance(exc, OSError)
-            report_error(failed_write_message(exc))
+            report_error(describe_failure(exc))
             if debug:
                 import traceback
 

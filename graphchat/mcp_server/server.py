@@ -13,6 +13,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import Asker, UnavailableAsker
+from graphchat.fsutil import describe_failure
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
 from graphchat.mcp_server.convert import PREFIX, error_result, public_name, publicize, to_call_result
 from graphchat.mcp_server.runs import Run
@@ -89,7 +90,7 @@ class PlanServer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug of ours is still a result, not a protocol error
-            return error_result(f"{params.name}: {type(exc).__name__}: {exc}")
+            return error_result(f"{params.name}: {describe_failure(exc)}")
 
     async def _call(self, ctx: Any, params: Any) -> Any:
         from graphchat.catalog.base import CallContext
@@ -140,7 +141,7 @@ class PlanServer:
             except Exception as exc:
                 from graphchat.catalog.base import ToolResult
 
-                result = ToolResult.error(f"{catalog_name}: {type(exc).__name__}: {exc}")
+                result = ToolResult.error(f"{catalog_name}: {describe_failure(exc)}")
             await run.outbox.put(("done", publicize(result, spec, arguments)))
             if not run.handler_waiting:  # nobody came back for it (the client gave up)
                 self.runs.pop(run.token, None)
