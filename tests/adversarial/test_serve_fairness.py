@@ -67,3 +67,40 @@ async def test_a_short_call_returns_before_a_concurrent_long_one(workspace: Path
     # The short call waited for its own work and a few slices of the loop, not for the long one.
     assert short_took < 1.0, f"short call took {short_took:.2f} s beside the long one"
     assert long_at > short_at
+
+
+NAP = """identifier: nap
+name: Nap
+description: Sleep a while (a test tool).
+input_schema:
+  type: object
+  properties:
+    label: {type: string}
+steps:
+  - id: E0
+    tool_name: debug__sleep
+    input: {seconds: 1.5, label: "{{input.label}}"}
+output:
+  label: "{{E0.label}}"
+"""
+
+
+async def test_calls_run_at_once_up_to_the_limit_and_the_next_waits_for_a_place(workspace: Path) -> None:
+    from graphchat.mcp_server.server import MAX_RUNNING_CALLS
+
+    make_workspace(workspace)
+    (workspace / "plans" / "nap.yaml").write_text(NAP)
+    async with serve(workspace, env={"GRAPHCHAT_TEST_TOOLS": "1"}) as client:
+        warm = await client.call_tool("plan_numbers", {"limit": 2, "label": "warm"})
+        assert not warm.is_error, text_of(warm)
+        started = time.perf_counter()
+
+        async def nap(i: int) -> float:
+            result = await client.call_tool("plan_nap", {"label": str(i)})
+            assert not result.is_error, text_of(result)
+            return time.perf_counter() - started
+
+        ends = sorted(await asyncio.gather(*(nap(i) for i in range(MAX_RUNNING_CALLS + 1))))
+    # The first MAX_RUNNING_CALLS ran together (one nap, not eight); the last one waited for a place.
+    assert ends[MAX_RUNNING_CALLS - 1] < 1.5 * 2, ends
+    assert ends[-1] >= 1.5 * 2 - 0.1, ends
