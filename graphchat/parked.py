@@ -213,7 +213,12 @@ class PlanParking:
         self.record.data["position"]["frames"] = frames
         self.record.data["requests"] = [r["id"] for r in requests]
         self.record.data["parked_at"] = time.time()
-        self.record.save()
+        try:
+            self.record.save()
+        except OSError:  # a full disk: no open request is left without the run that waits on it
+            for request in requests:
+                self.store.discard(request["id"])
+            raise
 
     def _position(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
         self.record.data["position"] = {

@@ -110,6 +110,8 @@ class RequestStore:
         """A new open request with a fresh id, on disk before this returns."""
         import orjson
 
+        from graphchat.fsutil import writing
+
         assert mode in MODES and kind in ("question", "approval")
         self.dir.mkdir(parents=True, exist_ok=True)
         now = time.time()
@@ -130,9 +132,14 @@ class RequestStore:
         for length in (6, 6, 6, 8, 8, 12):
             request.id = secrets.token_hex(length // 2)
             tmp = self.dir / f".{request.id}.{os.getpid()}.new"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(orjson.dumps(asdict(request), option=orjson.OPT_INDENT_2))
+            with writing(self.path(request.id)):
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                try:
+                    with os.fdopen(fd, "wb") as handle:
+                        handle.write(orjson.dumps(asdict(request), option=orjson.OPT_INDENT_2))
+                except BaseException:  # a full disk: no temp file left behind
+                    tmp.unlink(missing_ok=True)
+                    raise
             try:
                 os.link(tmp, self.path(request.id))  # fails when the id is taken: unique ids
             except FileExistsError:
@@ -191,24 +198,40 @@ class RequestStore:
         request = self._raw(request_id)
         if request.state != "open":
             raise AlreadySettled(f"request {request_id} was already {request.state}")
+        from graphchat.fsutil import writing
+
+        claim = self.dir / f"{request_id}.claim"
         try:
-            fd = os.open(self.dir / f"{request_id}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             raise AlreadySettled(f"request {request_id} was already answered") from None
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{os.getpid()}\n")
-        request = self._raw(request_id)
-        request.state, request.answer, request.reason = state, answer, reason
-        request.settled_at = time.time()
-        self.save(request)
+        try:
+            with writing(claim), os.fdopen(fd, "w") as handle:
+                handle.write(f"{os.getpid()}\n")
+            request = self._raw(request_id)
+            request.state, request.answer, request.reason = state, answer, reason
+            request.settled_at = time.time()
+            self.save(request)
+        except OSError:  # a full disk: the claim is ours (O_EXCL), so the request stays open
+            claim.unlink(missing_ok=True)
+            raise
         return request
 
+    def discard(self, request_id: str) -> None:
+        """Remove a request just opened whose run could not park (best effort)."""
+        if _valid_id(request_id):
+            self.path(request_id).unlink(missing_ok=True)
+
     def prune(self, older_than_days: float) -> int:
-        """Remove finished requests settled more than `older_than_days` ago; how many."""
+        """Remove the files of finished requests settled more than `older_than_days` ago whose
+        run has ended; how many. A request whose run is still parked (answered, not resumed
+        yet) stays: resuming reads its answer. Run records (`runs/`) are never touched."""
         cutoff = time.time() - older_than_days * 86400
         removed = 0
         for request in self.all(finished=True):
             if request.state == "open" or (request.settled_at or request.opened_at) > cutoff:
+                continue
+            if request.run is not None and self._run_waits(request.run):
                 continue
             for path in (self.path(request.id), self.dir / f"{request.id}.claim"):
                 try:
@@ -217,6 +240,11 @@ class RequestStore:
                     pass
             removed += 1
         return removed
+
+    def _run_waits(self, run_id: str) -> bool:
+        """The run has not ended: its record is still there (parked, or being resumed)."""
+        runs = self.dir / "runs"
+        return (runs / f"{run_id}.json").exists() or not _valid_id(run_id)
 
     def _read(self, path: Path) -> Request | None:
         import orjson

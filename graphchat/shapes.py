@@ -495,7 +495,10 @@ class ShapeStore:
         try:
             await asyncio.to_thread(self.record, tool, value, declared_schema)
         except Exception as exc:  # a cache must never break a call
-            log.warning("could not record the shape of %s: %s", tool, exc)
+            from graphchat.fsutil import describe_failure, is_failed_write
+
+            said = describe_failure(exc) if is_failed_write(exc) else exc
+            log.warning("could not record the shape of %s: %s", tool, said)
 
     async def drain(self) -> None:
         """Wait for every recording started from this event loop."""

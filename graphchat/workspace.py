@@ -54,6 +54,14 @@ def is_workspace(path: Path) -> bool:
 
 def find_workspace(home: str | os.PathLike[str] | None = None) -> Path:
     """The workspace folder (see module doc). Never fails; creates the per-user folder if used."""
+    from graphchat.fsutil import set_workspace
+
+    root = _find_workspace(home)
+    set_workspace(root)  # a failed write names its path relative to it
+    return root
+
+
+def _find_workspace(home: str | os.PathLike[str] | None) -> Path:
     if home:
         path = Path(home).expanduser()
         if path.exists() and not path.is_dir():
@@ -367,6 +375,9 @@ def load_settings(
     a folder already found (a warm helper's), used as it is; `environ`: the asking process's
     environment when it is not this one's (a warm helper's request)."""
     workspace = workspace if workspace is not None else find_workspace(home)
+    from graphchat.fsutil import set_workspace
+
+    set_workspace(workspace)  # a failed write names its path relative to it
     config_path = workspace / CONFIG_NAME
     parsed: dict[str, Any] = {"models": {}}
     raw: dict[str, Any] = {}

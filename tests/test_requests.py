@@ -273,9 +273,11 @@ def test_declining_a_plan_question_takes_the_unanswered_path(graphchat: Graphcha
     assert not list((ship / "requests" / "runs").glob("*.json"))
 
 
-def test_prune_removes_finished_requests(graphchat: GraphchatRunner, ship: Path) -> None:
+def test_prune_removes_finished_requests_whose_run_ended(graphchat: GraphchatRunner, ship: Path) -> None:
     request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
     assert graphchat("decline", request_id, "--no-resume").returncode == 0
+    assert graphchat("resume", request_id).returncode == 1  # declined: the run ends
+    assert not list((ship / "requests" / "runs").glob("*.json"))
     path = ship / "requests" / f"{request_id}.json"
     data = json.loads(path.read_text())
     data["settled_at"] = time.time() - 3 * 86400

@@ -63,7 +63,9 @@ async def _call_one(catalog: Catalog, call: ToolCall, ctx: CallContext) -> ToolR
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # Catalog.call should not raise; a bug there must not sink the round
-        return ToolResult.error(f"{call.name}: {type(exc).__name__}: {exc}")
+        from graphchat.fsutil import describe_failure
+
+        return ToolResult.error(f"{call.name}: {describe_failure(exc)}")
 
 
 def _result_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:

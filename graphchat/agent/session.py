@@ -243,7 +243,9 @@ class Session:
             self._close_failed(thread, exc.message, llm, before, extra_usage)
             raise
         except Exception as exc:
-            self._close_failed(thread, f"{type(exc).__name__}: {exc}", llm, before, extra_usage)
+            from graphchat.fsutil import describe_failure
+
+            self._close_failed(thread, describe_failure(exc), llm, before, extra_usage)
             raise
         usage = self._spent(llm, before, extra_usage).to_dict()
         roles = self.events.since(roles_before)

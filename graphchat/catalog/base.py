@@ -339,7 +339,9 @@ class Catalog:
                 events.tool_finished(name, (time.perf_counter() - started) * 1000, True, "cancelled", call)
             raise
         except Exception as exc:  # a tool must never take the round down
-            result = ToolResult.error(f"{name}: {type(exc).__name__}: {exc}")
+            from graphchat.fsutil import describe_failure
+
+            result = ToolResult.error(f"{name}: {describe_failure(exc)}")
         finally:
             CURRENT_CALL.reset(current)
         result.ms = (time.perf_counter() - started) * 1000

@@ -106,7 +106,10 @@ class ShapeRecorderHook:
             try:
                 self.store.record_many(tool, values, declared)
             except Exception as exc:
-                log.warning("could not record the shape of %s: %s", tool, exc)
+                from graphchat.fsutil import describe_failure, is_failed_write
+
+                said = describe_failure(exc) if is_failed_write(exc) else exc
+                log.warning("could not record the shape of %s: %s", tool, said)
 
     async def aclose(self) -> None:
         while self._flush is not None and not self._flush.done():

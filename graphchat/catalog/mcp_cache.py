@@ -37,6 +37,9 @@ class ServerFiles:
 
     def __init__(self, catalog_dir: Path) -> None:
         self.catalog_dir = catalog_dir
+        # The tool lists this process read, whether or not the disk took them (a read-only or
+        # full workspace still knows the tools of the servers it started).
+        self._read: dict[Path, dict[str, Any]] = {}
 
     @property
     def cache_dir(self) -> Path:
@@ -56,7 +59,10 @@ class ServerFiles:
 
     def cached(self, config: ServerConfig) -> dict[str, Any] | None:
         """The cached tool list document of a server, or None."""
-        doc = read_object(self.cache_path(config))
+        path = self.cache_path(config)
+        if path in self._read:
+            return self._read[path]
+        doc = read_object(path)
         return doc if doc is not None and isinstance(doc.get("tools"), list) else None
 
     def store_tools(self, config: ServerConfig, tools: list[dict[str, Any]]) -> None:
@@ -65,6 +71,7 @@ class ServerFiles:
         import re
 
         doc = {"server": config.name, "config_hash": config.config_hash, "fetched_at": _now(), "tools": tools}
+        self._read[self.cache_path(config)] = doc
         _write_json(self.cache_path(config), doc)
         stale = re.compile(re.escape(config.name) + r"-[0-9a-f]{12}\.json")
         for path in self.cache_dir.glob(f"{config.name}-*.json"):

@@ -120,10 +120,12 @@ class Connection:
         on_tools: Callable[[list[dict[str, Any]]], None],
         on_error: Callable[[str], None],
         roots: Callable[[], list[tuple[str, str]]] | None = None,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.roots = roots  # (uri, name) of the folders the server may work in (MCP roots)
         self._log_stream: Any = None  # the server's log: its logging notifications go there too
+        self.on_warning = on_warning  # something the person should know (the log cannot be opened)
         self.name = config.name
         self.log_path = log_path
         self.on_tools = on_tools  # a start (or a relist) read the server's tool list
@@ -198,14 +200,29 @@ class Connection:
                 stack.enter_context(server_groups())  # last out: kills what the server left behind
                 from graphchat.catalog.mcp_logs import CappedLog
 
-                # The server's stderr through a pipe into a capped, rotated log file.
-                capped = CappedLog(
-                    log_path, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n"
-                )
-                stack.callback(capped.close)
-                errlog = capped.stream
-                self._log_stream = errlog
-                offset = capped.offset
+                # The server's stderr through a pipe into a capped, rotated log file; when that
+                # file cannot be opened (a read-only or full disk), to a null sink: the server
+                # still starts, and a warning says where its stderr did not go.
+                errlog: Any
+                try:
+                    capped = CappedLog(
+                        log_path, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n"
+                    )
+                except OSError as exc:
+                    from graphchat.fsutil import failed_write_message
+
+                    if self.on_warning is not None:
+                        self.on_warning(
+                            f"MCP server '{self.name}': its stderr goes nowhere, the log cannot be "
+                            f"opened ({failed_write_message(exc, log_path)})"
+                        )
+                    errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115
+                    self._log_stream = None  # logging notifications have nowhere to go either
+                else:
+                    stack.callback(capped.close)
+                    errlog = capped.stream
+                    self._log_stream = errlog
+                    offset = capped.offset
                 try:
                     async with asyncio.timeout(START_TIMEOUT_S) as deadline:
                         # aclose() ends a start by moving this deadline to now: the same single

@@ -84,13 +84,21 @@ class McpSource(ToolSource):
     def groups(self) -> list[str]:
         return [s.name for s in self.servers]
 
+    def _warn(self, message: str) -> None:
+        if self.events is not None:
+            self.events.warning(message)
+
     def _tools_read(self, config: ServerConfig, tools: list[dict[str, Any]]) -> None:
         """A server started (or was asked again): refresh its cache and its status."""
         try:
             self.files.store_tools(config, tools)
-        except OSError as exc:
+        except OSError as exc:  # a read-only or full disk: this run still knows them
+            from graphchat.fsutil import failed_write_message
+
             if self.events is not None:
-                self.events.warning(f"could not cache the tools of MCP server '{config.name}': {exc}")
+                self.events.warning(
+                    f"could not cache the tools of MCP server '{config.name}': {failed_write_message(exc)}"
+                )
         self.files.record_status(config.name, error=None)
         self._specs = None
         if self.on_change is not None:
@@ -165,6 +173,7 @@ class McpSource(ToolSource):
                     name, error=error, config_hash=config.config_hash
                 ),
                 roots=self.roots,
+                on_warning=self._warn,
             )
         return conn
 

@@ -149,7 +149,9 @@ class ChatApp:
         elif isinstance(exc, KeyboardInterrupt):
             ui.print("⏹ turn cancelled", style="yellow", markup=False)
         else:
-            ui.print(f"error: {type(exc).__name__}: {exc}", style="red", markup=False)
+            from graphchat.fsutil import describe_failure
+
+            ui.print(f"error: {describe_failure(exc)}", style="red", markup=False)
         return None
 
 

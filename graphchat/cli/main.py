@@ -133,6 +133,15 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:
+        from graphchat.fsutil import describe_failure, is_failed_write
+
+        if is_failed_write(exc):  # a read-only or full disk: the path and the errno's words
+            report_error(describe_failure(exc))
+            if debug:
+                import traceback
+
+                traceback.print_exc()
+            return 1
         if interrupts.received():  # ending on SIGTERM/SIGHUP: a failure on the way out (its
             return interrupts.exit_code()  # terminal gone) does not change why it ended
         if debug:

@@ -13,6 +13,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import Asker, UnavailableAsker
+from graphchat.fsutil import describe_failure
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
 from graphchat.mcp_server.convert import PREFIX, error_result, public_name, publicize, to_call_result
 from graphchat.mcp_server.runs import Run
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from graphchat.host import Host
 
 INPUT_REQUIRED_VERSION = "2026-07-28"
+MAX_RUNNING_CALLS = 8  # plans running at once in one session; more calls wait for a place
 
 
 class PlanServer:
@@ -33,6 +35,10 @@ class PlanServer:
         self.events = host.events
         self.catalog: Catalog = host.catalog
         self.runs: dict[str, Run] = {}
+        # Each tools/call is its own task (the SDK's dispatcher); at most MAX_RUNNING_CALLS
+        # plans run at once, and a running plan shares the loop (`plans.runtime.checkpoint`),
+        # so a short call never waits for a long one to end.
+        self.running = asyncio.Semaphore(MAX_RUNNING_CALLS)
 
     # -- what is published --
 
@@ -86,7 +92,7 @@ class PlanServer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug of ours is still a result, not a protocol error
-            return error_result(f"{params.name}: {type(exc).__name__}: {exc}")
+            return error_result(f"{params.name}: {describe_failure(exc)}")
 
     async def _call(self, ctx: Any, params: Any) -> Any:
         from graphchat.catalog.base import CallContext
@@ -117,7 +123,8 @@ class PlanServer:
         else:
             asker = UnavailableAsker(self.events)
         call_ctx = CallContext(asker=asker, events=self.events, surface="mcp")
-        result = await self.catalog.call(catalog_name, arguments, call_ctx)
+        async with self.running:
+            result = await self.catalog.call(catalog_name, arguments, call_ctx)
         return to_call_result(publicize(result, spec, arguments))
 
     async def _author(self, ctx: Any, name: str, arguments: dict[str, Any]) -> Any:
@@ -156,13 +163,14 @@ class PlanServer:
 
         async def go() -> None:
             try:
-                result = await self.catalog.call(catalog_name, arguments, call_ctx)
+                async with self.running:
+                    result = await self.catalog.call(catalog_name, arguments, call_ctx)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 from graphchat.catalog.base import ToolResult
 
-                result = ToolResult.error(f"{catalog_name}: {type(exc).__name__}: {exc}")
+                result = ToolResult.error(f"{catalog_name}: {describe_failure(exc)}")
             await run.outbox.put(("done", publicize(result, spec, arguments)))
             if not run.handler_waiting:  # nobody came back for it (the client gave up)
                 self.runs.pop(run.token, None)

@@ -25,6 +25,7 @@ from graphchat.plans.runtime import (
     Parked,
     Parking,
     StepFailed,
+    checkpoint,
     describe,
     prepare_servers,
     render,
@@ -290,6 +291,7 @@ class Runner:
         return result
 
     async def run_step(self, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
+        await checkpoint()  # a long run shares the loop (mcp serve: other calls go on)
         name = step.tool_name
         control = CONTROL.get(name)
         # Counted once it has a result, as graph's RunState::steps_executed (pipeline/state.rs):

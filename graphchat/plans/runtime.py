@@ -29,6 +29,27 @@ if TYPE_CHECKING:
 LLMFactory = Callable[[str, "str | None", "EventSink | None"], "ModelClient"]
 
 
+# --- sharing the event loop ----------------------------------------------------------------
+
+SLICE_S = 0.001  # how long a run may hold the event loop before it lets others run
+_slice_started = time.perf_counter()
+
+
+async def checkpoint() -> None:
+    """Let the other tasks of the event loop run when this one has held it for a slice.
+
+    A plan whose steps never wait (control steps, native tools) would otherwise keep the loop
+    until it ends: under `mcp serve`, every other call of the session would wait behind it.
+    Called before each step and between the items of a loop; costs a clock read when there is
+    nothing to do, and one `sleep(0)` every `SLICE_S` when there is."""
+    global _slice_started
+    if time.perf_counter() - _slice_started >= SLICE_S:
+        import asyncio
+
+        await asyncio.sleep(0)
+        _slice_started = time.perf_counter()
+
+
 # --- failures and early ends ---------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from graphchat.fsutil import read_json, write_atomic
+from graphchat.fsutil import read_json, write_atomic, writing
 from graphchat.threads import lines as ev
 from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
 
@@ -221,7 +221,8 @@ class Thread:
         line = orjson.dumps(event) + b"\n"  # orjson never emits a raw newline inside
         if self._redactor is not None:
             line = self._redactor().line(line)  # no API key or ${VAR} value ever reaches the file
-        fd = self._open_fd()
+        with writing(self.messages_path):
+            fd = self._open_fd()
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             size = os.fstat(fd).st_size
@@ -229,10 +230,18 @@ class Thread:
             # line so ours stays whole (the fragment is then skipped on load as undecodable).
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line
-            view = memoryview(line)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            try:
+                view = memoryview(line)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+            except OSError as exc:  # a full disk: take back the part written, nothing half-written
+                try:
+                    os.ftruncate(fd, size)
+                except OSError:
+                    pass
+                with writing(self.messages_path):
+                    raise exc from None
             if kind in _META_REFRESH_KINDS:
                 try:
                     self._refresh_meta_locked(fd, size + len(line))
@@ -432,11 +441,16 @@ class ThreadStore:
             if final.exists():
                 continue
             staging = self.root / f".new-{thread_id}-{os.getpid()}"
-            staging.mkdir()
-            (staging / MESSAGES_FILE).touch(0o600)
             now = ev.now_ts()
             meta = {"id": thread_id, "created_at": now, "updated_at": now, "message_count": 0, "size": 0}
-            (staging / META_FILE).write_bytes(orjson.dumps(meta))
+            with writing(final):
+                staging.mkdir()
+                try:
+                    (staging / MESSAGES_FILE).touch(0o600)
+                    (staging / META_FILE).write_bytes(orjson.dumps(meta))
+                except BaseException:  # a full disk: no half-built thread is left behind
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise
             try:
                 os.rename(staging, final)
             except OSError:  # lost a race for the same id: try another

@@ -484,8 +484,14 @@ class Helper:
             conn.send({"t": "exit", "code": exc.exit_code})
             return
         except Exception as exc:  # noqa: BLE001 - the client says it as main() would
+            from graphchat.fsutil import describe_failure, is_failed_write
+
             if debug:
                 _traceback()
+            if is_failed_write(exc):  # a read-only or full disk: one line, as main() says it
+                conn.send({"t": "error", "message": describe_failure(exc), "hint": None})
+                conn.send({"t": "exit", "code": 1})
+                return
             conn.send(
                 {
                     "t": "error",

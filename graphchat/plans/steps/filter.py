@@ -6,7 +6,15 @@ from typing import Any
 
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed
 from graphchat.plans.model import Step
-from graphchat.plans.runtime import Frame, StepFailed, StepRunner, describe, render_over, template_message
+from graphchat.plans.runtime import (
+    Frame,
+    StepFailed,
+    StepRunner,
+    checkpoint,
+    describe,
+    render_over,
+    template_message,
+)
 from graphchat.plans.steps.pool import run_pool
 
 FIELDS = ("over", "where", "infer", "model", "concurrency")
@@ -46,13 +54,13 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     if data.get("infer") is not None:
         verdicts = await _inferred(runner, step, scope, over)
     else:
-        verdicts = _logical(step, scope, over, data.get("where"))
+        verdicts = await _logical(step, scope, over, data.get("where"))
     items = [x for x, keep in zip(over, verdicts, strict=True) if keep]
     dropped = [x for x, keep in zip(over, verdicts, strict=True) if not keep]
     return {"count": len(items), "items": items, "dropped": dropped, "dropped_count": len(dropped)}
 
 
-def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> list[bool]:
+async def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> list[bool]:
     from graphchat.plans.gates import GateError, evaluate
     from graphchat.plans.template import EmptyData, TemplateError
 
@@ -60,6 +68,7 @@ def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> 
     item_scope = dict(scope)
     verdicts = []
     for index, item in enumerate(over):
+        await checkpoint()  # a long list shares the loop
         item_scope["item"] = item
         item_scope["index"] = index
         try:
