@@ -13,6 +13,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import Asker, UnavailableAsker
+from graphchat.events import EventSink
 from graphchat.fsutil import describe_failure
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
 from graphchat.mcp_server.convert import PREFIX, error_result, public_name, publicize, to_call_result
@@ -35,6 +36,7 @@ class PlanServer:
         self.events = host.events
         self.catalog: Catalog = host.catalog
         self.runs: dict[str, Run] = {}
+        self.session: Any = None  # the client's session, once it listed the tools
         # Each tools/call is its own task (the SDK's dispatcher); at most MAX_RUNNING_CALLS
         # plans run at once, and a running plan shares the loop (`plans.runtime.checkpoint`),
         # so a short call never waits for a long one to end.
@@ -77,6 +79,7 @@ class PlanServer:
 
         from graphchat.mcp_server import authoring
 
+        self.session = ctx.session  # the plans folder's watcher tells this client of changes
         try:
             self.refresh()
             return ListToolsResult(tools=self.tools() + authoring.tools())
@@ -122,9 +125,12 @@ class PlanServer:
             asker: Asker = ElicitationAsker(push, self.events)
         else:
             asker = UnavailableAsker(self.events)
-        call_ctx = CallContext(asker=asker, events=self.events, surface="mcp")
+        events = StepProgress(self.events, _progress_reporter(ctx)) if self.events is not None else None
+        call_ctx = CallContext(asker=asker, events=events, surface="mcp")
         async with self.running:
             result = await self.catalog.call(catalog_name, arguments, call_ctx)
+        if events is not None:
+            await events.drain()
         return to_call_result(publicize(result, spec, arguments))
 
     async def _author(self, ctx: Any, name: str, arguments: dict[str, Any]) -> Any:
@@ -217,6 +223,86 @@ class PlanServer:
         await self.host.aclose()
 
 
+class StepProgress(EventSink):
+    """Passes a plan run's events on, and reports each finished step to the MCP client as a
+    progress notification of its tools/call (a no-op when the client sent no progress token)."""
+
+    def __init__(self, inner: EventSink, report: Any) -> None:
+        self.inner = inner
+        self.report = report
+        self.done = 0
+        self.pending: set[asyncio.Task[None]] = set()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if event == "step_finished":
+            self.done += 1
+            mark = "failed" if fields.get("is_error") else "done"
+            message = f"step {fields.get('step')} ({fields.get('tool')}) {mark}"
+            task = asyncio.get_running_loop().create_task(self.report(float(self.done), None, message))
+            self.pending.add(task)
+            task.add_done_callback(self.pending.discard)
+        self.inner.emit(event, **fields)
+
+    def waiting(self, what: str | None) -> None:
+        self.inner.waiting(what)
+
+    async def drain(self) -> None:
+        """Every progress notification sent before the result goes out."""
+        if self.pending:
+            await asyncio.gather(*self.pending, return_exceptions=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _progress_reporter(ctx: Any) -> Any:
+    """An async (progress, total, message) → notifications/progress against the call's token."""
+    meta = ctx.meta or {}
+    token = meta.get("progress_token", meta.get("progressToken"))
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if token is None:
+            return
+        await ctx.session.send_progress_notification(
+            token, progress, total, message, related_request_id=ctx.request_id
+        )
+
+    return report
+
+
+def plans_signature(plans_dir: Any) -> tuple[tuple[str, int, int], ...]:
+    """What changes when a plan file is added, edited or removed (names, sizes, mtimes)."""
+    from graphchat.plans.discovery import plan_files
+
+    out = []
+    for path in plan_files(plans_dir):
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        out.append((path.name, info.st_size, info.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+async def watch_plans(plans: PlanServer, interval: float = 1.0) -> None:
+    """Tell the client `tools/list_changed` when a plan file changes (its plan_ tools follow)."""
+    plans_dir = plans.host.settings.plans_dir
+    seen = plans_signature(plans_dir)
+    while True:
+        await asyncio.sleep(interval)
+        now = plans_signature(plans_dir)
+        if now == seen:
+            continue
+        seen = now
+        if plans.session is None:
+            continue
+        plans.refresh()
+        try:
+            await plans.session.send_tool_list_changed()
+        except Exception:  # the client went away or does not take the notification
+            pass
+
+
 def client_consent(policy: Approver) -> Approver:
     """The client's tools/call of a plan is its own consent (MCP clients approve calls); the
     deny list still applies. Tools the plan calls are approved as in any other host."""
@@ -269,6 +355,7 @@ def serve(home: str | None = None) -> int:
             on_list_tools=plans.list_tools,
             on_call_tool=plans.call_tool,
         )
+        watcher = asyncio.get_running_loop().create_task(watch_plans(plans))
         try:
             async with stdio_server() as (read_stream, write_stream):
                 from mcp.server import NotificationOptions
@@ -276,6 +363,7 @@ def serve(home: str | None = None) -> int:
                 options = server.create_initialization_options(NotificationOptions(tools_changed=True))
                 await server.run(read_stream, write_stream, options)
         finally:
+            watcher.cancel()
             await plans.aclose()
 
     asyncio.run(main())

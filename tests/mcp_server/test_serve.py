@@ -386,10 +386,28 @@ async def test_an_mcp_client_edits_a_plan_with_the_authoring_tools_and_hears_lis
             await asyncio.sleep(0.2)
             assert len(heard) >= 3  # one tools/list_changed per accepted edit
 
-            # the new plan is a tool of this very session
+            # the new plan is a tool of this very session; a run reports its steps as progress
             assert "plan_hello" in {t.name for t in (await client.list_tools()).tools}
-            ran = await client.call_tool("plan_hello", {"who": "Ada"})
+            progress: list[tuple[float, Any, Any]] = []
+
+            async def on_progress(done: float, total: Any, message: Any) -> None:
+                progress.append((done, total, message))
+
+            ran = await client.call_tool("plan_hello", {"who": "Ada"}, progress_callback=on_progress)
             assert ran.structured_content == {"said": "hello Ada"}
+            assert progress == [(1.0, None, "step E0 (builtin__reshape) done")]
+
+            # a plan file changed by someone else is announced too
+            heard.clear()
+            (workspace / "plans" / "other.yaml").write_text(
+                NUMBERS.replace("identifier: numbers", "identifier: other")
+            )
+            for _ in range(50):
+                if heard:
+                    break
+                await asyncio.sleep(0.1)
+            assert heard, "no tools/list_changed after a plan file was added"
+            assert "plan_other" in {t.name for t in (await client.list_tools()).tools}
 
             before = (workspace / "plans" / "hello.yaml").read_bytes()
             refused = await client.call_tool("graph_plan_step_rm", {"target": "hello", "id": "E0"})
