@@ -15,7 +15,7 @@ from typing import Any
 from graphchat.errors import ConfigError
 
 CONFIG_NAME = "graphchat.yaml"
-ROLES = ("default", "chat", "solver", "judge", "planner")
+ROLES = ("default", "chat", "solver", "judge", "planner", "sampling")
 APPROVAL_MODES = ("ask", "auto", "deny")
 SETTINGS_KEYS = (
     "max_agent_iterations",

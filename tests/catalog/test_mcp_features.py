@@ -17,6 +17,7 @@ from graphchat.catalog.build import build_catalog
 from graphchat.workspace import load_settings
 from tests.catalog.test_mcp_thirdparty import EVERYTHING
 from tests.conftest import GraphchatRunner
+from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
 
 GROWING = str(Path(__file__).resolve().parent.parent / "servers" / "growing_server.py")
@@ -125,3 +126,98 @@ async def test_a_server_that_changes_its_tool_list_is_seen_at_the_next_lookup(wo
         assert not result.is_error and "grown here" in json.dumps(result.value)
     finally:
         await catalog.aclose()
+
+
+# --- sampling --------------------------------------------------------------------------------------
+
+SAMPLE = {"name": "everything__trigger-sampling-request", "arguments": {"prompt": "a haiku", "maxTokens": 42}}
+
+
+def _tool_texts(request: dict[str, object]) -> list[str]:
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "tool"]  # type: ignore[index,union-attr]
+
+
+@needs_everything
+def test_sampling_is_served_by_the_model_and_counted_in_the_turn(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    model_server.push(
+        {"tool_calls": [SAMPLE]},
+        {"text": "autumn moon rises", "usage": {"prompt_tokens": 30, "completion_tokens": 7}},  # the sampling
+        {"text": "the server's model said it"},
+    )
+    done = graphchat("ask", "sample", "--yes", "--json", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert len(model_server.requests) == 3
+    sampling = model_server.requests[1]
+    assert sampling["max_tokens"] == 42 and sampling["temperature"] == 0.7
+    assert sampling["messages"][0] == {"role": "system", "content": "You are a helpful test server."}
+    assert "a haiku" in sampling["messages"][1]["content"] and "tools" not in sampling
+    [result] = _tool_texts(model_server.requests[2])
+    assert "autumn moon rises" in result
+    usage = json.loads(done.stdout)["usage"]
+    assert usage["calls"] == 3 and usage["by_role"]["sampling"] == {
+        "calls": 1,
+        "input_tokens": 30,
+        "output_tokens": 7,
+    }
+
+    # asked like a tool call: the server's name, the token cap, the prompt; "always" is kept
+    (workspace / "graphchat.yaml").write_text("approvals:\n  allow: [everything__trigger-sampling-request]\n")
+    answers = workspace / "answers.yaml"
+    prompt = "Allow MCP server everything to use your model (sampling, at most 42 tokens) with this prompt?"
+    answers.write_text(json.dumps({prompt: "always"}))
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "sampled again"}, {"text": "done"})
+    done = graphchat("ask", "sample", "--answers", str(answers), env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert "sampled again" in _tool_texts(model_server.requests[-1])[0]
+    assert "sampling:everything" in (workspace / "graphchat.yaml").read_text()
+
+
+@needs_everything
+def test_headless_sampling_is_refused_even_when_the_tool_is_allowed(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    # the tool itself is allowed (a wildcard too, and mode auto): none of them covers sampling
+    (workspace / "graphchat.yaml").write_text(
+        "approvals:\n  mode: auto\n  allow: [everything__trigger-sampling-request, '*']\n"
+    )
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "no sample"})
+    done = graphchat("ask", "sample", "--no-park", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert len(model_server.requests) == 2  # the model was never asked for the sample
+    [result] = _tool_texts(model_server.requests[1])
+    assert "graphchat refused the sampling request" in result and "sampling:everything" in result
+
+    # the exact entry approves it; a deny rule wins over it
+    (workspace / "graphchat.yaml").write_text(
+        "approvals:\n  allow: [everything__trigger-sampling-request, 'sampling:everything']\n"
+    )
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "sampled"}, {"text": "done"})
+    done = graphchat("ask", "sample", "--no-park", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert "sampled" in _tool_texts(model_server.requests[-1])[0]
+
+    (workspace / "graphchat.yaml").write_text(
+        "approvals:\n  allow: [everything__trigger-sampling-request, 'sampling:everything']\n"
+        "  deny: ['sampling:*']\n"
+    )
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "denied"})
+    before = len(model_server.requests)
+    done = graphchat("ask", "sample", "--yes", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert len(model_server.requests) == before + 2
+    assert "deny: 'sampling:*'" in _tool_texts(model_server.requests[-1])[0]
+
+
+@needs_everything
+def test_sampling_is_declared_and_can_be_turned_off(workspace: Path, graphchat: GraphchatRunner) -> None:
+    everything(workspace)
+    listed = graphchat("tools", "list", "--json")
+    assert "everything__trigger-sampling-request" in {t["name"] for t in json.loads(listed.stdout)}
+    everything(workspace, capabilities={"sampling": False})
+    listed = graphchat("tools", "list", "--json")
+    names = {t["name"] for t in json.loads(listed.stdout)}
+    assert "everything__echo" in names and "everything__trigger-sampling-request" not in names
