@@ -221,3 +221,45 @@ def test_sampling_is_declared_and_can_be_turned_off(workspace: Path, graphchat: 
     listed = graphchat("tools", "list", "--json")
     names = {t["name"] for t in json.loads(listed.stdout)}
     assert "everything__echo" in names and "everything__trigger-sampling-request" not in names
+
+
+# --- images ----------------------------------------------------------------------------------------
+
+
+def _model(workspace: Path, model_server: ScriptedModelServer, **extra: object) -> None:
+    mapping = {"model": "openai/scripted", "api_base": model_server.url, "api_key": "sk-test", **extra}
+    (workspace / "graphchat.yaml").write_text(json.dumps({"models": {"default": mapping}}))
+
+
+@needs_everything
+def test_an_image_result_reaches_a_model_that_accepts_images_as_an_image_part(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    image_call = {"tool_calls": [{"name": "everything__get-tiny-image", "arguments": {}}]}
+    _model(workspace, model_server, vision=True)
+    model_server.push(image_call, {"text": "the MCP logo"})
+    done = graphchat("ask", "show me the image")
+    assert done.returncode == 0, done.stderr
+    messages = model_server.requests[1]["messages"]
+    tool, shown = messages[-2], messages[-1]
+    assert tool["role"] == "tool" and "iVBORw0KGgo" not in tool["content"]  # described, not base64
+    [entry] = json.loads(tool["content"])["content"]
+    assert entry["type"] == "image" and entry["mime_type"] == "image/png" and entry["bytes"] > 1000
+    assert shown["role"] == "user" and "everything__get-tiny-image" in shown["content"][0]["text"]
+    [part] = shown["content"][1:]
+    assert part["type"] == "image_url" and part["image_url"]["url"].startswith(
+        "data:image/png;base64,iVBORw0KGgo"
+    )
+
+    # a model that does not accept images gets the description only; a later turn's replay too
+    _model(workspace, model_server, vision=False)
+    model_server.push(image_call, {"text": "an image of some bytes"}, {"text": "still"})
+    done = graphchat("ask", "show me the image")
+    assert done.returncode == 0, done.stderr
+    last = model_server.requests[-1]["messages"][-1]
+    assert last["role"] == "tool" and '"bytes"' in last["content"] and "iVBORw0KGgo" not in last["content"]
+    done = graphchat("ask", "-c", "and again?")
+    assert done.returncode == 0, done.stderr
+    replayed = json.dumps(model_server.requests[-1]["messages"])
+    assert "iVBORw0KGgo" not in replayed and "image_url" not in replayed and "bytes" in replayed
