@@ -169,3 +169,73 @@ async def read_resource(
     except Exception as exc:
         return ToolResult.error(f"MCP server '{server}': reading {uri} failed: {describe(exc)}")
     return ToolResult({"server": server, "contents": resource_contents(result.contents, max_chars)})
+
+
+# --- attachments: `ask --attach SERVER:URI`, `@SERVER:URI` in chat -------------------------------
+
+
+def parse_attach(ref: str) -> tuple[str, str]:
+    """`SERVER:URI` → (server, uri); GraphchatError (a usage error) when it is not one."""
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+
+    server, sep, uri = ref.partition(":")
+    if not sep or not server or not uri:
+        raise GraphchatError(
+            f"--attach {ref!r}: expected SERVER:URI (e.g. docs:file:///notes.md)",
+            EXIT_USAGE,
+            hint="`graphchat mcp resources` lists the servers' resources",
+        )
+    return server, uri
+
+
+def _mcp_source(catalog: Any) -> Any:
+    from graphchat.catalog.mcp_pool import McpSource
+
+    for source in catalog.sources:
+        if isinstance(source, McpSource):
+            return source
+    from graphchat.errors import GraphchatError
+
+    raise GraphchatError("no MCP server is configured here (catalog/servers.yaml)")
+
+
+def attachment_text(server: str, uri: str, contents: list[dict[str, Any]]) -> str:
+    """One attached resource as text for the message: text inline, binary as a note."""
+    rows = []
+    for item in contents:
+        kind = item.get("mime_type") or "unknown type"
+        head = f"Attached resource {server}:{item.get('uri') or uri}"
+        if item.get("binary"):
+            rows.append(f"{head}: binary content ({kind}, {item['bytes']:,} bytes; not shown)")
+            continue
+        note = f"; {item['truncated']}" if item.get("truncated") else ""
+        rows.append(f"{head} ({kind}{note}):\n{item.get('text', '')}")
+    return "\n\n".join(rows) if rows else f"Attached resource {server}:{uri}: (empty)"
+
+
+async def with_attachments(catalog: Any, message: str, refs: list[tuple[str, str]], max_chars: int) -> str:
+    """`message` followed by the contents of each (server, uri) resource, read concurrently:
+    text inline (each cut at `max_chars`), binary as its type and size. A resource that cannot
+    be read is a GraphchatError naming it (nothing is sent without it)."""
+    import asyncio
+
+    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.errors import GraphchatError
+
+    if not refs:
+        return message
+    source = _mcp_source(catalog)
+
+    async def one(server: str, uri: str) -> str:
+        try:
+            result = await source.request(server, "read_resource", uri)
+        except GraphchatError:
+            raise
+        except ServerUnavailable as exc:
+            raise GraphchatError(f"cannot attach {server}:{uri}: MCP server '{server}': {exc}") from None
+        except Exception as exc:
+            raise GraphchatError(f"cannot attach {server}:{uri}: {describe(exc)}") from None
+        return attachment_text(server, uri, resource_contents(result.contents, max_chars))
+
+    texts = await asyncio.gather(*(one(server, uri) for server, uri in refs))
+    return "\n\n".join([message, *texts])

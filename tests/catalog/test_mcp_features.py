@@ -263,3 +263,43 @@ def test_an_image_result_reaches_a_model_that_accepts_images_as_an_image_part(
     assert done.returncode == 0, done.stderr
     replayed = json.dumps(model_server.requests[-1]["messages"])
     assert "iVBORw0KGgo" not in replayed and "image_url" not in replayed and "bytes" in replayed
+
+
+# --- attachments -----------------------------------------------------------------------------------
+
+DOC = "demo://resource/static/document/architecture.md"
+
+
+@needs_everything
+def test_ask_attach_puts_resources_in_the_message(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    (workspace / "graphchat.yaml").write_text("settings:\n  max_tool_result_chars: 300\n")
+    model_server.push({"text": "read them"})
+    done = graphchat(
+        "ask",
+        "what are these?",
+        "--attach",
+        f"everything:{DOC}",
+        "--attach",
+        "everything:demo://resource/dynamic/blob/1",
+        env=model_server.env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "read them"
+    [request] = model_server.requests
+    sent = request["messages"][-1]["content"]
+    assert sent.startswith(
+        "what are these?\n\nAttached resource everything:" + DOC + " (text/markdown; showing 300 of "
+    )
+    assert "# " in sent.split("characters):\n", 1)[1][:5]  # the document's text follows, inline
+    assert sent.endswith(
+        "Attached resource everything:demo://resource/dynamic/blob/1: binary content (text/plain, 55 bytes; not shown)"
+    )
+
+    done = graphchat("ask", "x", "--attach", "no-colon", env=model_server.env())
+    assert done.returncode == 2 and "expected SERVER:URI" in done.stderr
+    done = graphchat("ask", "x", "--attach", "nowhere:demo://x", env=model_server.env())
+    assert done.returncode == 1 and "no MCP server 'nowhere'" in done.stderr
+    assert len(model_server.requests) == 1  # nothing was sent without its attachment
