@@ -16,6 +16,8 @@ from graphchat.catalog.base import CallContext
 from graphchat.catalog.build import build_catalog
 from graphchat.workspace import load_settings
 from tests.catalog.test_mcp_thirdparty import EVERYTHING
+from tests.chat.test_pty import Spawn, leave, send_message
+from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
@@ -303,3 +305,23 @@ def test_ask_attach_puts_resources_in_the_message(
     done = graphchat("ask", "x", "--attach", "nowhere:demo://x", env=model_server.env())
     assert done.returncode == 1 and "no MCP server 'nowhere'" in done.stderr
     assert len(model_server.requests) == 1  # nothing was sent without its attachment
+
+
+@needs_everything
+def test_chat_mentions_attach_resources_and_server_prompts_are_sent(
+    workspace: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    model_server.push({"text": "About the architecture."}, {"text": "Lima it is."})
+    child = chat()
+    send_message(child, f"what is @everything:{DOC} about? mail me@everything.example")
+    child.expect_exact("About the architecture.")
+    send_message(child, "/everything:args-prompt city=Lima")
+    child.expect_exact("Lima it is.")
+    leave(child)
+    first = model_server.requests[0]["messages"][-1]["content"]
+    assert first.startswith(f"what is @everything:{DOC} about? mail me@everything.example\n\n")
+    assert f"Attached resource everything:{DOC} (text/markdown):\n#" in first
+    assert first.count("Attached resource") == 1  # an @ inside a word is text
+    second = model_server.requests[1]["messages"][-1]
+    assert second["role"] == "user" and "Lima" in second["content"] and "Attached" not in second["content"]
