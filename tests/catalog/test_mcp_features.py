@@ -178,6 +178,31 @@ def test_sampling_is_served_by_the_model_and_counted_in_the_turn(
 
 
 @needs_everything
+def test_sampling_is_asked_in_chat_with_the_server_the_cap_and_the_prompt(
+    workspace: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    (workspace / "graphchat.yaml").write_text("approvals:\n  allow: [everything__trigger-sampling-request]\n")
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "sampled here"}, {"text": "Done sampling."})
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "Refused it."})
+    child = chat()
+    send_message(child, "sample")
+    child.expect_exact("? Allow MCP server everything to use your model (sampling, at most 42 tokens)")
+    child.expect_exact("a haiku")  # the prompt is shown
+    child.expect_exact("answer>")
+    child.sendline("once")
+    child.expect_exact("Done sampling.")
+    send_message(child, "again")
+    child.expect_exact("answer>")
+    child.sendline("refuse")
+    child.expect_exact("Refused it.")
+    leave(child)
+    assert "sampled here" in _tool_texts(model_server.requests[2])[0]
+    assert len(model_server.requests) == 5  # the refused one never reached the model
+    assert "the user refused the sampling request" in _tool_texts(model_server.requests[4])[-1]
+
+
+@needs_everything
 def test_headless_sampling_is_refused_even_when_the_tool_is_allowed(
     workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
