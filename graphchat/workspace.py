@@ -15,7 +15,7 @@ from typing import Any
 from graphchat.errors import ConfigError
 
 CONFIG_NAME = "graphchat.yaml"
-ROLES = ("default", "chat", "solver", "judge", "planner")
+ROLES = ("default", "chat", "solver", "judge", "planner", "sampling")
 APPROVAL_MODES = ("ask", "auto", "deny")
 SETTINGS_KEYS = (
     "max_agent_iterations",
@@ -95,6 +95,7 @@ class ModelConfig:
     context_window: int | None = None
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
+    vision: bool | None = None  # whether it accepts images (None: litellm's supports_vision says)
     extra: dict[str, Any] = field(default_factory=dict)
     role: str = "default"
 
@@ -192,6 +193,8 @@ def _model_config(role: str, value: Any) -> ModelConfig:
                 item, (int, float)
             ):
                 raise _Problem(("models", role, key), f"models.{role}.{key}: expected a number")
+            if key == "vision" and not isinstance(item, bool):
+                raise _Problem(("models", role, key), f"models.{role}.{key}: expected true or false")
             if key == "context_window" and (not isinstance(item, int) or item <= 0):
                 raise _Problem(("models", role, key), f"models.{role}.{key}: expected a positive integer")
             kwargs[key] = item

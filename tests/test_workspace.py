@@ -46,6 +46,7 @@ def test_roles_fall_back_to_default_and_model_flag_overrides(tmp_path: Path) -> 
     assert settings.model_for("solver").temperature == 0.2
     assert settings.model_for("chat", override="openai/other").model == "openai/other"
     assert load_settings(tmp_path, model_override="x/y").model_for("judge").model == "x/y"
+    assert settings.model_for("sampling").model == "openai/gpt-4o-mini"  # MCP sampling: default too
 
 
 def test_env_overrides_default_role(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,6 +76,11 @@ def test_no_model_names_what_to_set(tmp_path: Path) -> None:
         ("approvals:\n  mode: maybe\n", 2, "approvals.mode"),
         ("colour: blue\n", 1, "unknown key `colour`"),
         ("models:\n  solver: {temperature: 1}\n", 2, "`model` is required"),
+        (
+            "models:\n  default: {model: openai/x, vision: maybe}\n",
+            2,
+            "models.default.vision: expected true or false",
+        ),
     ],
 )
 def test_bad_config_is_one_line_with_file_and_line(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
 from graphchat.llm.types import ToolCall, Usage
+from graphchat.media import image_message, model_text
 from graphchat.threads import lines as ev
 from graphchat.threads.repair import shorten_tool_result
 
@@ -228,8 +229,10 @@ async def run_loop(
             on_tools("".join(streamed))
         result.tool_calls_made.extend({"tool": call.name, "round": round_no} for call in calls)
         tool_results = await run_tool_round(catalog, calls, ctx, record)
+        images: list[tuple[str, dict[str, Any]]] = []
         for call, tool_result in zip(calls, tool_results, strict=True):
-            text = tool_result.to_text()
+            text, media = model_text(tool_result)  # images described, never base64 text
+            images += [(call.name, entry) for entry in media if entry.get("type") == "image"]
             if len(text) > max_tool_result_chars and ctx.events is not None:  # say it where it shows
                 ctx.events.info(
                     f"  {call.name}: result cut to {max_tool_result_chars:,} of {len(text):,} characters "
@@ -242,9 +245,20 @@ async def run_loop(
                     "content": shorten_tool_result(text, max_tool_result_chars),
                 }
             )
+        if images and _accepts_images(llm):  # tool messages take only text: the images follow them
+            history.append(image_message(images))
     raise GraphchatError(
         f"the agent stopped after {max_iterations} rounds without a final answer"
     )  # pragma: no cover
+
+
+def _accepts_images(llm: ModelClient) -> bool:
+    config = getattr(llm, "config", None)
+    if config is None:
+        return False
+    from graphchat.llm.vision import accepts_images
+
+    return accepts_images(config)
 
 
 async def _final_output(

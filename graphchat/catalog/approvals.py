@@ -6,6 +6,10 @@ non-read call not covered by `allow` is asked about through the one asker (once 
 refuse). "always" is written to the workspace config's `approvals.allow` (unless the asker's
 answers do not last: an `mcp serve` client's "always" holds for that session). When nobody can
 answer the call is refused — never run silently, never waiting forever.
+
+An MCP server's sampling request (it asks to use the person's model) is an approval of family
+`sampling` with stricter rules: only --yes, a person's answer, or the exact entry
+`sampling:SERVER` approves it (`decide_sampling`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
-    from graphchat.asks import Question
+    from graphchat.asks import Asker, Question
     from graphchat.catalog.base import Approver, CallContext, ToolSpec
     from graphchat.workspace import Settings
 
@@ -164,23 +168,95 @@ class PolicyApprover:
                 return self._refusal(spec, f"approval was not given ({reason})", ctx)
             choice = str(answer.value).strip().lower()
             if choice in ("always", "a"):
-                self.session_allow.add(spec.name)
-                if not asker.lasting_answers:  # e.g. an `mcp serve` client: this session only
-                    if ctx.events is not None:
-                        ctx.events.info(f"{spec.name} is allowed until this session ends")
-                    return None
-                try:
-                    path = remember_allow(self.settings, spec.name)
-                except Exception as exc:  # approved all the same; say why it is not remembered
-                    if ctx.events is not None:
-                        ctx.events.warning(f"could not save approval of {spec.name}: {exc}")
-                else:
-                    if ctx.events is not None:
-                        ctx.events.info(f"{spec.name} is now always allowed ({path})")
+                self._always(spec.name, asker, ctx)
                 return None
             if choice in ("once", "o", "yes", "y"):
                 return None
             return self._refusal(spec, "the user refused it", ctx)
+
+    def _always(self, entry: str, asker: Asker, ctx: CallContext) -> None:
+        """An "always" answer: `entry` is allowed for this run and written to approvals.allow
+        (for this session only when the asker's answers do not last)."""
+        self.session_allow.add(entry)
+        if not asker.lasting_answers:  # e.g. an `mcp serve` client: this session only
+            if ctx.events is not None:
+                ctx.events.info(f"{entry} is allowed until this session ends")
+            return
+        try:
+            path = remember_allow(self.settings, entry)
+        except Exception as exc:  # approved all the same; say why it is not remembered
+            if ctx.events is not None:
+                ctx.events.warning(f"could not save approval of {entry}: {exc}")
+        else:
+            if ctx.events is not None:
+                ctx.events.info(f"{entry} is now always allowed ({path})")
+
+    # sampling: a server asks to use the person's model ----------------------------------------
+
+    def decide_sampling(self, server: str, ctx: CallContext) -> tuple[bool, str | None]:
+        """(decided, refusal) for a sampling request of `server`, like `decide_without_asking`.
+        Only a person's yes runs it: --yes, or the exact entry `sampling:SERVER` in
+        approvals.allow (what "always" writes). Wildcard allow entries and `mode: auto` do not
+        cover it; a deny pattern matching `sampling:SERVER` wins over everything."""
+        entry = sampling_entry(server)
+        pattern = _match((entry,), self.policy.deny)
+        if pattern is not None:
+            return True, f"the approvals policy denies {entry} (deny: {pattern!r})"
+        if ctx.assume_yes or entry in self.session_allow or entry in self.policy.allow:
+            return True, None
+        if self.policy.mode == "deny":
+            return True, f"{entry} was not allowed: approvals.mode is deny"
+        return False, None
+
+    async def approve_sampling(
+        self, server: str, prompt: str, max_tokens: int, ctx: CallContext
+    ) -> str | None:
+        """None when MCP server `server` may have its sampling request (`prompt`, at most
+        `max_tokens` tokens) served by the person's model; else why not (sent to the server).
+        Asked once / always / refuse; never parked: nobody to answer is a refusal."""
+        import asyncio
+
+        decided, refusal = self.decide_sampling(server, ctx)
+        if decided:
+            return refusal
+        entry = sampling_entry(server)
+        asker = ctx.asker
+        if asker is None or not asker.can_answer:
+            return (
+                f"sampling needs the user's approval and nobody can answer here (the user can rerun "
+                f"with --yes or add {entry!r} to approvals.allow in graphchat.yaml)"
+            )
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            decided, refusal = self.decide_sampling(server, ctx)
+            if decided:
+                return refusal
+            from graphchat.asks import Question
+            from graphchat.display import safe
+
+            question = Question(
+                prompt=f"Allow MCP server {safe(server, newlines=False)} to use your model "
+                f"(sampling, at most {max_tokens:,} tokens) with this prompt?",
+                detail=safe(prompt),
+                options=list(OPTIONS),
+                kind="approval",
+                context={"family": "sampling", "server": server, "max_tokens": max_tokens},
+            )
+            try:
+                answer = await asker.ask(question)
+            except Exception as exc:  # a broken asker must refuse, not spend the budget
+                return f"the sampling approval question failed ({exc})"
+            if not answer.answered:
+                reason = "the user declined" if answer.reason == "declined" else "nobody could answer"
+                return f"sampling was not approved ({reason})"
+            choice = str(answer.value).strip().lower()
+            if choice in ("always", "a"):
+                self._always(entry, asker, ctx)
+                return None
+            if choice in ("once", "o", "yes", "y"):
+                return None
+            return "the user refused the sampling request"
 
     @staticmethod
     def _question(spec: ToolSpec, arguments: dict[str, Any]) -> Question:
@@ -194,6 +270,11 @@ class PolicyApprover:
             kind="approval",
             context={"tool": spec.name, "family": spec.family, "arguments": arguments},
         )
+
+
+def sampling_entry(server: str) -> str:
+    """The approvals entry that allows (or denies) `server`'s sampling requests."""
+    return f"sampling:{server}"
 
 
 def make_approver(settings: Settings) -> Approver:

@@ -63,6 +63,9 @@ class ToolResult:
     ms: float = 0.0
     # Not an error, yet not done either (a question nobody answered): shown `– tool note`.
     note: str | None = None
+    # Content kept beside a structured value (an MCP image next to structured content): not
+    # part of the value; the model is shown it (graphchat.media).
+    media: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def error(cls, message: str, **extra: Any) -> ToolResult:

@@ -33,10 +33,10 @@ def build_catalog(
 
     `approver` wraps the workspace's approval policy when a host has its own notion of
     consent (`mcp serve`: the client's call of a plan is its consent)."""
-    from graphchat.catalog.approvals import make_approver
+    from graphchat.catalog.approvals import PolicyApprover
     from graphchat.catalog.native import NativeSource
 
-    policy = make_approver(settings)
+    policy = PolicyApprover(settings)  # also approves MCP servers' sampling requests
     catalog = Catalog(approver=approver(policy) if approver is not None else policy)
     catalog.add_source(NativeSource(settings))
     from graphchat.catalog.packs import pack_sources
@@ -47,7 +47,7 @@ def build_catalog(
     if include_mcp:
         from graphchat.catalog.mcp_pool import McpSource
 
-        catalog.add_source(McpSource(settings, events=events))
+        catalog.add_source(McpSource(settings, events=events, policy=policy))
     if include_plans:
         from graphchat.catalog.plan_tools import PlanSource
 

@@ -43,7 +43,7 @@ _OUR_KEYS = (
 )
 # What graphchat declares to a server beyond tools and elicitation; each can be turned off per server.
 CAPABILITIES = ("roots", "sampling")
-CAPABILITIES_DECLARED = ("roots",)  # what this version declares (sampling is not served yet)
+CAPABILITIES_DECLARED = ("roots", "sampling")  # what this version declares
 _OVERRIDE_KEYS = ("description", "output_schema", "output_example", "family")
 _HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -9,7 +9,9 @@
 - A connection knows nothing of the source that owns it: it reports what it learns through
   two callbacks, `on_tools` (a start read the tool list) and `on_error` (a start failed or
   the connection broke).
-- A server's elicitation request is asked with the asker of the call it belongs to.
+- A server's elicitation request is asked with the asker of the call it belongs to; its
+  sampling request is handed to `sampler` (`mcp_sampling.serve_sampling`) with the context of
+  the calls in flight, when they all belong to one turn.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import contextvars
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,9 +123,11 @@ class Connection:
         on_error: Callable[[str], None],
         roots: Callable[[], list[tuple[str, str]]] | None = None,
         on_warning: Callable[[str], None] | None = None,
+        sampler: Callable[[str, Any, CallContext | None], Awaitable[Any]] | None = None,
     ) -> None:
         self.config = config
         self.roots = roots  # (uri, name) of the folders the server may work in (MCP roots)
+        self.sampler = sampler  # serves a sampling request: (server, params, context of its call)
         self._log_stream: Any = None  # the server's log: its logging notifications go there too
         self.on_warning = on_warning  # something the person should know (the log cannot be opened)
         self.name = config.name
@@ -323,6 +327,7 @@ class Connection:
             elicitation_callback=self._on_elicit,
             message_handler=self._on_message,
             list_roots_callback=self._on_roots if self.roots is not None and declare("roots") else None,
+            sampling_callback=self._on_sampling if self.sampler is not None and declare("sampling") else None,
             logging_callback=self._on_log,
         )
         return await stack.enter_async_context(client)
@@ -540,6 +545,25 @@ class Connection:
         ServerUnavailable when it cannot start, the SDK's MCPError when the server refuses."""
         client = await self.ensure()
         return await getattr(client, method)(*args, **kwargs)
+
+    # sampling --------------------------------------------------------------------------------
+
+    def _turn_context(self) -> CallContext | None:
+        """The context of the calls in flight on this server (the latest one's) when they all
+        belong to one turn — same asker, same usage counter; else None. A server's request does
+        not say which call it serves: outside the warm helper, there is one turn anyway."""
+        if not self._inflight:
+            return None
+        latest = self._inflight[max(self._inflight)]
+        for ctx in self._inflight.values():
+            if ctx.asker is not latest.asker or ctx.on_usage != latest.on_usage:
+                return None
+        return latest
+
+    async def _on_sampling(self, context: Any, params: Any) -> Any:
+        """A server asks for a completion from the person's model (see mcp_sampling)."""
+        assert self.sampler is not None  # declared only with a sampler
+        return await self.sampler(self.name, params, self._turn_context())
 
     # the elicitation bridge ------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """MCP beyond tools, as the client side: the roots graphchat declares, and a server's prompts
 and resources as plain JSON values (for `mcp prompts/prompt/resources/read` and
-`builtin__read_resource`).
+`builtin__read_resource`), resources attached to a message (`ask --attach`, `@SERVER:URI` in
+chat) and a prompt sent as a message (`/SERVER:NAME` in chat).
 
 Pure shaping of what the SDK returns; the requests themselves go through one server's
 `Connection.request` (via `McpSource.request`).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,3 +171,124 @@ async def read_resource(
     except Exception as exc:
         return ToolResult.error(f"MCP server '{server}': reading {uri} failed: {describe(exc)}")
     return ToolResult({"server": server, "contents": resource_contents(result.contents, max_chars)})
+
+
+# --- attachments: `ask --attach SERVER:URI`, `@SERVER:URI` in chat -------------------------------
+
+
+def parse_attach(ref: str) -> tuple[str, str]:
+    """`SERVER:URI` → (server, uri); GraphchatError (a usage error) when it is not one."""
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+
+    server, sep, uri = ref.partition(":")
+    if not sep or not server or not uri:
+        raise GraphchatError(
+            f"--attach {ref!r}: expected SERVER:URI (e.g. docs:file:///notes.md)",
+            EXIT_USAGE,
+            hint="`graphchat mcp resources` lists the servers' resources",
+        )
+    return server, uri
+
+
+def _mcp_source(catalog: Any) -> Any:
+    from graphchat.catalog.mcp_pool import McpSource
+
+    for source in catalog.sources:
+        if isinstance(source, McpSource):
+            return source
+    from graphchat.errors import GraphchatError
+
+    raise GraphchatError("no MCP server is configured here (catalog/servers.yaml)")
+
+
+def attachment_text(server: str, uri: str, contents: list[dict[str, Any]]) -> str:
+    """One attached resource as text for the message: text inline, binary as a note."""
+    rows = []
+    for item in contents:
+        kind = item.get("mime_type") or "unknown type"
+        head = f"Attached resource {server}:{item.get('uri') or uri}"
+        if item.get("binary"):
+            rows.append(f"{head}: binary content ({kind}, {item['bytes']:,} bytes; not shown)")
+            continue
+        note = f"; {item['truncated']}" if item.get("truncated") else ""
+        rows.append(f"{head} ({kind}{note}):\n{item.get('text', '')}")
+    return "\n\n".join(rows) if rows else f"Attached resource {server}:{uri}: (empty)"
+
+
+async def with_attachments(catalog: Any, message: str, refs: list[tuple[str, str]], max_chars: int) -> str:
+    """`message` followed by the contents of each (server, uri) resource, read concurrently:
+    text inline (each cut at `max_chars`), binary as its type and size. A resource that cannot
+    be read is a GraphchatError naming it (nothing is sent without it)."""
+    import asyncio
+
+    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.errors import GraphchatError
+
+    if not refs:
+        return message
+    source = _mcp_source(catalog)
+
+    async def one(server: str, uri: str) -> str:
+        try:
+            result = await source.request(server, "read_resource", uri)
+        except GraphchatError:
+            raise
+        except ServerUnavailable as exc:
+            raise GraphchatError(f"cannot attach {server}:{uri}: MCP server '{server}': {exc}") from None
+        except Exception as exc:
+            raise GraphchatError(f"cannot attach {server}:{uri}: {describe(exc)}") from None
+        return attachment_text(server, uri, resource_contents(result.contents, max_chars))
+
+    texts = await asyncio.gather(*(one(server, uri) for server, uri in refs))
+    return "\n\n".join([message, *texts])
+
+
+# --- chat: `@SERVER:URI` mentions and `/SERVER:PROMPT` -----------------------------------------
+
+_MENTION = re.compile(r"(?<!\S)@([^\s:@]+):(\S+)")
+
+
+def mentions(message: str, servers: list[str]) -> list[tuple[str, str]]:
+    """The (server, uri) of each `@SERVER:URI` in a chat message: an `@` at the start of a word,
+    before a configured server's name, up to the next whitespace (anything else is just text)."""
+    known = set(servers)
+    found = [(m[1], m[2]) for m in _MENTION.finditer(message) if m[1] in known]
+    return list(dict.fromkeys(found))
+
+
+def prompt_as_message(messages: list[dict[str, Any]]) -> str:
+    """A prompt's messages as one message to send: their texts (labelled with their role when
+    the prompt has other than user messages); an embedded resource's text inline; an image or
+    audio as its type and size."""
+    import orjson
+
+    labelled = any(m["role"] != "user" for m in messages)
+    parts = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, dict) and isinstance(content.get("text"), str):
+            text = f"[resource {content.get('uri')}]\n{content['text']}"
+        else:
+            text = f"[{orjson.dumps(content, default=str).decode()}]"
+        parts.append(f"{message['role']}: {text}" if labelled else text)
+    return "\n\n".join(parts)
+
+
+async def prompt_message(catalog: Any, server: str, name: str, arguments: dict[str, str]) -> str:
+    """`/SERVER:NAME k=v …` in chat: the prompt's messages as one message (GraphchatError when
+    the server cannot give it)."""
+    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.errors import GraphchatError
+
+    source = _mcp_source(catalog)
+    try:
+        result = await source.request(server, "get_prompt", name, arguments or None)
+    except GraphchatError:
+        raise
+    except ServerUnavailable as exc:
+        raise GraphchatError(f"MCP server '{server}': {exc}") from None
+    except Exception as exc:
+        raise GraphchatError(f"MCP server '{server}': prompt {name!r}: {describe(exc)}") from None
+    return prompt_as_message(prompt_messages(result))

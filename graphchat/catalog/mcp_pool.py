@@ -20,6 +20,7 @@ from graphchat.catalog.mcp_config import ServerConfig, load_servers
 from graphchat.catalog.mcp_connection import Connection, ServerUnavailable, describe
 
 if TYPE_CHECKING:
+    from graphchat.catalog.approvals import PolicyApprover
     from graphchat.catalog.naming import NameMap
     from graphchat.events import EventSink
     from graphchat.workspace import Settings
@@ -34,9 +35,11 @@ class McpSource(ToolSource):
         events: EventSink | None = None,
         *,
         servers: list[ServerConfig] | None = None,
+        policy: PolicyApprover | None = None,
     ) -> None:
         self.settings = settings
         self.events = events
+        self._policy = policy  # approves servers' sampling requests (the command's approvals)
         self._servers = servers
         self._config_warnings: list[str] = []
         self._tool_name_warnings: list[str] = []  # filter/override names a server does not have
@@ -174,8 +177,19 @@ class McpSource(ToolSource):
                 ),
                 roots=self.roots,
                 on_warning=self._warn,
+                sampler=self.sample,
             )
         return conn
+
+    async def sample(self, server: str, params: Any, ctx: CallContext | None) -> Any:
+        """A server's sampling request, served by the person's model once approved (mcp_sampling)."""
+        from graphchat.catalog.mcp_sampling import serve_sampling
+
+        if self._policy is None:
+            from graphchat.catalog.approvals import PolicyApprover
+
+            self._policy = PolicyApprover(self.settings)
+        return await serve_sampling(server, params, ctx, settings=self.settings, policy=self._policy)
 
     def roots(self) -> list[tuple[str, str]]:
         """MCP roots, as (file:// URI, name): settings.mcp_roots, else the workspace and the

@@ -1,7 +1,8 @@
 """MCP results and tool lists as graphchat sees them (pure mapping, no I/O).
 
 - `map_result`: a `CallToolResult` → ToolResult: structured content, else JSON text, else
-  `{text}`; images, audio and resources as typed entries; structured content kept on errors.
+  `{text}`; images, audio and resources as typed entries (images and audio beside structured
+  content, in `ToolResult.media`); structured content kept on errors.
 - `tool_record`: what the tool-list cache keeps of one MCP tool (JSON, snake_case).
 """
 
@@ -123,8 +124,8 @@ def map_result(result: Any) -> ToolResult:
         if entries:
             extra["content"] = entries
         return ToolResult.error("\n".join(texts).strip() or "the tool reported an error", **extra)
-    if structured is not None:
-        return ToolResult(structured)
+    if structured is not None:  # the preferred result; images and the like are kept beside it
+        return ToolResult(structured, media=[e for e in entries if e.get("type") in ("image", "audio")])
     value: Any
     if len(texts) == 1:
         ok, parsed = _parse_json(texts[0])

@@ -115,9 +115,25 @@ class ChatApp:
 
         async def turn() -> Any:
             await self.tools_ready()
-            return await self.session.turn(message, on_text=self.ui.on_text, replace_last=replace_last)
+            return await self.session.turn(
+                await self.with_mentions(message), on_text=self.ui.on_text, replace_last=replace_last
+            )
 
         return await self.run_live(turn)
+
+    async def with_mentions(self, message: str) -> str:
+        """`message` with the resources it mentions (`@SERVER:URI`, a configured server) attached."""
+        if self.catalog is None or "@" not in message:
+            return message
+        from graphchat.catalog.mcp_features import mentions, with_attachments
+
+        refs = mentions(message, self.catalog.groups())
+        if not refs:
+            return message
+        limit = self.settings.max_tool_result_chars if self.settings is not None else 20000
+        for server, uri in refs:
+            self.ui.activity(f"@ attaching {server}:{uri}", "dim")
+        return await with_attachments(self.catalog, message, refs, limit)
 
     async def run_live(
         self,

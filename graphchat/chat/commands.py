@@ -34,6 +34,8 @@ Commands:
   /requests [ID [VALUE]]  the questions parked runs of this workspace wait on; answer one
                    (an approval: permit or deny) and see what its run printed
   /quit, /exit     leave (prints how to resume the thread)
+  /SERVER:PROMPT [k=v …]  send an MCP server's prompt (`graphchat mcp prompts` lists them)
+@SERVER:URI in a message attaches that resource of an MCP server (to the next space).
 A message that starts with // is sent as text starting with /."""
 
 COMMANDS = (
@@ -375,9 +377,46 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+async def _server_prompt(app: ChatApp, server: str, name: str, arg: str) -> bool:
+    """`/SERVER:NAME k=v …`: the server's prompt, with those arguments, sent as the next message."""
+    import shlex
+
+    try:
+        tokens = shlex.split(arg)
+    except ValueError as exc:
+        app.ui.print(f"/{server}:{name}: {exc}", style="yellow", markup=False)
+        return True
+    arguments: dict[str, str] = {}
+    for token in tokens:
+        key, sep, value = token.partition("=")
+        if not sep or not key:
+            app.ui.print(
+                f"/{server}:{name}: arguments are key=value (got {token!r}); "
+                f"`graphchat mcp prompts {server}` lists them",
+                style="yellow",
+                markup=False,
+            )
+            return True
+        arguments[key] = value
+
+    async def turn() -> object:
+        from graphchat.catalog.mcp_features import prompt_message
+
+        await app.tools_ready()
+        message = await prompt_message(app.catalog, server, name, arguments)
+        app.ui.activity(f"/ {server}:{name}: the prompt's messages are sent", "dim")
+        return await app.session.turn(message, on_text=app.ui.on_text)
+
+    await app.run_live(turn)
+    return True
+
+
 async def run_command(app: ChatApp, line: str) -> bool:
     """Run one slash command; False means leave the chat."""
     name, _, arg = line[1:].strip().partition(" ")
+    server, colon, prompt = name.partition(":")
+    if colon and app.catalog is not None and server in app.catalog.groups():
+        return await _server_prompt(app, server, prompt, arg.strip())
     name = name.lower()
     handler = HANDLERS.get(name)
     if handler is None:

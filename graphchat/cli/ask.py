@@ -47,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
     parser.add_argument(
+        "--attach",
+        action="append",
+        default=[],
+        metavar="SERVER:URI",
+        help="attach an MCP server's resource to the message (repeatable; `graphchat mcp resources` lists them)",
+    )
+    parser.add_argument(
         "--no-wait",
         action="store_true",
         help="fail at once if another process is running a turn on the thread",
@@ -153,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
     from graphchat.host import load_settings
 
     _thread_flags(args)
+    _attachments(args)
     if args.message is None and args.thread:
         _message_taken_for_a_thread(args, load_settings(getattr(args, "home", None)))
     piped = None
@@ -187,6 +195,14 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def _attachments(args: argparse.Namespace) -> None:
+    """`--attach SERVER:URI`: a usage error before anything starts when one is not that."""
+    from graphchat.catalog.mcp_features import parse_attach
+
+    for ref in getattr(args, "attach", None) or []:
+        parse_attach(ref)
+
+
 def check_message(message: str) -> None:
     if not message.strip():
         from graphchat.errors import EXIT_USAGE, GraphchatError
@@ -210,6 +226,7 @@ def flags(args: argparse.Namespace) -> dict[str, Any]:
         "park": not getattr(args, "no_park", False),
         "home": getattr(args, "home", None),
         "wait": not getattr(args, "no_wait", False),
+        "attach": list(getattr(args, "attach", None) or []),
     }
 
 
@@ -289,6 +306,11 @@ async def ask_turn(
         if parking is not None:
             parking.thread_id = session.thread.id
         await host.warm_up()
+        if flags.get("attach"):  # the resources' contents go into the message (and the thread)
+            from graphchat.catalog.mcp_features import parse_attach, with_attachments
+
+            refs = [parse_attach(ref) for ref in flags["attach"]]
+            message = await with_attachments(host.catalog, message, refs, settings.max_tool_result_chars)
         return await _turn(host, session, flags, lambda **kw: session.turn(message, **kw), front, cwd=cwd)
     finally:
         await host.aclose()  # no server process is left behind, whatever happened

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from graphchat.media import described_text
 from graphchat.threads import lines as ev
 
 INTERRUPTED_CONTENT = orjson.dumps({"error": ev.INTERRUPTED_ERROR}).decode()
@@ -133,7 +134,8 @@ class _TurnBuilder:
         k = answered_call(self.pending_ids, [r is not None for r in self.replies], event.get("tool_call_id"))
         if k is None:
             return  # a result with no call to answer would be rejected by the provider
-        self.replies[k] = shorten_tool_result(_content_str(event.get("content")), self.max_chars)
+        text = described_text(_content_str(event.get("content")))  # images are sent in their round only
+        self.replies[k] = shorten_tool_result(text, self.max_chars)
 
     def finish(self) -> list[dict[str, Any]]:
         self._close_calls()

@@ -125,7 +125,7 @@ async def test_results_map_to_json_values_with_typed_entries(workspace: Path) ->
         await catalog.prepare()
         call = {name: await catalog.call(name, {}, YES) for name in (
             "t__stamp", "t__whoami", "t__picture", "t__fail",
-            "low__resources", "low__two_blocks", "low__error_structured", "low__bad_output",
+            "low__resources", "low__two_blocks", "low__error_structured", "low__bad_output", "low__chart",
         )}  # fmt: skip
     finally:
         await catalog.aclose()
@@ -142,6 +142,8 @@ async def test_results_map_to_json_values_with_typed_entries(workspace: Path) ->
     failed = call["low__error_structured"]
     assert failed.is_error and failed.error_message == "quota exceeded"
     assert failed.value["structured_content"] == {"code": 429, "retry_after": 3}  # kept on errors
+    chart = call["low__chart"]  # structured content stays the value; the image is kept beside it
+    assert chart.value == {"points": 3} and [m["type"] for m in chart.media] == ["image"]
     bad = call["low__bad_output"]
     assert bad.is_error and "breaks its own declared output schema" in bad.error_message
 
@@ -200,7 +202,7 @@ async def test_ask_user_stays_in_the_model_tool_list_with_300_tools(workspace: P
     finally:
         await catalog.aclose()
     tools = [t["function"]["name"] for t in catalog.model_tools()]
-    assert sum(name.startswith("big__") for name in tools) == 304
+    assert sum(name.startswith("big__") for name in tools) == 305
     assert tools[0] == "ask_user"
     assert tools[0] in [t["function"]["name"] for t in catalog.model_tools(["big__tool_1*"])]
 

@@ -1,5 +1,6 @@
 """A test MCP server on the low-level `Server`: many tools (TOOL_COUNT, default 300), a tool
-whose output breaks its declared schema, resources and error results with structured content."""
+whose output breaks its declared schema, resources, error results with structured content and
+an image beside structured content."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
     EmbeddedResource,
+    ImageContent,
     ListToolsResult,
     PaginatedRequestParams,
     ResourceLink,
@@ -23,6 +25,7 @@ from mcp.types import (
 )
 
 COUNT = int(os.environ.get("TOOL_COUNT", "300"))
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAAAAgABVKJPXQAAAABJRU5ErkJggg=="
 OBJ = {"type": "object", "properties": {}}
 
 
@@ -53,6 +56,9 @@ def _tools() -> list[Tool]:
             annotations=read,
         ),
         Tool(name="two_blocks", description="Two JSON text blocks.", input_schema=OBJ, annotations=read),
+        Tool(
+            name="chart", description="Structured content and an image.", input_schema=OBJ, annotations=read
+        ),
     ]
     for i in range(COUNT):
         tools.append(
@@ -100,6 +106,14 @@ async def call_tool(ctx: ServerRequestContext, params: CallToolRequestParams) ->
     if name == "two_blocks":
         return CallToolResult(
             content=[TextContent(type="text", text='{"a": 1}'), TextContent(type="text", text='{"b": 2}')]
+        )
+    if name == "chart":
+        return CallToolResult(
+            content=[
+                TextContent(type="text", text='{"points": 3}'),
+                ImageContent(type="image", data=PNG, mime_type="image/png"),
+            ],
+            structured_content={"points": 3},
         )
     if name.startswith("tool_"):
         return CallToolResult(content=[TextContent(type="text", text=f"{name} ran")])
