@@ -254,6 +254,19 @@ class PlanParking:
         self.record.delete()
 
 
+def waiting_on(thread: Any) -> list[str]:
+    """The requests a thread's parked turn waits on (none: its last turn is not parked)."""
+    from graphchat.threads import lines as ev
+
+    waiting: list[str] = []
+    for event in thread.events():
+        if event.get("kind") == ev.TURN_PARKED:
+            waiting = list(event.get("requests") or [])
+        elif event.get("kind") in (ev.TURN_RESUMED, ev.TURN_END, ev.TURN_FAILED, ev.USER):
+            waiting = []
+    return waiting
+
+
 # --- the asker of a headless `ask` -----------------------------------------------------------
 
 

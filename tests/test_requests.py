@@ -519,3 +519,70 @@ def test_answer_without_a_value_asks_on_the_terminal(graphchat: GraphchatRunner,
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
     finally:
         fifo.close()
+
+
+# --- a thread with a pending request (issue 19, build 6) ----------------------------------------
+
+
+def test_ask_on_a_parked_thread_refuses_naming_the_request_and_the_command_that_answers_it(
+    graphchat: GraphchatRunner, workspace: Path, model_server: Any
+) -> None:
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "ask_user", "arguments": {"question": "Which color?", "options": ["red", "blue"]}}
+            ]
+        },
+    )
+    request_id = parked_id(graphchat("ask", "Paint it.", env=model_server.env()))
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    thread_id = request["source"]["thread"]
+    for how in (["--thread", thread_id], ["-c"]):
+        busy = graphchat("ask", *how, "Anything else?", env=model_server.env())
+        assert busy.returncode == 1, busy.stderr
+        assert f"thread {thread_id} waits on request {request_id}: Which color?" in busy.stderr
+        assert re.search(rf"answer it: graphchat (--home \S+ )?answer {request_id} VALUE\n", busy.stderr)
+        assert "VALUE: one of red, blue (or its number)" in busy.stderr
+        assert f"chat --thread {thread_id}" in busy.stderr and "…" not in busy.stderr
+    assert len(model_server.requests) == 1  # nothing was sent for the refused questions
+    # answered but not resumed: the command named is the one that resumes it
+    assert graphchat("answer", request_id, "blue", "--no-resume").returncode == 0
+    busy = graphchat("ask", "-c", "Anything else?", env=model_server.env())
+    assert busy.returncode == 1
+    assert re.search(rf"resume the turn: graphchat (--home \S+ )?resume {request_id}\n", busy.stderr)
+
+
+def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_gets_the_answer(
+    graphchat: GraphchatRunner, workspace: Path, model_server: Any, chat: Spawn
+) -> None:
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "ask_user", "arguments": {"question": "Which color?", "options": ["red", "blue"]}}
+            ]
+        },
+        {"text": "Blue it is."},
+        {"text": "Nothing else to paint."},
+    )
+    request_id = parked_id(graphchat("ask", "Paint it.", env=model_server.env()))
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    thread_id = request["source"]["thread"]
+    child = chat("--thread", thread_id)
+    child.expect_exact(f"this thread waits for your answer (request {request_id})")
+    child.expect_exact("? Which color?")
+    child.expect_exact("answer>")
+    child.sendline("2")
+    child.expect_exact("Blue it is.")
+    send_message(child, "Anything else?")
+    child.expect_exact("Nothing else to paint.")
+    leave(child)
+    assert len(model_server.requests) == 3
+    (result,) = tool_messages(model_server.requests[1])
+    assert json.loads(result) == {"answer": "blue", "answered": True}
+    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    assert not list((workspace / "requests" / "runs").glob("*.json"))
+    # the next turn of the thread carries the answered call, not an "interrupted" one
+    last = model_server.requests[2]["messages"]
+    assert [json.loads(m["content"]) for m in last if m["role"] == "tool"] == [
+        {"answer": "blue", "answered": True}
+    ]
