@@ -186,22 +186,63 @@ class RequestStore:
 
     def settle(self, request_id: str, state: str, answer: Any = None, reason: str | None = None) -> Request:
         """Claim the request and settle it (answered, declined, expired, cancelled) exactly once:
-        a second claim, from any process, raises AlreadySettled."""
+        a second claim, from any process, raises AlreadySettled. A claim whose process is gone
+        while the request is still open is taken over (`graphchat.claims`)."""
+        from graphchat import claims
+
         assert state in FINISHED
         request = self._raw(request_id)
         if request.state != "open":
             raise AlreadySettled(f"request {request_id} was already {request.state}")
+        path = self.dir / f"{request_id}.claim"
         try:
-            fd = os.open(self.dir / f"{request_id}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            raise AlreadySettled(f"request {request_id} was already answered") from None
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{os.getpid()}\n")
+            claims.claim(
+                path, {"state": state, "answer": answer, "reason": reason}, self._still_open(request_id)
+            )
+        except claims.Held as held:
+            now = self._raw(request_id)
+            if now.state != "open":
+                raise AlreadySettled(f"request {request_id} was already {now.state}") from None
+            raise AlreadySettled(
+                f"request {request_id} was already answered (process {held.holder.get('pid')} is settling it)"
+            ) from None
         request = self._raw(request_id)
         request.state, request.answer, request.reason = state, answer, reason
         request.settled_at = time.time()
-        self.save(request)
+        try:
+            self.save(request)
+        except BaseException:
+            claims.release(path)  # never half-claimed: the request stays open
+            raise
         return request
+
+    def recover(self, request_id: str) -> Request:
+        """The request; when it is still open under a stale claim that recorded its settlement
+        (its claimer died before writing it), that settlement is finished now."""
+        from graphchat import claims
+
+        request = self._raw(request_id)
+        if request.state != "open":
+            return request
+        path = self.dir / f"{request_id}.claim"
+        holder = claims.stale(path, self._still_open(request_id))
+        if holder is None:
+            return request
+        request.state, request.answer, request.reason = (
+            holder["state"],
+            holder.get("answer"),
+            holder.get("reason"),
+        )
+        request.settled_at = time.time()
+        try:
+            self.save(request)
+        except BaseException:
+            claims.release(path)
+            raise
+        return request
+
+    def _still_open(self, request_id: str) -> Any:
+        return lambda: self._raw(request_id).state == "open"
 
     def prune(self, older_than_days: float) -> int:
         """Remove finished requests settled more than `older_than_days` ago; how many."""

@@ -586,3 +586,112 @@ def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_g
     assert [json.loads(m["content"]) for m in last if m["role"] == "tool"] == [
         {"answer": "blue", "answered": True}
     ]
+
+
+# --- claims that cannot stick (issue 19, build 7) ------------------------------------------------
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def start_time(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[19]
+
+
+def write_claim(workspace: Path, request_id: str, holder: dict[str, Any]) -> Path:
+    path = workspace / "requests" / f"{request_id}.claim"
+    path.write_text(json.dumps(holder))
+    return path
+
+
+def test_a_stale_claim_is_taken_over_by_the_next_answer(graphchat: GraphchatRunner, ship: Path) -> None:
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        # as a process killed between claiming and settling leaves it: claimed, still open
+        write_claim(ship, request_id, {"pid": dead_pid(), "start": "1", "state": "answered", "answer": {}})
+        (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+        assert request["state"] == "open"
+        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["channel"] == "beta"
+        assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
+        claim = json.loads((ship / "requests" / f"{request_id}.claim").read_text())
+        assert claim["state"] == "answered" and claim["answer"] == {"channel": "beta"}
+        assert claim["pid"] != os.getpid() and claim["start"]
+    finally:
+        fifo.close()
+
+
+def test_resume_finishes_the_answer_a_dead_claimer_recorded(graphchat: GraphchatRunner, ship: Path) -> None:
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        write_claim(
+            ship,
+            request_id,
+            {"pid": dead_pid(), "state": "answered", "answer": {"channel": "beta"}, "reason": None},
+        )
+        run = graphchat("resume", request_id)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["channel"] == "beta"
+        done = json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]
+        assert done[0]["state"] == "answered" and done[0]["answer"] == {"channel": "beta"}
+    finally:
+        fifo.close()
+
+
+def test_a_live_claim_is_respected_and_a_reused_pid_is_not_taken_for_it(
+    graphchat: GraphchatRunner, ship: Path
+) -> None:
+    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    holder = subprocess.Popen(["sleep", "120"])
+    try:
+        write_claim(
+            ship, request_id, {"pid": holder.pid, "start": start_time(holder.pid), "state": "answered"}
+        )
+        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        assert run.returncode == 1, run.stderr
+        assert f"already answered (process {holder.pid} is settling it)" in run.stderr
+        resumed = graphchat("resume", request_id)
+        assert resumed.returncode == 1 and "still open" in resumed.stderr
+        (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+        assert request["state"] == "open"
+        assert shop_calls(ship) and len(shop_calls(ship)) == 1
+        # the same pid with another start time is another process: the claim is stale
+        write_claim(ship, request_id, {"pid": holder.pid, "start": "1", "state": "answered"})
+        fifo = FifoReader(ship / "called.fifo")
+        try:
+            run = graphchat("answer", request_id, '{"channel": "stable"}')
+            assert run.returncode == 0, run.stderr
+            assert json.loads(run.stdout)["channel"] == "stable"
+        finally:
+            fifo.close()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_resuming_answer_killed_before_it_settles_leaves_a_claim_the_next_answer_takes_over(
+    graphchat: GraphchatRunner, ship: Path
+) -> None:
+    """kill -9 of the process that claimed: its claim holds its pid and start time; once it is
+    gone, the claim no longer blocks the request."""
+    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    write_claim(ship, request_id, {"pid": sleeper.pid, "start": start_time(sleeper.pid), "state": "answered"})
+    assert graphchat("answer", request_id, '{"channel": "beta"}').returncode == 1
+    sleeper.send_signal(signal.SIGKILL)
+    sleeper.wait()
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["channel"] == "beta"
+    finally:
+        fifo.close()

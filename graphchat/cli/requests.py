@@ -241,7 +241,8 @@ def _still_waiting(store: Any, request: Any) -> list[str]:
 
 def resume_command(args: argparse.Namespace) -> int:
     store = _store(args)
-    request = store.get(args.id)
+    store.get(args.id)  # an unknown id: exit 1 naming it
+    request = store.recover(args.id)  # an answer whose claimer died before writing it: finished now
     if request.state == "open":
         raise GraphchatError(
             f"request {args.id} is still open",
