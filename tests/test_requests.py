@@ -175,7 +175,11 @@ def test_json_parked_object_and_no_park(graphchat: GraphchatRunner, ship: Path) 
     assert run.returncode == 5, run.stderr
     doc = json.loads(run.stdout)
     assert doc["parked"] is True and len(doc["requests"]) == 1
-    assert re.fullmatch(rf"graphchat (--home \S+ )?answer {doc['requests'][0]['id']} …", doc["resume"])
+    # the exact command, runnable as it is: every field with a value it accepts (never a literal …)
+    assert re.fullmatch(
+        rf"""graphchat (--home \S+ )?answer {doc["requests"][0]["id"]} '{{"channel": "stable", "count": 1}}'""",
+        doc["resume"],
+    )
     run = graphchat("plan", "run", "ship", '{"wait": 0}', "--no-park")
     assert run.returncode == 1
     assert "the question was not answered (unavailable)" in run.stderr
@@ -695,3 +699,53 @@ def test_a_resuming_answer_killed_before_it_settles_leaves_a_claim_the_next_answ
         assert json.loads(run.stdout)["channel"] == "beta"
     finally:
         fifo.close()
+
+
+# --- how requests read (issue 19, build 4; issue 24, item 4) -------------------------------------
+
+
+def test_a_parked_question_lists_its_allowed_values_and_the_exact_command(
+    graphchat: GraphchatRunner, ship: Path
+) -> None:
+    run = graphchat("plan", "run", "ship", '{"wait": 0}')
+    request_id = parked_id(run)
+    assert "…" not in run.stderr
+    assert re.search(
+        rf"""answer it: graphchat (--home \S+ )?answer {request_id} '{{"channel": "stable", "count": 1}}'\n""",
+        run.stderr,
+    )
+    assert "fields: channel (required): one of stable, beta — Release channel; count: integer" in run.stderr
+    listed = graphchat("requests")
+    assert listed.returncode == 0 and "…" not in listed.stdout
+    assert f"{request_id}  form     ship E1: Which channel?" in listed.stdout
+    assert "one of stable, beta" in listed.stdout
+    # the example command of the hint is an answer the request takes
+    command = re.search(r"answer it: graphchat (?:--home \S+ )?answer \S+ '(.*)'\n", run.stderr)
+    assert command is not None
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        answered = graphchat("answer", request_id, command.group(1))
+        assert answered.returncode == 0, answered.stderr
+        assert json.loads(answered.stdout)["channel"] == "stable"
+    finally:
+        fifo.close()
+
+
+def test_requests_text_shows_an_approvals_tool_and_every_argument(
+    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "notes.txt"
+    arguments = {"path": str(target), "text": "first line\nsecond line"}
+    model_server.push({"tool_calls": [{"name": "t__note", "arguments": arguments}]}, {"text": "Noted."})
+    run = graphchat("ask", "Note it.", env=model_server.env())
+    request_id = parked_id(run)
+    assert "…" not in run.stderr and "tool: t__note" in run.stderr
+    listed = graphchat("requests")
+    assert listed.returncode == 0, listed.stderr
+    out = listed.stdout
+    assert f"{request_id}  approval" in out and "Allow t__note (write) with these arguments?" in out
+    assert "    tool: t__note\n    arguments:\n" in out
+    assert f'"path": "{target}"' in out and '"text": "first line\\nsecond line"' in out
+    assert re.search(rf"answer it: graphchat (--home \S+ )?permit {request_id}\n", out)
+    assert re.search(rf"or refuse it: graphchat (--home \S+ )?deny {request_id} --reason TEXT\n", out)
+    assert not target.exists()

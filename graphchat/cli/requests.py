@@ -81,14 +81,25 @@ def list_command(args: argparse.Namespace) -> int:
     if not found:
         note("no requests wait" if not args.all else "no requests")
         return 0
+    from graphchat.display import safe
+    from graphchat.requests_text import answer_command, answer_help, approval_lines
+
+    home = getattr(args, "home", None)
     for request in found:
         where = request.source.get("plan") or request.source.get("thread") or ""
         step = request.source.get("step") or request.source.get("tool") or ""
         origin = f"{where} {step}".strip()
         state = "" if request.state == "open" else f" [{request.state}]"
-        sys.stdout.write(f"{request.id}  {request.mode:<8} {origin}{state}: {request.question}\n")
+        sys.stdout.write(safe(f"{request.id}  {request.mode:<8} {origin}{state}: {request.question}") + "\n")
+        public = request.public()
+        for line in approval_lines(public):  # an approval shows what would run, in full
+            sys.stdout.write(f"    {line}\n")
         for i, option in enumerate(request.options or [], 1):
-            sys.stdout.write(f"    {i}. {option}\n")
+            sys.stdout.write(safe(f"    {i}. {option}", newlines=False) + "\n")
+        if request.state == "open":
+            sys.stdout.write(f"    answer it: {answer_command(public, home)}\n")
+            for line in answer_help(public, home):
+                sys.stdout.write(safe(f"      {line}") + "\n")
     return 0
 
 
