@@ -184,9 +184,10 @@ class PlanParking:
             if request.state == "answered":
                 self.answers[request.key] = Answer(True, request.answer)
             else:  # declined, expired, cancelled: the unanswered path
-                self.answers[request.key] = Answer(
-                    False, None, request.state if request.state != "declined" else "declined"
+                note = (
+                    request.reason if request.state == "declined" and request.reason != "declined" else None
                 )
+                self.answers[request.key] = Answer(False, None, request.state, note)
 
     # -- the executor's side --
 
@@ -244,6 +245,7 @@ class PlanParking:
             run=self.record.id,
             key=key,
             timeout=timeout,
+            hint=question.hint,
         )
         if self.events is not None:
             self.events.emit("request_opened", **request.public())

@@ -46,6 +46,7 @@ class Request:
     reason: str | None = None
     settled_at: float | None = None
     always: bool = False  # permit --always
+    hint: str | None = None  # shown under the question (a plan `ask` step's `hint`)
 
     def public(self) -> dict[str, Any]:
         """The `requests --json` shape of one request."""
@@ -55,11 +56,15 @@ class Request:
             "mode": self.mode,
             "question": self.question,
         }
+        if self.hint:
+            data["hint"] = self.hint
         if self.options is not None:
             data["options"] = self.options
         if self.schema is not None:
             data["schema"] = self.schema
         data["source"] = self.source
+        if self.run:
+            data["run"] = self.run
         data["opened_at"] = iso(self.opened_at)
         data["state"] = self.state
         if self.state != "open":
@@ -106,6 +111,7 @@ class RequestStore:
         run: str | None = None,
         key: str | None = None,
         timeout: float | None = None,
+        hint: str | None = None,
     ) -> Request:
         """A new open request with a fresh id, on disk before this returns."""
         import orjson
@@ -126,6 +132,7 @@ class RequestStore:
             run=run,
             key=key,
             expires_at=now + timeout if timeout else None,
+            hint=hint,
         )
         for length in (6, 6, 6, 8, 8, 12):
             request.id = secrets.token_hex(length // 2)

@@ -273,7 +273,7 @@ def test_declining_a_plan_question_takes_the_unanswered_path(graphchat: Graphcha
     request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
     run = graphchat("decline", request_id, "--reason", "not now")
     assert run.returncode == 1
-    assert "the question was not answered (declined)" in run.stderr
+    assert "the question was not answered (declined: not now)" in run.stderr
     assert not list((ship / "requests" / "runs").glob("*.json"))
 
 
@@ -749,3 +749,164 @@ def test_requests_text_shows_an_approvals_tool_and_every_argument(
     assert re.search(rf"answer it: graphchat (--home \S+ )?permit {request_id}\n", out)
     assert re.search(rf"or refuse it: graphchat (--home \S+ )?deny {request_id} --reason TEXT\n", out)
     assert not target.exists()
+
+
+# --- the seeds' remaining rules (issue 19, build 8) ----------------------------------------------
+
+FEEDBACK = """identifier: feedback
+name: Feedback
+description: Ask for a rating, with a hint; a decline goes on with the default.
+steps:
+  - id: E0
+    tool_name: ask
+    input:
+      prompt: How was it?
+      hint: "1 is poor, 5 is great ({{input.who}})"
+      output_schema:
+        type: object
+        properties:
+          rating: {type: integer}
+        required: [rating]
+      when_unanswered: default
+      default: {rating: 3}
+output:
+  rating: "{{E0}}"
+"""
+
+
+def test_an_ask_steps_hint_is_shown_under_the_question(graphchat: GraphchatRunner, workspace: Path) -> None:
+    import pexpect
+
+    plan = FEEDBACK.replace("      when_unanswered: default\n      default: {rating: 3}\n", "")
+    (workspace / "plans" / "feedback.yaml").write_text(plan)
+    run = graphchat("plan", "run", "feedback", '{"who": "Ada"}')
+    request_id = parked_id(run)
+    assert "How was it?\n    1 is poor, 5 is great (Ada)\n" in run.stderr
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    assert request["id"] == request_id and request["hint"] == "1 is poor, 5 is great (Ada)"
+    assert "How was it?\n    1 is poor, 5 is great (Ada)\n" in graphchat("requests").stdout
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "plan", "run", "feedback", '{"who": "Bo"}'],
+        env=clean_env({"TERM": "dumb", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect_exact("? How was it?")
+    child.expect_exact("1 is poor, 5 is great (Bo)")  # on the terminal too, under the question
+    child.sendline("4")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert '"rating": 4' in (child.before or "")
+
+
+def test_a_declined_question_reaches_the_plan_as_declined_with_its_reason(
+    graphchat: GraphchatRunner, workspace: Path
+) -> None:
+    import pexpect
+
+    (workspace / "plans" / "feedback.yaml").write_text(FEEDBACK)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "plan", "run", "feedback", '{"who": "Bo"}'],
+        env=clean_env({"TERM": "dumb", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect_exact("? How was it?")
+    child.expect_exact("rating (integer")
+    child.sendline("")  # a blank line on a required field: the person declines
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    out = (child.before or "").replace("\r\n", "\n")
+    assert "not answered (declined); using the default" in out
+    result = json.loads(out[out.index("{\n") :])["rating"]
+    assert result == {"answer": {"rating": 3}, "answered": False, "declined": True, "reason": "declined"}
+    # nobody to ask is not a decline
+    run = graphchat("plan", "run", "feedback", '{"who": "Ada"}')
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["rating"] == {
+        "answer": {"rating": 3},
+        "answered": False,
+        "reason": "unavailable",
+    }
+
+
+def test_at_most_twenty_options(graphchat: GraphchatRunner, workspace: Path, model_server: Any) -> None:
+    many = [f"o{i}" for i in range(21)]
+    plan = FEEDBACK.replace("rating: {type: integer}", f"rating: {{enum: {json.dumps(many)}}}")
+    plan = plan.replace("default: {rating: 3}", "default: {rating: o0}")
+    (workspace / "plans" / "feedback.yaml").write_text(plan)
+    checked = graphchat("plan", "validate", "feedback")
+    assert checked.returncode == 1, checked.stderr
+    assert "property 'rating': at most 20 options, got 21" in checked.stderr
+    model_server.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which?", "options": many}}]},
+        {"text": "I will ask with fewer."},
+    )
+    run = graphchat("ask", "Pick one.", env=model_server.env())
+    assert run.returncode == 0, run.stderr  # not parked: the model is told to ask with fewer
+    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    (result,) = tool_messages(model_server.requests[1])
+    assert "ask_user takes at most 20 options, got 21" in result
+
+
+def test_requests_of_one_run_and_cancelling_a_parked_plan(graphchat: GraphchatRunner, ship: Path) -> None:
+    first = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    second = parked_id(graphchat("plan", "run", "ship", '{"wait": 1}'))
+    doc = json.loads(graphchat("requests", "--json").stdout)
+    runs = {r["id"]: r["run"] for r in doc["requests"]}
+    assert set(runs) == {first, second} and runs[first] != runs[second]
+    only = json.loads(graphchat("requests", "--run", runs[first], "--json").stdout)
+    assert [r["id"] for r in only["requests"]] == [first] and only["count"] == 1
+    text = graphchat("requests", "--run", runs[second]).stdout
+    assert second in text and first not in text
+    unknown = graphchat("requests", "--run", "abcdef123456")
+    assert unknown.returncode == 1 and "no run or thread 'abcdef123456'" in unknown.stderr
+
+    cancelled = graphchat("cancel", runs[first])
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert f"cancelled the parked run {runs[first]} (plan 'ship')" in cancelled.stderr
+    assert f"requests cancelled: {first}" in cancelled.stderr
+    assert not (ship / "requests" / "runs" / f"{runs[first]}.json").exists()
+    settled = {r["id"]: r for r in json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]}
+    assert settled[first]["state"] == "cancelled" and settled[second]["state"] == "open"
+    late = graphchat("answer", first, '{"channel": "beta"}')
+    assert late.returncode == 1 and "already cancelled" in late.stderr
+    gone = graphchat("cancel", runs[first])
+    assert gone.returncode == 1 and "no parked run" in gone.stderr
+    # a request id names its run too
+    assert graphchat("cancel", second).returncode == 0
+    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    assert [c["tool"] for c in shop_calls(ship)] == ["list_items", "list_items"]
+
+
+def test_cancelling_a_parked_ask_turn_is_recorded_in_its_thread_which_goes_on(
+    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "made.txt"
+    model_server.push(
+        {"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]},
+        {"text": "Something else, then."},
+    )
+    request_id = parked_id(graphchat("ask", "Make the file.", env=model_server.env()))
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    thread_id = request["source"]["thread"]
+    assert [
+        r["id"] for r in json.loads(graphchat("requests", "--run", thread_id, "--json").stdout)["requests"]
+    ] == [request_id]
+    cancelled = graphchat("cancel", thread_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert f"ask turn of thread {thread_id}" in cancelled.stderr
+    assert not list((tools / "requests" / "runs").glob("*.json"))
+    shown = graphchat("threads", "show", thread_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert "cancelled (graphchat cancel): requests " + request_id in shown.stdout
+    assert not target.exists()
+    more = graphchat("ask", "--thread", thread_id, "Do something else.", env=model_server.env())
+    assert more.returncode == 0 and more.stdout == "Something else, then.", more.stderr
+    assert len(model_server.requests) == 2

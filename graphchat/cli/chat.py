@@ -181,7 +181,9 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
                     request.question, options=list(OPTIONS), kind="approval", detail=argument_text(arguments)
                 )
             else:
-                question = Question(request.question, schema=request.schema, options=request.options)
+                question = Question(
+                    request.question, schema=request.schema, options=request.options, hint=request.hint
+                )
             answer = await ask_by_lines(question, reader)
             if not answer.answered:
                 elsewhere(f"request {request.id} stays open (graphchat answer {request.id} VALUE)")

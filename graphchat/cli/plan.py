@@ -351,6 +351,8 @@ def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | Non
     jsonl = os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl"  # request_opened said it
     for request in [] if jsonl else requests:
         note(f"⏸ waiting for a person: request {request['id']}: {request['question']}")
+        if request.get("hint"):
+            note(f"    {request['hint']}")
         for line in approval_lines(request):
             note(f"    {line}")
         for i, option in enumerate(request.get("options") or [], 1):
