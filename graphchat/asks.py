@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from graphchat.events import EventSink
 
 MAX_ATTEMPTS = 3
+# A question offers at most this many options (a plan's enum, a model's ask_user): more is not
+# a choice a person can make at a glance (issue 19, build 8).
+MAX_OPTIONS = 20
 # At an approval (options once / always / refuse), y and n mean what a person means by them.
 APPROVAL_WORDS = {"y": 0, "yes": 0, "n": -1, "no": -1}
 
@@ -37,6 +40,8 @@ class Question:
     context: dict[str, Any] = field(default_factory=dict)
     # Shown in full under the prompt (an approval's arguments): wrapped, paged when long.
     detail: str | None = None
+    # One line shown under the question (a plan `ask` step's `hint`).
+    hint: str | None = None
 
 
 @dataclass
@@ -44,6 +49,7 @@ class Answer:
     answered: bool
     value: Any = None
     reason: str | None = None  # declined | unavailable (when not answered)
+    note: str | None = None  # why, in the person's words (`graphchat decline ID --reason R`)
 
     @classmethod
     def declined(cls) -> Answer:
@@ -338,6 +344,8 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
     from graphchat.display import safe
 
     reader.say(f"? {safe(question.prompt)}")
+    if question.hint:
+        reader.say(f"  {safe(question.hint)}")
     if question.detail is not None and not await show_detail(safe(question.detail), reader):
         return Answer.declined()
     if question.schema is None:

@@ -184,9 +184,10 @@ class PlanParking:
             if request.state == "answered":
                 self.answers[request.key] = Answer(True, request.answer)
             else:  # declined, expired, cancelled: the unanswered path
-                self.answers[request.key] = Answer(
-                    False, None, request.state if request.state != "declined" else "declined"
+                note = (
+                    request.reason if request.state == "declined" and request.reason != "declined" else None
                 )
+                self.answers[request.key] = Answer(False, None, request.state, note)
 
     # -- the executor's side --
 
@@ -249,6 +250,7 @@ class PlanParking:
             run=self.record.id,
             key=key,
             timeout=timeout,
+            hint=question.hint,
         )
         if self.events is not None:
             self.events.emit("request_opened", **request.public())
@@ -257,6 +259,19 @@ class PlanParking:
     def finished(self) -> None:
         """The run ended (any way but parked): its record goes."""
         self.record.delete()
+
+
+def waiting_on(thread: Any) -> list[str]:
+    """The requests a thread's parked turn waits on (none: its last turn is not parked)."""
+    from graphchat.threads import lines as ev
+
+    waiting: list[str] = []
+    for event in thread.events():
+        if event.get("kind") == ev.TURN_PARKED:
+            waiting = list(event.get("requests") or [])
+        elif event.get("kind") in (ev.TURN_RESUMED, ev.TURN_END, ev.TURN_FAILED, ev.USER):
+            waiting = []
+    return waiting
 
 
 # --- the asker of a headless `ask` -----------------------------------------------------------

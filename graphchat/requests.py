@@ -46,6 +46,7 @@ class Request:
     reason: str | None = None
     settled_at: float | None = None
     always: bool = False  # permit --always
+    hint: str | None = None  # shown under the question (a plan `ask` step's `hint`)
 
     def public(self) -> dict[str, Any]:
         """The `requests --json` shape of one request."""
@@ -55,11 +56,15 @@ class Request:
             "mode": self.mode,
             "question": self.question,
         }
+        if self.hint:
+            data["hint"] = self.hint
         if self.options is not None:
             data["options"] = self.options
         if self.schema is not None:
             data["schema"] = self.schema
         data["source"] = self.source
+        if self.run:
+            data["run"] = self.run
         data["opened_at"] = iso(self.opened_at)
         data["state"] = self.state
         if self.state != "open":
@@ -106,6 +111,7 @@ class RequestStore:
         run: str | None = None,
         key: str | None = None,
         timeout: float | None = None,
+        hint: str | None = None,
     ) -> Request:
         """A new open request with a fresh id, on disk before this returns."""
         import orjson
@@ -128,6 +134,7 @@ class RequestStore:
             run=run,
             key=key,
             expires_at=now + timeout if timeout else None,
+            hint=hint,
         )
         for length in (6, 6, 6, 8, 8, 12):
             request.id = secrets.token_hex(length // 2)
@@ -193,29 +200,63 @@ class RequestStore:
 
     def settle(self, request_id: str, state: str, answer: Any = None, reason: str | None = None) -> Request:
         """Claim the request and settle it (answered, declined, expired, cancelled) exactly once:
-        a second claim, from any process, raises AlreadySettled."""
+        a second claim, from any process, raises AlreadySettled. A claim whose process is gone
+        while the request is still open is taken over (`graphchat.claims`)."""
+        from graphchat import claims
+
         assert state in FINISHED
         request = self._raw(request_id)
         if request.state != "open":
             raise AlreadySettled(f"request {request_id} was already {request.state}")
-        from graphchat.fsutil import writing
-
-        claim = self.dir / f"{request_id}.claim"
+        path = self.dir / f"{request_id}.claim"
         try:
-            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            raise AlreadySettled(f"request {request_id} was already answered") from None
+            claims.claim(
+                path, {"state": state, "answer": answer, "reason": reason}, self._still_open(request_id)
+            )
+        except claims.Held as held:
+            now = self._raw(request_id)
+            if now.state != "open":
+                raise AlreadySettled(f"request {request_id} was already {now.state}") from None
+            raise AlreadySettled(
+                f"request {request_id} was already answered (process {held.holder.get('pid')} is settling it)"
+            ) from None
+        request = self._raw(request_id)
+        request.state, request.answer, request.reason = state, answer, reason
+        request.settled_at = time.time()
         try:
-            with writing(claim), os.fdopen(fd, "w") as handle:
-                handle.write(f"{os.getpid()}\n")
-            request = self._raw(request_id)
-            request.state, request.answer, request.reason = state, answer, reason
-            request.settled_at = time.time()
             self.save(request)
-        except OSError:  # a full disk: the claim is ours (O_EXCL), so the request stays open
-            claim.unlink(missing_ok=True)
+        except BaseException:
+            claims.release(path)  # never half-claimed: the request stays open
             raise
         return request
+
+    def recover(self, request_id: str) -> Request:
+        """The request; when it is still open under a stale claim that recorded its settlement
+        (its claimer died before writing it), that settlement is finished now."""
+        from graphchat import claims
+
+        request = self._raw(request_id)
+        if request.state != "open":
+            return request
+        path = self.dir / f"{request_id}.claim"
+        holder = claims.stale(path, self._still_open(request_id))
+        if holder is None:
+            return request
+        request.state, request.answer, request.reason = (
+            holder["state"],
+            holder.get("answer"),
+            holder.get("reason"),
+        )
+        request.settled_at = time.time()
+        try:
+            self.save(request)
+        except BaseException:
+            claims.release(path)
+            raise
+        return request
+
+    def _still_open(self, request_id: str) -> Any:
+        return lambda: self._raw(request_id).state == "open"
 
     def discard(self, request_id: str) -> None:
         """Remove a request just opened whose run could not park (best effort)."""

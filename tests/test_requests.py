@@ -175,7 +175,11 @@ def test_json_parked_object_and_no_park(graphchat: GraphchatRunner, ship: Path) 
     assert run.returncode == 5, run.stderr
     doc = json.loads(run.stdout)
     assert doc["parked"] is True and len(doc["requests"]) == 1
-    assert re.fullmatch(rf"graphchat (--home \S+ )?answer {doc['requests'][0]['id']} …", doc["resume"])
+    # the exact command, runnable as it is: every field with a value it accepts (never a literal …)
+    assert re.fullmatch(
+        rf"""graphchat (--home \S+ )?answer {doc["requests"][0]["id"]} '{{"channel": "stable", "count": 1}}'""",
+        doc["resume"],
+    )
     run = graphchat("plan", "run", "ship", '{"wait": 0}', "--no-park")
     assert run.returncode == 1
     assert "the question was not answered (unavailable)" in run.stderr
@@ -269,7 +273,7 @@ def test_declining_a_plan_question_takes_the_unanswered_path(graphchat: Graphcha
     request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
     run = graphchat("decline", request_id, "--reason", "not now")
     assert run.returncode == 1
-    assert "the question was not answered (declined)" in run.stderr
+    assert "the question was not answered (declined: not now)" in run.stderr
     assert not list((ship / "requests" / "runs").glob("*.json"))
 
 
@@ -521,3 +525,390 @@ def test_answer_without_a_value_asks_on_the_terminal(graphchat: GraphchatRunner,
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
     finally:
         fifo.close()
+
+
+# --- a thread with a pending request (issue 19, build 6) ----------------------------------------
+
+
+def test_ask_on_a_parked_thread_refuses_naming_the_request_and_the_command_that_answers_it(
+    graphchat: GraphchatRunner, workspace: Path, model_server: Any
+) -> None:
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "ask_user", "arguments": {"question": "Which color?", "options": ["red", "blue"]}}
+            ]
+        },
+    )
+    request_id = parked_id(graphchat("ask", "Paint it.", env=model_server.env()))
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    thread_id = request["source"]["thread"]
+    for how in (["--thread", thread_id], ["-c"]):
+        busy = graphchat("ask", *how, "Anything else?", env=model_server.env())
+        assert busy.returncode == 1, busy.stderr
+        assert f"thread {thread_id} waits on request {request_id}: Which color?" in busy.stderr
+        assert re.search(rf"answer it: graphchat (--home \S+ )?answer {request_id} VALUE\n", busy.stderr)
+        assert "VALUE: one of red, blue (or its number)" in busy.stderr
+        assert f"chat --thread {thread_id}" in busy.stderr and "…" not in busy.stderr
+    assert len(model_server.requests) == 1  # nothing was sent for the refused questions
+    # answered but not resumed: the command named is the one that resumes it
+    assert graphchat("answer", request_id, "blue", "--no-resume").returncode == 0
+    busy = graphchat("ask", "-c", "Anything else?", env=model_server.env())
+    assert busy.returncode == 1
+    assert re.search(rf"resume the turn: graphchat (--home \S+ )?resume {request_id}\n", busy.stderr)
+
+
+def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_gets_the_answer(
+    graphchat: GraphchatRunner, workspace: Path, model_server: Any, chat: Spawn
+) -> None:
+    model_server.push(
+        {
+            "tool_calls": [
+                {"name": "ask_user", "arguments": {"question": "Which color?", "options": ["red", "blue"]}}
+            ]
+        },
+        {"text": "Blue it is."},
+        {"text": "Nothing else to paint."},
+    )
+    request_id = parked_id(graphchat("ask", "Paint it.", env=model_server.env()))
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    thread_id = request["source"]["thread"]
+    child = chat("--thread", thread_id)
+    child.expect_exact(f"this thread waits for your answer (request {request_id})")
+    child.expect_exact("? Which color?")
+    child.expect_exact("answer>")
+    child.sendline("2")
+    child.expect_exact("Blue it is.")
+    send_message(child, "Anything else?")
+    child.expect_exact("Nothing else to paint.")
+    leave(child)
+    assert len(model_server.requests) == 3
+    (result,) = tool_messages(model_server.requests[1])
+    assert json.loads(result) == {"answer": "blue", "answered": True}
+    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    assert not list((workspace / "requests" / "runs").glob("*.json"))
+    # the next turn of the thread carries the answered call, not an "interrupted" one
+    last = model_server.requests[2]["messages"]
+    assert [json.loads(m["content"]) for m in last if m["role"] == "tool"] == [
+        {"answer": "blue", "answered": True}
+    ]
+
+
+# --- claims that cannot stick (issue 19, build 7) ------------------------------------------------
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def start_time(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[19]
+
+
+def write_claim(workspace: Path, request_id: str, holder: dict[str, Any]) -> Path:
+    path = workspace / "requests" / f"{request_id}.claim"
+    path.write_text(json.dumps(holder))
+    return path
+
+
+def test_a_stale_claim_is_taken_over_by_the_next_answer(graphchat: GraphchatRunner, ship: Path) -> None:
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        # as a process killed between claiming and settling leaves it: claimed, still open
+        write_claim(ship, request_id, {"pid": dead_pid(), "start": "1", "state": "answered", "answer": {}})
+        (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+        assert request["state"] == "open"
+        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["channel"] == "beta"
+        assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
+        claim = json.loads((ship / "requests" / f"{request_id}.claim").read_text())
+        assert claim["state"] == "answered" and claim["answer"] == {"channel": "beta"}
+        assert claim["pid"] != os.getpid() and claim["start"]
+    finally:
+        fifo.close()
+
+
+def test_resume_finishes_the_answer_a_dead_claimer_recorded(graphchat: GraphchatRunner, ship: Path) -> None:
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        write_claim(
+            ship,
+            request_id,
+            {"pid": dead_pid(), "state": "answered", "answer": {"channel": "beta"}, "reason": None},
+        )
+        run = graphchat("resume", request_id)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["channel"] == "beta"
+        done = json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]
+        assert done[0]["state"] == "answered" and done[0]["answer"] == {"channel": "beta"}
+    finally:
+        fifo.close()
+
+
+def test_a_live_claim_is_respected_and_a_reused_pid_is_not_taken_for_it(
+    graphchat: GraphchatRunner, ship: Path
+) -> None:
+    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    holder = subprocess.Popen(["sleep", "120"])
+    try:
+        write_claim(
+            ship, request_id, {"pid": holder.pid, "start": start_time(holder.pid), "state": "answered"}
+        )
+        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        assert run.returncode == 1, run.stderr
+        assert f"already answered (process {holder.pid} is settling it)" in run.stderr
+        resumed = graphchat("resume", request_id)
+        assert resumed.returncode == 1 and "still open" in resumed.stderr
+        (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+        assert request["state"] == "open"
+        assert shop_calls(ship) and len(shop_calls(ship)) == 1
+        # the same pid with another start time is another process: the claim is stale
+        write_claim(ship, request_id, {"pid": holder.pid, "start": "1", "state": "answered"})
+        fifo = FifoReader(ship / "called.fifo")
+        try:
+            run = graphchat("answer", request_id, '{"channel": "stable"}')
+            assert run.returncode == 0, run.stderr
+            assert json.loads(run.stdout)["channel"] == "stable"
+        finally:
+            fifo.close()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_resuming_answer_killed_before_it_settles_leaves_a_claim_the_next_answer_takes_over(
+    graphchat: GraphchatRunner, ship: Path
+) -> None:
+    """kill -9 of the process that claimed: its claim holds its pid and start time; once it is
+    gone, the claim no longer blocks the request."""
+    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    write_claim(ship, request_id, {"pid": sleeper.pid, "start": start_time(sleeper.pid), "state": "answered"})
+    assert graphchat("answer", request_id, '{"channel": "beta"}').returncode == 1
+    sleeper.send_signal(signal.SIGKILL)
+    sleeper.wait()
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["channel"] == "beta"
+    finally:
+        fifo.close()
+
+
+# --- how requests read (issue 19, build 4; issue 24, item 4) -------------------------------------
+
+
+def test_a_parked_question_lists_its_allowed_values_and_the_exact_command(
+    graphchat: GraphchatRunner, ship: Path
+) -> None:
+    run = graphchat("plan", "run", "ship", '{"wait": 0}')
+    request_id = parked_id(run)
+    assert "…" not in run.stderr
+    assert re.search(
+        rf"""answer it: graphchat (--home \S+ )?answer {request_id} '{{"channel": "stable", "count": 1}}'\n""",
+        run.stderr,
+    )
+    assert "fields: channel (required): one of stable, beta — Release channel; count: integer" in run.stderr
+    listed = graphchat("requests")
+    assert listed.returncode == 0 and "…" not in listed.stdout
+    assert f"{request_id}  form     ship E1: Which channel?" in listed.stdout
+    assert "one of stable, beta" in listed.stdout
+    # the example command of the hint is an answer the request takes
+    command = re.search(r"answer it: graphchat (?:--home \S+ )?answer \S+ '(.*)'\n", run.stderr)
+    assert command is not None
+    fifo = FifoReader(ship / "called.fifo")
+    try:
+        answered = graphchat("answer", request_id, command.group(1))
+        assert answered.returncode == 0, answered.stderr
+        assert json.loads(answered.stdout)["channel"] == "stable"
+    finally:
+        fifo.close()
+
+
+def test_requests_text_shows_an_approvals_tool_and_every_argument(
+    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "notes.txt"
+    arguments = {"path": str(target), "text": "first line\nsecond line"}
+    model_server.push({"tool_calls": [{"name": "t__note", "arguments": arguments}]}, {"text": "Noted."})
+    run = graphchat("ask", "Note it.", env=model_server.env())
+    request_id = parked_id(run)
+    assert "…" not in run.stderr and "tool: t__note" in run.stderr
+    listed = graphchat("requests")
+    assert listed.returncode == 0, listed.stderr
+    out = listed.stdout
+    assert f"{request_id}  approval" in out and "Allow t__note (write) with these arguments?" in out
+    assert "    tool: t__note\n    arguments:\n" in out
+    assert f'"path": "{target}"' in out and '"text": "first line\\nsecond line"' in out
+    assert re.search(rf"answer it: graphchat (--home \S+ )?permit {request_id}\n", out)
+    assert re.search(rf"or refuse it: graphchat (--home \S+ )?deny {request_id} --reason TEXT\n", out)
+    assert not target.exists()
+
+
+# --- the seeds' remaining rules (issue 19, build 8) ----------------------------------------------
+
+FEEDBACK = """identifier: feedback
+name: Feedback
+description: Ask for a rating, with a hint; a decline goes on with the default.
+steps:
+  - id: E0
+    tool_name: ask
+    input:
+      prompt: How was it?
+      hint: "1 is poor, 5 is great ({{input.who}})"
+      output_schema:
+        type: object
+        properties:
+          rating: {type: integer}
+        required: [rating]
+      when_unanswered: default
+      default: {rating: 3}
+output:
+  rating: "{{E0}}"
+"""
+
+
+def test_an_ask_steps_hint_is_shown_under_the_question(graphchat: GraphchatRunner, workspace: Path) -> None:
+    import pexpect
+
+    plan = FEEDBACK.replace("      when_unanswered: default\n      default: {rating: 3}\n", "")
+    (workspace / "plans" / "feedback.yaml").write_text(plan)
+    run = graphchat("plan", "run", "feedback", '{"who": "Ada"}')
+    request_id = parked_id(run)
+    assert "How was it?\n    1 is poor, 5 is great (Ada)\n" in run.stderr
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    assert request["id"] == request_id and request["hint"] == "1 is poor, 5 is great (Ada)"
+    assert "How was it?\n    1 is poor, 5 is great (Ada)\n" in graphchat("requests").stdout
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "plan", "run", "feedback", '{"who": "Bo"}'],
+        env=clean_env({"TERM": "dumb", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect_exact("? How was it?")
+    child.expect_exact("1 is poor, 5 is great (Bo)")  # on the terminal too, under the question
+    child.sendline("4")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert '"rating": 4' in (child.before or "")
+
+
+def test_a_declined_question_reaches_the_plan_as_declined_with_its_reason(
+    graphchat: GraphchatRunner, workspace: Path
+) -> None:
+    import pexpect
+
+    (workspace / "plans" / "feedback.yaml").write_text(FEEDBACK)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "plan", "run", "feedback", '{"who": "Bo"}'],
+        env=clean_env({"TERM": "dumb", "NO_COLOR": "1"}, workspace.parent),
+        cwd=str(workspace),
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect_exact("? How was it?")
+    child.expect_exact("rating (integer")
+    child.sendline("")  # a blank line on a required field: the person declines
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    out = (child.before or "").replace("\r\n", "\n")
+    assert "not answered (declined); using the default" in out
+    result = json.loads(out[out.index("{\n") :])["rating"]
+    assert result == {"answer": {"rating": 3}, "answered": False, "declined": True, "reason": "declined"}
+    # nobody to ask is not a decline
+    run = graphchat("plan", "run", "feedback", '{"who": "Ada"}')
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["rating"] == {
+        "answer": {"rating": 3},
+        "answered": False,
+        "reason": "unavailable",
+    }
+
+
+def test_at_most_twenty_options(graphchat: GraphchatRunner, workspace: Path, model_server: Any) -> None:
+    many = [f"o{i}" for i in range(21)]
+    plan = FEEDBACK.replace("rating: {type: integer}", f"rating: {{enum: {json.dumps(many)}}}")
+    plan = plan.replace("default: {rating: 3}", "default: {rating: o0}")
+    (workspace / "plans" / "feedback.yaml").write_text(plan)
+    checked = graphchat("plan", "validate", "feedback")
+    assert checked.returncode == 1, checked.stderr
+    assert "property 'rating': at most 20 options, got 21" in checked.stderr
+    model_server.push(
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which?", "options": many}}]},
+        {"text": "I will ask with fewer."},
+    )
+    run = graphchat("ask", "Pick one.", env=model_server.env())
+    assert run.returncode == 0, run.stderr  # not parked: the model is told to ask with fewer
+    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    (result,) = tool_messages(model_server.requests[1])
+    assert "ask_user takes at most 20 options, got 21" in result
+
+
+def test_requests_of_one_run_and_cancelling_a_parked_plan(graphchat: GraphchatRunner, ship: Path) -> None:
+    first = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    second = parked_id(graphchat("plan", "run", "ship", '{"wait": 1}'))
+    doc = json.loads(graphchat("requests", "--json").stdout)
+    runs = {r["id"]: r["run"] for r in doc["requests"]}
+    assert set(runs) == {first, second} and runs[first] != runs[second]
+    only = json.loads(graphchat("requests", "--run", runs[first], "--json").stdout)
+    assert [r["id"] for r in only["requests"]] == [first] and only["count"] == 1
+    text = graphchat("requests", "--run", runs[second]).stdout
+    assert second in text and first not in text
+    unknown = graphchat("requests", "--run", "abcdef123456")
+    assert unknown.returncode == 1 and "no run or thread 'abcdef123456'" in unknown.stderr
+
+    cancelled = graphchat("cancel", runs[first])
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert f"cancelled the parked run {runs[first]} (plan 'ship')" in cancelled.stderr
+    assert f"requests cancelled: {first}" in cancelled.stderr
+    assert not (ship / "requests" / "runs" / f"{runs[first]}.json").exists()
+    settled = {r["id"]: r for r in json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]}
+    assert settled[first]["state"] == "cancelled" and settled[second]["state"] == "open"
+    late = graphchat("answer", first, '{"channel": "beta"}')
+    assert late.returncode == 1 and "already cancelled" in late.stderr
+    gone = graphchat("cancel", runs[first])
+    assert gone.returncode == 1 and "no parked run" in gone.stderr
+    # a request id names its run too
+    assert graphchat("cancel", second).returncode == 0
+    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    assert [c["tool"] for c in shop_calls(ship)] == ["list_items", "list_items"]
+
+
+def test_cancelling_a_parked_ask_turn_is_recorded_in_its_thread_which_goes_on(
+    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+) -> None:
+    target = tmp_path / "made.txt"
+    model_server.push(
+        {"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]},
+        {"text": "Something else, then."},
+    )
+    request_id = parked_id(graphchat("ask", "Make the file.", env=model_server.env()))
+    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    thread_id = request["source"]["thread"]
+    assert [
+        r["id"] for r in json.loads(graphchat("requests", "--run", thread_id, "--json").stdout)["requests"]
+    ] == [request_id]
+    cancelled = graphchat("cancel", thread_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert f"ask turn of thread {thread_id}" in cancelled.stderr
+    assert not list((tools / "requests" / "runs").glob("*.json"))
+    shown = graphchat("threads", "show", thread_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert "cancelled (graphchat cancel): requests " + request_id in shown.stdout
+    assert not target.exists()
+    more = graphchat("ask", "--thread", thread_id, "Do something else.", env=model_server.env())
+    assert more.returncode == 0 and more.stdout == "Something else, then.", more.stderr
+    assert len(model_server.requests) == 2

@@ -26,7 +26,11 @@ ASK_USER = ToolSpec(
         "type": "object",
         "properties": {
             "question": {"type": "string", "description": "the question, in one or two sentences"},
-            "options": {"type": "array", "items": {"type": "string"}, "description": "choices to pick from"},
+            "options": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "choices to pick from (at most 20)",
+            },
             "schema": {
                 "type": "object",
                 "description": "a flat JSON object schema: fields the answer must have",
@@ -149,6 +153,14 @@ async def ask_user(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
     asker = ctx.asker
     if asker is None:  # no host to ask through: never hang
         return ToolResult({"answered": False, "reason": "unavailable"})
+    from graphchat.asks import MAX_OPTIONS
+
+    options = arguments.get("options") or []
+    if len(options) > MAX_OPTIONS:
+        return ToolResult.error(
+            f"ask_user takes at most {MAX_OPTIONS} options, got {len(options)}: ask again with "
+            f"{MAX_OPTIONS} or fewer (group or narrow them), or ask without options for a free answer"
+        )
     question = _question(arguments)
     answer = await asker.ask(question)  # an unavailable host answers at once
     if not answer.answered and answer.reason == "unavailable":

@@ -26,6 +26,8 @@ class ChatApp:
         self.catalog = catalog
         self.settings = settings
         self._tools_task: asyncio.Task[Any] | None = None
+        # Run once before the first prompt (a continued thread's waiting question, issue 19)
+        self.on_start: Callable[[], Awaitable[None]] | None = None
 
     def prepare_tools(self) -> None:
         """Fill the tool-list cache of MCP servers not seen yet, in the background, while the
@@ -80,6 +82,8 @@ class ChatApp:
         try:
             if self.catalog is not None:
                 self.prepare_tools()
+            if self.on_start is not None:
+                await self.on_start()
             self.show_waiting_requests()
             while True:
                 line = await self.ui.read_message()

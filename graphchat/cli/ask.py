@@ -256,23 +256,37 @@ def _open(settings: Any, flags: dict[str, Any], front: Any, catalog: Any = None)
     return host, (made[0] if made else None)
 
 
-def refuse_parked_thread(thread: Any) -> None:
-    """`ask --thread ID` on a thread whose turn waits for a person: exit 1 naming the request."""
+def refuse_parked_thread(thread: Any, workspace: Any = None, home: str | None = None) -> None:
+    """`ask --thread ID` / `ask -c` on a thread whose turn waits for a person: exit 1 naming the
+    request, its question and the exact command that answers it (an answered one: the command
+    that resumes it). A new message would leave the waiting call without its answer."""
     from graphchat.errors import GraphchatError
-    from graphchat.threads import lines as ev
+    from graphchat.parked import waiting_on
 
-    waiting: list[str] | None = None
-    for event in thread.events():
-        if event.get("kind") == ev.TURN_PARKED:
-            waiting = list(event.get("requests") or [])
-        elif event.get("kind") in (ev.TURN_RESUMED, ev.TURN_END, ev.TURN_FAILED, ev.USER):
-            waiting = None
-    if waiting:
-        ids = ", ".join(waiting)
-        raise GraphchatError(
-            f"thread {thread.id} waits on request {ids}",
-            hint=f"answer it first: graphchat answer {waiting[0]} … (or permit/deny/decline), then resume",
-        )
+    waiting = waiting_on(thread)
+    if not waiting:
+        return
+    ids = ", ".join(waiting)
+    request = None
+    if workspace is not None:
+        from graphchat.requests import RequestStore
+
+        request = RequestStore(workspace).find(waiting[0])
+    if request is None:
+        hint = f"answer it first: graphchat answer {waiting[0]} VALUE (or permit/deny/decline it)"
+        raise GraphchatError(f"thread {thread.id} waits on request {ids}", hint=hint)
+    from graphchat.requests_text import answer_command, answer_help
+
+    where = f" --home {home}" if home else ""
+    if request.state == "open":
+        lines = [f"answer it: {answer_command(request.public(), home)}"]
+        lines += [f"  {line}" for line in answer_help(request.public(), home)]
+        lines.append(f"(or in a chat: graphchat{where} chat --thread {thread.id})")
+    else:
+        lines = [f"it was {request.state}; resume the turn: graphchat{where} resume {request.id}"]
+    raise GraphchatError(
+        f"thread {thread.id} waits on request {ids}: {request.question}", hint="\n  ".join(lines)
+    )
 
 
 async def ask_turn(
@@ -299,7 +313,7 @@ async def ask_turn(
         if thread is None and thread_flag is not None:
             front.warn("there is no thread to continue yet: starting a new one")
         if thread is not None:
-            refuse_parked_thread(thread)
+            refuse_parked_thread(thread, settings.workspace, flags.get("home"))
         session = host.session(thread, model_override=flags.get("model"), assume_yes=bool(flags.get("yes")))
         session.stream = not flags["no_stream"]
         session.wait_for_thread = flags.get("wait", True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 HISTORY_FILE = ".graphchat_history"
 
@@ -122,6 +123,8 @@ async def _chat(args: argparse.Namespace) -> int:
     elif args.thread is not None:
         ui.print("no thread yet: starting a new one", style="dim", markup=False)
     ui.print("/help for commands · Tab completes · Ctrl-D to leave", style="dim", markup=False)
+    if thread is not None:
+        app.on_start = lambda: answer_waiting(app, host, session, thread)
     try:
         await app.run()
     except asyncio.CancelledError:
@@ -130,3 +133,77 @@ async def _chat(args: argparse.Namespace) -> int:
         await close_quietly(host)
         print_resume_hint(session)
     return 0
+
+
+async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None:
+    """A continued thread whose turn waits for a person (a headless `ask` parked it): show the
+    waiting question first, take the answer inline, and go on with the turn here — the model
+    receives the answer. Not answered (Ctrl-D, a blank line): the request stays open and the
+    chat goes on in a new thread, so the waiting call never gets a made-up result."""
+    from graphchat.asks import Question, ask_by_lines
+    from graphchat.catalog.approvals import OPTIONS, argument_text
+    from graphchat.chat.asker import ChatLineReader
+    from graphchat.errors import GraphchatError
+    from graphchat.parked import RunRecord, waiting_on
+    from graphchat.requests import AlreadySettled, RequestStore
+
+    waiting = waiting_on(thread)
+    if not waiting:
+        return
+    ui = app.ui
+    store = RequestStore(host.settings.workspace)
+    found = [store.find(i) for i in waiting]
+    requests = [r for r in found if r is not None]
+    first = found[0]
+    record = RunRecord.load(store, first.run) if first is not None and first.run else None
+
+    def elsewhere(why: str) -> None:
+        ui.print(f"{why}; this chat goes on in a new thread", style="yellow", markup=False)
+        session.new_thread()
+
+    if record is None or len(requests) != len(found):
+        elsewhere(f"thread {thread.id} waits on request {', '.join(waiting)}, whose run is gone")
+        return
+    ui.print(
+        f"⏸ this thread waits for your answer (request {', '.join(waiting)})", style="yellow", markup=False
+    )
+    reader = ChatLineReader(ui)
+    try:
+        for request in requests:
+            if request.state != "open":
+                continue
+            if request.kind == "approval":
+                source = request.source or {}
+                arguments = source.get("arguments")
+                if not isinstance(arguments, dict):
+                    arguments = {}
+                question = Question(
+                    request.question, options=list(OPTIONS), kind="approval", detail=argument_text(arguments)
+                )
+            else:
+                question = Question(
+                    request.question, schema=request.schema, options=request.options, hint=request.hint
+                )
+            answer = await ask_by_lines(question, reader)
+            if not answer.answered:
+                elsewhere(f"request {request.id} stays open (graphchat answer {request.id} VALUE)")
+                return
+            if request.kind != "approval":
+                store.settle(request.id, "answered", answer.value)
+            elif answer.value == "refuse":
+                store.settle(request.id, "declined", {"approved": False}, reason="denied")
+            else:
+                store.settle(request.id, "answered", {"approved": True, "always": answer.value == "always"})
+        record.lock(waiting[0])
+    except (AlreadySettled, GraphchatError) as exc:
+        elsewhere(f"request {waiting[0]}: {exc.message}")
+        return
+    from graphchat.cli.ask import _resumed_results
+
+    async def resume() -> Any:
+        await app.tools_ready()
+        results = await _resumed_results(host, store, record)
+        record.delete()  # the thread holds the answers from here on: the turn goes on in it
+        return await session.resume(results, on_text=ui.on_text)
+
+    await app.run_live(resume)

@@ -372,28 +372,28 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
     return 0
 
 
-def answer_command(request: dict[str, Any], home: str | None = None) -> str:
-    """The command that answers a request (`--home` when the run was given one)."""
-    where = f" --home {home}" if home else ""
-    if request.get("kind") == "approval":
-        return f"graphchat{where} permit {request['id']}"
-    return f"graphchat{where} answer {request['id']} …"
-
-
 def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | None = None) -> int:
-    """A parked run: each request, its question and the command that answers it on stderr
-    (`--json`: the `{parked, requests, resume}` object on stdout); exit 5."""
+    """A parked run: each request, its question, what the answer may be and the exact command
+    that answers it on stderr (`--json`: the `{parked, requests, resume}` object on stdout);
+    exit 5."""
     import os
 
     from graphchat.cli.output import note, print_json
     from graphchat.errors import EXIT_WAITING
+    from graphchat.requests_text import answer_command, answer_help, approval_lines
 
     jsonl = os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl"  # request_opened said it
     for request in [] if jsonl else requests:
         note(f"⏸ waiting for a person: request {request['id']}: {request['question']}")
+        if request.get("hint"):
+            note(f"    {request['hint']}")
+        for line in approval_lines(request):
+            note(f"    {line}")
         for i, option in enumerate(request.get("options") or [], 1):
             note(f"    {i}. {option}")
         note(f"  answer it: {answer_command(request, home)}")
+        for line in answer_help(request, home):
+            note(f"    {line}")
     if json:
         resume = answer_command(requests[0], home) if requests else ""
         print_json({"parked": True, "requests": requests, "resume": resume})

@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--all", action="store_true", help="also answered, declined, expired ones")
     parser.add_argument("--json", action="store_true", help="print {requests: [...], count}")
+    parser.add_argument("--run", metavar="ID", help="only the requests of one run (a run id or a thread id)")
     parser.set_defaults(func=list_command)
     req_sub = parser.add_subparsers(dest="requests_command", metavar="SUBCOMMAND")
     prune = req_sub.add_parser("prune", help="remove finished requests older than DAYS")
@@ -55,6 +56,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     decline.add_argument("--no-resume", action="store_true", help="only record the decline")
     decline.set_defaults(func=decline_command)
 
+    cancel = sub.add_parser(
+        "cancel",
+        help="cancel a parked run: its requests become cancelled, its record goes",
+        description="Cancel a parked run (ID: its run id, the id of one of its requests, or its "
+        "thread's id). Its open requests become cancelled, its record is removed, and a parked "
+        "ask turn's thread records the cancellation.",
+    )
+    cancel.add_argument("id", metavar="ID")
+    cancel.set_defaults(func=cancel_command)
+
     resume = sub.add_parser("resume", help="resume the run of an answered request")
     resume.add_argument("id", metavar="ID", help="the request id")
     resume.set_defaults(func=resume_command)
@@ -75,20 +86,40 @@ def list_command(args: argparse.Namespace) -> int:
 
     store = _store(args)
     found = store.all(finished=args.all)
+    if getattr(args, "run", None):
+        found = [r for r in found if args.run in (r.run, r.source.get("thread"))]
+        if not found and not _run_known(store, args.run):
+            raise GraphchatError(
+                f"no run or thread {args.run!r} has requests",
+                hint="`graphchat requests --all` lists them all",
+            )
     if args.json:
         print_json({"requests": [r.public() for r in found], "count": len(found)})
         return 0
     if not found:
         note("no requests wait" if not args.all else "no requests")
         return 0
+    from graphchat.display import safe
+    from graphchat.requests_text import answer_command, answer_help, approval_lines
+
+    home = getattr(args, "home", None)
     for request in found:
         where = request.source.get("plan") or request.source.get("thread") or ""
         step = request.source.get("step") or request.source.get("tool") or ""
         origin = f"{where} {step}".strip()
         state = "" if request.state == "open" else f" [{request.state}]"
-        sys.stdout.write(f"{request.id}  {request.mode:<8} {origin}{state}: {request.question}\n")
+        sys.stdout.write(safe(f"{request.id}  {request.mode:<8} {origin}{state}: {request.question}") + "\n")
+        public = request.public()
+        if request.hint:
+            sys.stdout.write(safe(f"    {request.hint}") + "\n")
+        for line in approval_lines(public):  # an approval shows what would run, in full
+            sys.stdout.write(f"    {line}\n")
         for i, option in enumerate(request.options or [], 1):
-            sys.stdout.write(f"    {i}. {option}\n")
+            sys.stdout.write(safe(f"    {i}. {option}", newlines=False) + "\n")
+        if request.state == "open":
+            sys.stdout.write(f"    answer it: {answer_command(public, home)}\n")
+            for line in answer_help(public, home):
+                sys.stdout.write(safe(f"      {line}") + "\n")
     return 0
 
 
@@ -154,7 +185,7 @@ def _ask_on_terminal(request: Any) -> Any:
 
     if not terminal_available():
         raise GraphchatError(f"give the answer: graphchat answer {request.id} VALUE", EXIT_USAGE)
-    question = Question(request.question, schema=request.schema, options=request.options)
+    question = Question(request.question, schema=request.schema, options=request.options, hint=request.hint)
     answer = asyncio.run(ask_by_lines(question, StderrLineReader()))
     return answer.value if answer.answered else None
 
@@ -241,7 +272,8 @@ def _still_waiting(store: Any, request: Any) -> list[str]:
 
 def resume_command(args: argparse.Namespace) -> int:
     store = _store(args)
-    request = store.get(args.id)
+    store.get(args.id)  # an unknown id: exit 1 naming it
+    request = store.recover(args.id)  # an answer whose claimer died before writing it: finished now
     if request.state == "open":
         raise GraphchatError(
             f"request {args.id} is still open",
@@ -284,3 +316,106 @@ def resume_plan(store: Any, record: Any) -> int:
     plan = plan_of(record)
     parking = PlanParking(store, record, None, resumed=True)
     return execute(settings, plan, data.get("inputs"), flags, parking)
+
+
+def _run_known(store: Any, run_id: str) -> bool:
+    """Whether `run_id` names a run or thread any request (settled ones included) belongs to."""
+    return any(run_id in (r.run, r.source.get("thread")) for r in store.all(finished=True))
+
+
+# --- cancelling ------------------------------------------------------------------------------------
+
+
+def cancel_command(args: argparse.Namespace) -> int:
+    """`graphchat cancel ID`: a parked run's open requests become cancelled, its record goes,
+    and a parked `ask` turn's thread records the cancellation (its waiting calls get a
+    "cancelled" result and the turn closes as failed, so the thread can go on)."""
+    from graphchat.cli.output import note
+    from graphchat.requests import AlreadySettled
+
+    store = _store(args)
+    record = _record_for(store, args.id)
+    record.lock(args.id)  # nobody resumes it meanwhile
+    ids = list(record.data.get("requests") or [])
+    cancelled = []
+    for request_id in ids:
+        request = store.find(request_id)
+        if request is None or request.state != "open":
+            continue
+        try:
+            store.settle(request_id, "cancelled", None, reason="cancelled")
+        except AlreadySettled:
+            continue
+        cancelled.append(request_id)
+    thread_id = record.data.get("thread")
+    if record.data.get("command") == "ask" and thread_id:
+        _thread_records_cancel(record, ids)
+    record.delete()
+    what = (
+        f"plan '{record.data.get('plan', {}).get('identifier')}'" if record.data.get("plan") else "ask turn"
+    )
+    if thread_id:
+        what += f" of thread {thread_id}"
+    shown = ", ".join(cancelled) if cancelled else "none open"
+    note(f"✓ cancelled the parked run {record.id} ({what}); requests cancelled: {shown}")
+    return 0
+
+
+def _record_for(store: Any, some_id: str) -> Any:
+    """The parked run `some_id` names: a run id, a request id, or a parked turn's thread id."""
+    from graphchat.parked import RunRecord
+
+    record = RunRecord.load(store, some_id) if some_id.isalnum() else None
+    if record is not None:
+        return record
+    request = store.find(some_id)
+    if request is not None and request.run:
+        record = RunRecord.load(store, request.run)
+        if record is not None:
+            return record
+    folder = store.dir / "runs"
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        record = RunRecord.load(store, path.stem)
+        if record is not None and record.data.get("thread") == some_id:
+            return record
+    raise GraphchatError(
+        f"no parked run {some_id!r} (a run id, a request id or a thread id)",
+        hint="`graphchat requests --json` shows each request's run",
+    )
+
+
+def _thread_records_cancel(record: Any, ids: list[str]) -> None:
+    """The parked turn's thread: each waiting call gets a "cancelled" result, and the turn
+    closes as failed (left out of what the model is sent next; the thread can go on)."""
+    from graphchat.threads import lines as ev
+    from graphchat.threads.store import ThreadStore
+
+    workspace = Path(record.data["workspace"])
+    try:
+        from graphchat.host import load_settings
+
+        threads_dir = load_settings(str(workspace)).threads_dir
+    except GraphchatError:
+        threads_dir = workspace / "threads"
+    thread = ThreadStore(threads_dir).open(record.data["thread"])
+    calls = record.data.get("calls") or []
+    parked = {int(k) for k in (record.data.get("parked") or {})}
+    held = record.data.get("held") or {}
+    thread.append(dict(ev.turn_resumed()))
+    for k in range(min(parked) if parked else len(calls), len(calls)):
+        call = calls[k]
+        if str(k) in held:
+            content, is_error = _held_text(held[str(k)]), bool(held[str(k)].get("is_error"))
+        else:
+            content, is_error = "cancelled: the person cancelled this call (graphchat cancel)", True
+        thread.append(
+            dict(ev.tool_result(call.get("id") or "", call.get("name") or "", content, is_error=is_error))
+        )
+    thread.append(dict(ev.turn_failed(f"cancelled (graphchat cancel): requests {', '.join(ids)}")))
+    thread.close()
+
+
+def _held_text(held: dict[str, Any]) -> str:
+    from graphchat.catalog.base import ToolResult
+
+    return ToolResult(held.get("value"), bool(held.get("is_error"))).to_text()

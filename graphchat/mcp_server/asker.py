@@ -51,9 +51,12 @@ def elicitation_message(question: Question) -> str:
     arguments) in full — the client shows what it is asked to approve, never a cut of it."""
     from graphchat.display import safe
 
+    message = safe(question.prompt)
+    if question.hint:  # a plan ask step's hint, under the question
+        message += f"\n{safe(question.hint)}"
     if question.detail is None:
-        return safe(question.prompt)
-    return f"{safe(question.prompt)}\n\n{safe(question.detail)}"
+        return message
+    return f"{message}\n\n{safe(question.detail)}"
 
 
 class ElicitationAsker(Asker):

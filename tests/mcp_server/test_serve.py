@@ -200,7 +200,7 @@ async def test_an_ask_step_is_answered_through_elicitation_on_a_legacy_session(w
     }
     assert declined.is_error and "not answered (declined)" in text_of(declined)
     assert cancelled.structured_content == {
-        "asked": {"answer": {"channel": "stable"}, "answered": False, "reason": "declined"}
+        "asked": {"answer": {"channel": "stable"}, "answered": False, "declined": True, "reason": "declined"}
     }
 
 

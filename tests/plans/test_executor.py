@@ -439,7 +439,12 @@ async def test_ask_declined_with_default() -> None:
         plan_text(ASK % extra, output="  a: '{{E0}}'\n"), {"v": 1, "fallback": "stable"}, asker=asker
     )
     assert out.output == {
-        "a": {"answer": {"channel": "stable", "confirm": False}, "answered": False, "reason": "declined"}
+        "a": {
+            "answer": {"channel": "stable", "confirm": False},
+            "answered": False,
+            "declined": True,
+            "reason": "declined",
+        }
     }
 
 

@@ -7,12 +7,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.asks import Question, UnavailableAsker
+from graphchat.asks import MAX_OPTIONS, Question, UnavailableAsker
 from graphchat.plans.grammar import Results, Schema, Site, closed, has_template, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, Parked, StepFailed, StepRunner, render, render_text
 
-FIELDS = ("prompt", "output_schema", "when_unanswered", "default", "timeout")
+FIELDS = ("prompt", "hint", "output_schema", "when_unanswered", "default", "timeout")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
 ASK_TYPES = ("string", "number", "integer", "boolean")
@@ -36,6 +36,7 @@ def load(site: Site) -> None:
     fail | default, and a `default` answer that fits the schema."""
     spec, report = site.spec, site.report
     site.string("prompt", required=True)
+    site.string("hint", required=False)  # one line shown under the question (issue 19)
     if "timeout" in spec:  # graphchat's addition: seconds a parked question waits (issue 9)
         timeout = spec["timeout"]
         if has_template(timeout):
@@ -100,6 +101,11 @@ def ask_schema_problems(schema: Any) -> list[str]:
                 problems.append(f"property {name!r}: `enum` must be a non-empty list")
             elif not all(isinstance(v, (str, int, float, bool)) for v in enum):
                 problems.append(f"property {name!r}: enum values must be strings, numbers or booleans")
+            elif len(enum) > MAX_OPTIONS:
+                problems.append(
+                    f"property {name!r}: at most {MAX_OPTIONS} options, got {len(enum)} "
+                    "(split the question, or ask for a string)"
+                )
             if kind is not None and kind not in ASK_TYPES:
                 problems.append(f"property {name!r}: type {kind!r} is not allowed with an enum")
             continue
@@ -174,8 +180,13 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     schema = data.get("output_schema") or {"type": "object", "properties": {}}
     ctx = frame.ctx or runner.ctx
     asker = ctx.asker or UnavailableAsker()
+    hint = render_text(step, data["hint"], scope) if data.get("hint") else None
     question = Question(
-        prompt, schema=schema, key=step.id, context={"plan": runner.plan.identifier, "step": step.label}
+        prompt,
+        schema=schema,
+        key=step.id,
+        context={"plan": runner.plan.identifier, "step": step.label},
+        hint=hint or None,
     )
     parking = runner.parking
     key = frame.prefix + step.label + (f"[{frame.index}]" if frame.index is not None else "")
@@ -201,6 +212,8 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
             raise StepFailed(step.label, "ask", "the answer does not fit the schema: " + "; ".join(problems))
         return {"answer": answer.value, "answered": True}
     reason = answer.reason or "unavailable"
+    declined = reason == "declined"
+    why = answer.note or reason  # a decline's reason, in the person's words when they gave one
     if mode == "default":
         default = render(step, data.get("default"), scope)
         problems = errors(schema, default)
@@ -211,8 +224,11 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         if ctx.events is not None:  # a default stands in for the person: say so, in one line
             shown = json.dumps(default, ensure_ascii=False, default=str)
             ctx.events.info(f"{step.label}: {prompt!r} not answered ({reason}); using the default {shown}")
+        if declined:  # the plan sees that a person said no, and why
+            return {"answer": default, "answered": False, "declined": True, "reason": why}
         return {"answer": default, "answered": False, "reason": reason}
-    raise StepFailed(step.label, "ask", f"the question was not answered ({reason}): {prompt}")
+    said = f"declined: {why}" if declined and why != reason else reason
+    raise StepFailed(step.label, "ask", f"the question was not answered ({said}): {prompt}")
 
 
 def timeout_of(step: Step, scope: dict[str, Any]) -> float | None:
