@@ -97,10 +97,18 @@ def claim(path: Path, settlement: dict[str, Any], still_open: Callable[[], bool]
     """Claim `path` for this process, recording `settlement`. Raises Held when a live process
     holds it, or when the request was settled meanwhile (`still_open()` false). Returns the
     stale claim taken over (None: the claim was free)."""
+    from graphchat.fsutil import writing
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(_data(settlement))
+    try:
+        with writing(path):  # a full disk names the claim, not its temp file
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(_data(settlement))
+    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
     try:
         try:
             os.link(tmp, path)  # created whole, or not at all: a claim is never half written
