@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import threading
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from urllib.parse import quote
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.packs import pack_specs
+from graphchat.catalog.process import turn_environ
 
 if TYPE_CHECKING:
     import httpx
@@ -70,7 +70,7 @@ class GithubFailed(Exception):
 
 
 def api_base(settings: Settings) -> str:
-    url = getattr(settings, "github_api_url", None) or os.environ.get("GITHUB_API_URL") or DEFAULT_API
+    url = getattr(settings, "github_api_url", None) or turn_environ().get("GITHUB_API_URL") or DEFAULT_API
     return url.rstrip("/")
 
 
@@ -79,7 +79,8 @@ def graphql_url(base: str) -> str:
 
 
 def token() -> str:
-    value = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN")
+    environ = turn_environ()
+    value = environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")
     if not value:
         raise GithubFailed("GITHUB_TOKEN is not set (the github pack needs a token to call the GitHub API)")
     return value
@@ -88,7 +89,7 @@ def token() -> str:
 class GithubPackSource(ToolSource):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._repo: tuple[str, str] | None = None
+        self._repos: dict[tuple[str, str], tuple[str, str]] = {}  # by ($GITHUB_REPOSITORY, folder)
 
     def specs(self) -> list[ToolSpec]:
         return pack_specs(SPECS, "github")
@@ -121,17 +122,19 @@ class GithubPackSource(ToolSource):
 
     async def repo(self) -> tuple[str, str]:
         """(owner, name) of the repository: $GITHUB_REPOSITORY, else the `origin` remote."""
-        if self._repo is None:
-            named = os.environ.get("GITHUB_REPOSITORY", "")
+        from graphchat.catalog.process import run_dir, run_program
+
+        named = turn_environ().get("GITHUB_REPOSITORY", "")
+        folder = run_dir(self.settings)
+        key = (named, str(folder))  # a warm helper's turns differ in both
+        if key not in self._repos:
             if named.count("/") == 1 and all(named.split("/")):
                 owner, name = named.split("/")
             else:
-                from graphchat.catalog.process import run_dir, run_program
-
                 try:
                     done = await run_program(
                         ["git", "remote", "get-url", "origin"],
-                        cwd=run_dir(self.settings),
+                        cwd=folder,
                         timeout=TIMEOUT_SECS,
                     )
                 except Exception as exc:
@@ -143,8 +146,8 @@ class GithubPackSource(ToolSource):
                         "or run in a checkout whose origin remote points at it"
                     )
                 owner, name = found["owner"], found["name"]
-            self._repo = (owner, name)
-        return self._repo
+            self._repos[key] = (owner, name)
+        return self._repos[key]
 
     async def _path(self, route: str, **values: object) -> str:
         """`/repos/{owner}/{name}/` + route, each `{value}` one URL-quoted path segment: a value
@@ -548,7 +551,8 @@ def _find_ticket(compiled: Any, sources: list[tuple[str, str]], stop: threading.
 
 
 def _no_secret(text: str) -> str:
-    secret = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN")
+    environ = turn_environ()
+    secret = environ.get("GITHUB_TOKEN") or environ.get("GH_TOKEN")
     return text.replace(secret, "[redacted]") if secret else text
 
 

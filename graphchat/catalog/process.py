@@ -1,8 +1,11 @@
-"""Run one program for a tool: argv without a shell, a timeout, and where it runs.
+"""Run one program for a tool: argv without a shell, a timeout, where it runs, and in which
+environment.
 
 Shared by user `exec` tools and the git pack. The folder a tool's program runs in is the
 workspace (a project folder holding graphchat.yaml, like graph's project root), or the
-current folder when the workspace is the per-user data folder.
+current folder when the workspace is the per-user data folder. The environment of a turn is
+`turn_environ()`: the asking process's (a warm helper's turn), else this process's; tools and
+packs read variables through it, never through `os.environ`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,15 @@ class TimedOut(Exception):
 
 # The asking process's working directory, when it is not this one's (a warm helper's turn).
 WORKING_DIR: ContextVar[str | None] = ContextVar("graphchat_working_dir", default=None)
+# The asking process's whole environment, when it is not this one's (a warm helper's turn).
+TURN_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("graphchat_turn_env", default=None)
+
+
+def turn_environ() -> Mapping[str, str]:
+    """The environment of the turn being run: the asking process's when a warm helper runs
+    it, else this process's."""
+    asked_with = TURN_ENV.get()
+    return os.environ if asked_with is None else asked_with
 
 
 def run_dir(settings: Settings) -> Path:
@@ -67,8 +79,9 @@ async def run_program(
     timeout: float,
     env: Mapping[str, str] | None = None,
 ) -> Finished:
-    """Run `argv` (no shell) with stdin closed; raises TimedOut (after killing it) or OSError."""
-    full_env = {**os.environ, **env} if env else None
+    """Run `argv` (no shell) with stdin closed, in the turn's environment plus `env`; raises
+    TimedOut (after killing it) or OSError."""
+    full_env = {**turn_environ(), **(env or {})}
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),

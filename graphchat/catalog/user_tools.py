@@ -248,13 +248,16 @@ def apply_defaults(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> 
 
 
 def expand_env(value: str) -> str:
-    """`${VAR}` from the parent environment; an unset variable is an error (ValueError)."""
+    """`${VAR}` from the turn's environment; an unset variable is an error (ValueError)."""
+    from graphchat.catalog.process import turn_environ
+
+    environ = turn_environ()
 
     def sub(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in os.environ:
+        if name not in environ:
             raise ValueError(f"environment variable {name} referenced by tool env is not set")
-        return os.environ[name]
+        return environ[name]
 
     if "${" in value and "}" not in value[value.index("${") :]:
         raise ValueError(f"unterminated ${{...}} in env value: {value!r}")

@@ -6,7 +6,9 @@ TerminalFront, sink and asker a local `ask` uses, in the order the helper sent t
 stderr and the exit code are what a local `ask` would give.
 
 No helper, a dead one, one of another configuration or graphchat, or one that does not accept
-the question: the caller runs the question itself, without a word. Once the helper has accepted
+the question: the caller runs the question itself, without a word (with `-v`, a line says why
+a helper did not take it). The request carries this process's whole environment: the helper
+runs the turn in it. Once the helper has accepted
 it, the helper is running the turn: should it die mid-turn, the client says so in one line and
 exits 1 (the thread keeps what was done and is repaired when next loaded, as after a crash).
 """
@@ -63,7 +65,7 @@ def _ask(
         "protocol": wire.PROTOCOL,
         "version": __version__,
         "key": identity.key,
-        "env": identity.env,
+        "env": dict(os.environ),  # the whole environment: the helper runs the turn in it
         "flags": ask.flags(args),
         "message": message,
         "thread": args.thread,
@@ -81,8 +83,13 @@ def _ask(
         reply = wire.decode(first) if first else {}
     except (OSError, ValueError):
         return None, message
-    if reply.get("t") != "accepted":
-        return None, message  # another configuration, leaving, ...: asked here instead
+    if reply.get("t") != "accepted":  # another configuration, leaving, ...: asked here instead
+        if request["debug"] and reply.get("t") == "refused":
+            sys.stderr.write(
+                f"graphchat: the warm helper did not take the question ({reply.get('why')}); asking here\n"
+            )
+            sys.stderr.flush()
+        return None, message
     sock.settimeout(None)
     return Relay(sock, stream, front, sink, int(reply.get("pid") or 0), paths).run(), None
 

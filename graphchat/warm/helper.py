@@ -4,8 +4,11 @@ imported and the workspace's MCP servers running, and runs the `ask` turns clien
 A turn runs exactly as `ask` runs it in its own process (`graphchat.cli.ask.ask_turn`), on the
 helper's running catalog, shown through a RemoteFront: every event, every piece of the answer,
 every question goes to the client as a message, and the client renders it with the same code
-a local `ask` uses. Each request brings its own working directory and turn environment; the
-helper never changes its own (`chdir`, `os.environ`). Several clients may ask at once: each
+a local `ask` uses. Each request brings its own working directory and its whole environment,
+which the turn runs in (graphchat.catalog.process: WORKING_DIR, TURN_ENV); the helper never
+changes its own (`chdir`, `os.environ`). A request whose environment differs in a variable the
+helper itself depends on (what its MCP servers were started with, its model, credentials) is
+refused, and the client asks itself. Several clients may ask at once: each
 turn is its own task. Anything a turn writes to stdout or stderr by other means reaches its
 client too (the streams are routed by the task's context); what no client was there to see
 goes to the helper's log.
@@ -400,7 +403,24 @@ class Helper:
         """Why this helper must not run the request (the client then runs it itself)."""
         if request.get("protocol") != wire.PROTOCOL or request.get("version") != _version():
             return "another graphchat"
-        if request.get("key") != self.identity.key or request.get("env") != self.identity.env:
+        if request.get("key") != self.identity.key:
+            return "another configuration"
+        environ = request.get("env")
+        if not isinstance(environ, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in environ.items()
+        ):
+            return "no environment"
+        # The client's identity is not taken on trust: the variables this helper depends on (its
+        # MCP servers' configuration, model, credentials) must have the values it runs with.
+        try:
+            theirs = ident.identify(self.workspace, environ)
+        except OSError:
+            return "another configuration"
+        differ = ident.differences(self.identity.env, theirs.env)
+        if differ:
+            names = ", ".join(f"${name}" for name in differ[:5]) + (", ..." if len(differ) > 5 else "")
+            return f"it runs with another {names}, which its MCP servers, model or tools use"
+        if theirs.key != self.identity.key:
             return "another configuration"
         if self.stopping.is_set():
             return "leaving"
@@ -454,13 +474,14 @@ class Helper:
 
     async def _turn(self, conn: Conn, request: dict[str, Any]) -> None:
         """Run one turn for `conn` and end with its exit code, as `graphchat.cli.main` would."""
-        from graphchat.catalog.process import WORKING_DIR
+        from graphchat.catalog.process import TURN_ENV, WORKING_DIR
         from graphchat.errors import EXIT_INTERRUPTED, GraphchatError
         from graphchat.interrupts import CLIENT_REASON
 
         _current.set(conn)
         CLIENT_REASON.set(conn.interrupted_by)  # the thread records the client's Ctrl-C/SIGTERM
         WORKING_DIR.set(str(request.get("cwd") or "") or None)
+        TURN_ENV.set(dict(request["env"]))  # packs, exec tools and git run in the client's environment
         debug = bool(request.get("debug"))
         try:
             code = await self._run_ask(conn, request)

@@ -4,8 +4,12 @@ One helper per workspace, graphchat install and configuration: its identity is a
 workspace path, the graphchat version and install, the bytes of the files a turn is built from
 (graphchat.yaml, catalog/servers.yaml, the tool files), and the values of the environment
 variables a turn depends on (those the files reference as `${VAR}`, credentials, model and
-proxy settings, PATH). Any change means another identity, so another helper: a helper never
-answers with a configuration or credentials other than the asking process's.
+proxy settings, PATH). Any change means another identity, so another helper: identity decides
+which helper a command reuses. Correctness does not depend on it: each request carries the
+asking process's whole environment, the helper runs the turn in it (packs, exec tools and git
+read it, never the helper's own), and the helper itself checks the variables it depends on
+(what its MCP servers were started with, its model, credentials: the identity set, computed
+again from the request's environment) and refuses a request whose values differ.
 
 The socket lives in a directory only its owner can enter (0700, owned by this user, not a
 symlink); a directory that is not so is never used. Standard library only: the thin client of
@@ -80,6 +84,8 @@ _CLIENT_ONLY = frozenset(
         "LITELLM_LOG",
     }
 )
+# The shell's own bookkeeping: never part of a turn, even where a file references one.
+VOLATILE = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES", "TERM_SESSION_ID", "WINDOWID"})
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)(?:$|_)", re.IGNORECASE
 )
@@ -95,7 +101,7 @@ class UnsafeDirectory(Exception):
 class Identity:
     workspace: Path
     key: str  # hex digest
-    env: dict[str, str]  # the turn's environment variables, name -> value (sent with each request)
+    env: dict[str, str]  # the variables a turn depends on, name -> value (the identity set)
 
     @property
     def name(self) -> str:
@@ -121,11 +127,17 @@ def turn_environment(texts: list[str], environ: Mapping[str, str]) -> dict[str, 
     referenced = {name for text in texts for name in _VAR_REFERENCE.findall(text)}
     out: dict[str, str] = {}
     for name, value in environ.items():
-        if name in _CLIENT_ONLY:
+        if name in _CLIENT_ONLY or name in VOLATILE:
             continue
         if name in referenced or name in _EXACT or name.startswith(_PREFIXES) or _SECRET_NAME.search(name):
             out[name] = value
     return dict(sorted(out.items()))
+
+
+def differences(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:
+    """The names of the variables whose values differ between two identity sets (set in one
+    only counts), sorted: what a refusal names (never the values)."""
+    return sorted(name for name in {*mine, *theirs} if mine.get(name) != theirs.get(name))
 
 
 def identify(workspace: Path, environ: Mapping[str, str] | None = None) -> Identity:
