@@ -215,6 +215,23 @@ def test_max_run_seconds_ends_a_turn_and_the_thread_says_why(
     assert not last.get("interrupted")
 
 
+def test_max_run_seconds_cancels_a_running_tool_and_the_thread_says_why(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    # The turn's clock starts with the message (the model library's import counts): 20 s leave
+    # room for it on a loaded machine, and the tool would sleep far longer.
+    configure(workspace, {"max_run_seconds": 20})
+    model_server.push({"tool_calls": [{"name": "debug__sleep", "arguments": {"seconds": 300}}]})
+    env = {**model_server.env(), "GRAPHCHAT_TEST_TOOLS": "1"}
+    done = graphchat("ask", "wait", "--yes", env=env, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "the turn reached settings.max_run_seconds (20 s)" in error_line(done.stderr)
+    events = thread_events(workspace)
+    (result,) = [e for e in events if e["kind"] == "tool_result"]
+    assert result["is_error"] and "settings.max_run_seconds" in result["content"]
+    assert events[-1]["kind"] == "turn_failed"
+
+
 def test_max_run_seconds_ends_a_plan_run(
     workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
