@@ -28,7 +28,17 @@ SETTINGS_KEYS = (
     "warm",
     "warm_idle",
     "mcp_roots",
+    "max_model_calls",
+    "max_cost_usd",
+    "model_timeout",
+    "max_output_tokens",
+    "max_map_items",
+    "max_run_seconds",
 )
+# Budgets a turn or a run cannot pass (graphchat.llm.budget; docs/cli.md#budgets): settings
+# that are seconds, and settings that `off` (or null) turns off.
+DURATION_SETTINGS = ("warm_idle", "model_timeout", "max_run_seconds")
+OFF_SETTINGS = ("max_cost_usd", "max_run_seconds")
 WARM_MODES = ("manual", "auto", "off")  # settings.warm (graphchat.warm)
 WARM_IDLE_DEFAULT = 900  # seconds a warm helper waits for a question before it leaves
 TEXT_SETTINGS = ("system_prompt", "system_prompt_file")
@@ -96,6 +106,9 @@ class ModelConfig:
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
     vision: bool | None = None  # whether it accepts images (None: litellm's supports_vision says)
+    # per-answer limits: the role's own, else settings.model_timeout / settings.max_output_tokens
+    model_timeout: float | None = None
+    max_output_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     role: str = "default"
 
@@ -131,6 +144,13 @@ class Settings:
     # settings.mcp_roots: the folders MCP servers are told they may work in (replaces the
     # default: the workspace and the current folder); relative paths are the workspace's.
     mcp_roots: tuple[str, ...] | None = None
+    # Budgets (graphchat.llm.budget): per turn or plan run, per answer, per map step.
+    max_model_calls: int = 1000
+    max_cost_usd: float | None = None  # off unless set; counts only calls whose price is known
+    model_timeout: float = 120.0  # seconds without a byte from the model end the call
+    max_output_tokens: int = 100_000  # of one answer
+    max_map_items: int = 100_000
+    max_run_seconds: float | None = None  # wall clock of a turn or run; off unless set
 
     @property
     def catalog_dir(self) -> Path:
@@ -159,12 +179,24 @@ class Settings:
                 base = ModelConfig(model=name, role=role)
             else:
                 base = ModelConfig(**{**base.__dict__, "model": name, "role": role})
-            return base
+            return self._limited(base)
         if base is None:
             where = self.config_path or self.workspace / CONFIG_NAME
             hint = NO_MODEL_HINT if self.config_path else NO_MODEL_HINT + "; `graphchat init` writes one"
             raise ConfigError(f"no model configured for role '{role}' (workspace config: {where})", hint=hint)
-        return base if base.role == role else ModelConfig(**{**base.__dict__, "role": role})
+        return self._limited(base if base.role == role else ModelConfig(**{**base.__dict__, "role": role}))
+
+    def _limited(self, config: ModelConfig) -> ModelConfig:
+        """`config` with the per-answer limits of the settings where its role sets none."""
+        if config.model_timeout is not None and config.max_output_tokens is not None:
+            return config
+        return ModelConfig(
+            **{
+                **config.__dict__,
+                "model_timeout": config.model_timeout or self.model_timeout,
+                "max_output_tokens": config.max_output_tokens or self.max_output_tokens,
+            }
+        )
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -195,8 +227,12 @@ def _model_config(role: str, value: Any) -> ModelConfig:
                 raise _Problem(("models", role, key), f"models.{role}.{key}: expected a number")
             if key == "vision" and not isinstance(item, bool):
                 raise _Problem(("models", role, key), f"models.{role}.{key}: expected true or false")
-            if key == "context_window" and (not isinstance(item, int) or item <= 0):
+            if key in ("context_window", "max_output_tokens") and (
+                not isinstance(item, int) or isinstance(item, bool) or item <= 0
+            ):
                 raise _Problem(("models", role, key), f"models.{role}.{key}: expected a positive integer")
+            if key == "model_timeout":
+                item = _duration(item, ("models", role, key))
             kwargs[key] = item
         else:
             extra[key] = item
@@ -245,8 +281,19 @@ def _parse_config(data: Any) -> dict[str, Any]:
                 )
             out[key] = value
             continue
-        if key == "warm_idle":
-            out[key] = _duration(value)
+        if key in OFF_SETTINGS and (value is None or value == "off"):
+            out[key] = None
+            continue
+        if key in DURATION_SETTINGS:
+            out[key] = _duration(value, ("settings", key))
+            continue
+        if key == "max_cost_usd":
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise _Problem(
+                    ("settings", key),
+                    f"settings.{key}: expected a positive number of dollars or off, got {value!r}",
+                )
+            out[key] = float(value)
             continue
         if key == "mcp_roots":
             if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -285,17 +332,22 @@ def _parse_config(data: Any) -> dict[str, Any]:
     return out
 
 
-def _duration(value: Any) -> int:
-    """settings.warm_idle: seconds (900) or a duration (`90s`, `15m`, `2h`)."""
+def _duration(value: Any, path: tuple[str, ...] = ("settings", "warm_idle")) -> Any:
+    """A duration setting (warm_idle, model_timeout, max_run_seconds): seconds (900, 0.5) or a
+    duration (`90s`, `15m`, `2h`); warm_idle takes whole seconds."""
     import re
 
+    whole = path[-1] == "warm_idle"
     if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if isinstance(value, float) and not whole and value > 0:
         return value
     match = re.fullmatch(r"\s*(\d+)\s*([smh]?)\s*", str(value)) if isinstance(value, str) else None
     if match is None or int(match.group(1)) < 1:
+        off = " or off" if path[-1] in OFF_SETTINGS else ""
         raise _Problem(
-            ("settings", "warm_idle"),
-            f"settings.warm_idle: expected seconds or a duration like 15m, got {value!r}",
+            path,
+            f"{'.'.join(path)}: expected seconds or a duration like 15m{off}, got {value!r}",
         )
     return int(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
 
@@ -416,4 +468,10 @@ def load_settings(
         warm=parsed.get("warm", "manual"),
         warm_idle=parsed.get("warm_idle", WARM_IDLE_DEFAULT),
         mcp_roots=parsed.get("mcp_roots"),
+        max_model_calls=parsed.get("max_model_calls", 1000),
+        max_cost_usd=parsed.get("max_cost_usd"),
+        model_timeout=float(parsed.get("model_timeout", 120.0)),
+        max_output_tokens=parsed.get("max_output_tokens", 100_000),
+        max_map_items=parsed.get("max_map_items", 100_000),
+        max_run_seconds=parsed.get("max_run_seconds"),
     )

@@ -11,6 +11,8 @@ A reply is a dict:
   {"error": 429, "retry_after": 0}                    error statuses: 429, 500, 401 (+ "message"), "context" (400)
   {"delay": 0.5, ...}                                 wait before answering
   {"text": "...", "dropmid": True}                    streaming: the connection drops after the first chunk
+  {"endless": True}                                   streaming: varied text for ever (until the client leaves)
+  {"text": "...", "stall": 30}                        streaming: nothing at all for 30 s after the first chunk
   {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}  override usage
 A callable in the script is called with the request body and returns one of the above.
 When the script runs out, `default` is served (a text reply naming the exhaustion).
@@ -229,6 +231,13 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
 
             chunk({"role": "assistant", "content": ""})
+            if reply.get("endless") or reply.get("stall"):
+                try:
+                    self._misbehave(reply, chunk)
+                except OSError:  # the client hung up: what the test wanted
+                    pass
+                self.close_connection = True
+                return
             text = _content(reply)
             pace = float(reply.get("pace", 0))
             if text:
@@ -270,6 +279,17 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
+
+        def _misbehave(self, reply: dict[str, Any], chunk: Callable[..., None]) -> None:
+            """A model gone wrong: text that never ends (no two chunks alike), or a stall."""
+            if reply.get("stall"):
+                chunk({"content": reply.get("text") or "Let me think"})
+                time.sleep(float(reply["stall"]))
+                return
+            n = 0
+            while True:
+                n += 1
+                chunk({"content": f" word{n} and{n * 7 % 13}"})
 
     return Handler
 

@@ -127,11 +127,19 @@ async def run_tool_round(
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if record is not None:
+            from graphchat.llm.budget import current as current_budget
+
+            budget = current_budget()
+            why = (
+                f"cancelled before it finished ({budget.deadline_message()})"
+                if budget is not None and budget.timed_out
+                else CANCELLED_MESSAGE
+            )
             for k, (call, task) in enumerate(zip(calls, tasks, strict=True)):
                 if k in results:
                     continue
                 if task.cancelled() or task.exception() is not None:
-                    result = ToolResult.error(CANCELLED_MESSAGE)
+                    result = ToolResult.error(why)
                     result.ms = (time.perf_counter() - started) * 1000  # the time it ran, not 0
                 else:
                     result = task.result()

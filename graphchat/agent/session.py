@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from graphchat.asks import Asker
     from graphchat.catalog.base import Catalog
     from graphchat.events import EventSink
+    from graphchat.llm.budget import Budget
     from graphchat.llm.client import LLM
     from graphchat.threads.store import Thread, ThreadStore
     from graphchat.workspace import ModelConfig, Settings
@@ -188,8 +189,22 @@ class Session:
         on_tools: Callable[[str], None] | None,
         message: str | None = None,
     ) -> TurnResult:
-        """One turn's rounds. `message`: the person's message when the caller has it (a resumed
-        turn finds it in the thread), what the offered tools are ranked against."""
+        """One turn's rounds, within the turn's own budget (model calls, cost, wall clock:
+        graphchat.llm.budget). `message`: the person's message when the caller has it (a
+        resumed turn finds it in the thread), what the offered tools are ranked against."""
+        from graphchat.llm.budget import budget_scope
+
+        async with budget_scope(self.settings, "turn", fresh=True) as (budget, _owned):
+            return await self._rounds(thread, on_text, on_tools, message, budget)
+
+    async def _rounds(
+        self,
+        thread: Thread,
+        on_text: Callable[[str], None] | None,
+        on_tools: Callable[[str], None] | None,
+        message: str | None,
+        budget: Budget,
+    ) -> TurnResult:
         from graphchat.agent.loop import ParkedRound, run_loop
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
@@ -233,6 +248,9 @@ class Session:
             thread.append(dict(ev.turn_parked(requests)))
             raise TurnParked(thread.id, parked) from None
         except asyncio.CancelledError:
+            if budget.timed_out:  # settings.max_run_seconds: the turn failed, nobody interrupted it
+                self._close_failed(thread, budget.deadline_message(), llm, before, extra_usage)
+                raise
             from graphchat.interrupts import reason
 
             self._close_failed(

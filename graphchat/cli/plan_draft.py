@@ -117,18 +117,21 @@ def run_draft(args: argparse.Namespace) -> int:
                 warn(f"MCP server '{server}': {error}; its tools are not offered to the planner")
             for message in catalog.warnings:  # skipped servers, names wanted twice
                 warn(message)
-            return await draft_plan(
-                args.goal,
-                llm=llm,
-                catalog=catalog,
-                settings=settings,
-                context=context,
-                identifier=args.name,
-                attempts=ATTEMPTS,
-                header=f"Drafted by `graphchat plan draft` for: {args.goal}",
-                check=check,
-                on_attempt=on_attempt,
-            )
+            from graphchat.llm.budget import budget_scope
+
+            async with budget_scope(settings, "run") as _:  # the run's budgets (calls, cost, clock)
+                return await draft_plan(
+                    args.goal,
+                    llm=llm,
+                    catalog=catalog,
+                    settings=settings,
+                    context=context,
+                    identifier=args.name,
+                    attempts=ATTEMPTS,
+                    header=f"Drafted by `graphchat plan draft` for: {args.goal}",
+                    check=check,
+                    on_attempt=on_attempt,
+                )
         finally:
             await catalog.aclose()
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphchat.errors import GraphchatError
+from graphchat.llm.budget import MAX_OUTPUT_TOKENS, MODEL_TIMEOUT, Budget
+from graphchat.llm.budget import current as current_budget
 from graphchat.llm.runtime import alitellm_module, litellm_module
 from graphchat.llm.stream import StreamAssembler
 from graphchat.llm.types import Completion, ToolCall, Usage
@@ -78,15 +81,18 @@ class LLM:
             events.waiting("thinking" if site == "chat" else f"{site} · thinking")
             if on_text is not None:
                 on_text = _first_text_ends_wait(on_text, events)
+        budget = current_budget()
         try:
             if stream:
                 # Without include_usage, litellm invents usage with a local tokenizer.
-                assembler = await self._stream(litellm, kwargs, on_text)
+                assembler = await self._stream(litellm, kwargs, on_text, budget)
                 content, calls = assembler.content, assembler.tool_calls()
                 raw_usage, finish = assembler.usage, assembler.finish_reason
             else:
-                response = await litellm.acompletion(**kwargs)
+                response = await self._request(litellm, kwargs, budget)
                 content, calls, raw_usage, finish = _from_response(response)
+                answer = "".join([content, *(call.arguments for call in calls)])
+                self._check_output(len(answer), answer)
                 if content and on_text is not None:
                     on_text(content)
         except GraphchatError:
@@ -107,6 +113,8 @@ class LLM:
         ms = (time.perf_counter() - started) * 1000
         usage = self._usage(raw_usage)
         self.usage = self.usage + usage
+        if budget is not None:
+            budget.spent(usage.cost_usd, self.config.model, self.events)
         if self.events is not None:
             self.events.llm_call(
                 site, self.config.model, usage.input_tokens, usage.output_tokens, ms, role=self.config.role
@@ -115,21 +123,70 @@ class LLM:
             content=content, tool_calls=calls, usage=usage, model=self.config.model, finish_reason=finish
         )
 
+    @property
+    def timeout(self) -> float:
+        """Seconds without a byte from the model after which a call ends (settings.model_timeout)."""
+        return self.config.model_timeout or MODEL_TIMEOUT
+
+    @property
+    def max_output_tokens(self) -> int:
+        """The longest answer taken (settings.max_output_tokens)."""
+        return self.config.max_output_tokens or MAX_OUTPUT_TOKENS
+
+    def _silent(self) -> GraphchatError:
+        return GraphchatError(
+            f"{self.config.model} sent nothing for {self.timeout:g} s (settings.model_timeout); the call was ended"
+        )
+
+    async def _request(self, litellm: Any, kwargs: dict[str, Any], budget: Budget | None) -> Any:
+        """One paid request: charged to the turn's or run's budget first, then sent; a reply
+        that does not start (or, not streamed, does not arrive) within the timeout ends it."""
+        if budget is not None:
+            budget.charge(self.config.model)
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await litellm.acompletion(**kwargs)
+        except TimeoutError:
+            raise self._silent() from None
+
     async def _stream(
-        self, litellm: Any, kwargs: dict[str, Any], on_text: Callable[[str], None] | None
+        self,
+        litellm: Any,
+        kwargs: dict[str, Any],
+        on_text: Callable[[str], None] | None,
+        budget: Budget | None = None,
     ) -> StreamAssembler:
         """Stream one reply. A stream that breaks before anything arrived is tried again (up to
-        num_retries); once text has reached the person it is not (that would repeat it)."""
+        num_retries); once text has reached the person it is not (that would repeat it).
+
+        The watchdog: a stream that sends nothing for `timeout` seconds, or more than
+        `max_output_tokens`, ends with an error naming the setting (never retried)."""
         attempt = 0
+        stream_kwargs = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
         while True:
-            response = await litellm.acompletion(
-                **kwargs, stream=True, stream_options={"include_usage": True}
-            )
+            response = await self._request(litellm, stream_kwargs, budget)
             assembler = StreamAssembler(on_text)
+            checked = (
+                self.max_output_tokens
+            )  # counted in tokens past this many characters, then at each doubling
+            loop = asyncio.get_running_loop()
             try:
-                async for chunk in response:
-                    assembler.feed(chunk)
+                async with asyncio.timeout(self.timeout) as watch:
+                    async for chunk in response:
+                        assembler.feed(chunk)
+                        watch.reschedule(loop.time() + self.timeout)
+                        if assembler.size > checked:
+                            self._check_output(assembler.size, assembler.text_so_far())
+                            checked = 2 * assembler.size
+                if assembler.size > self.max_output_tokens:
+                    self._check_output(assembler.size, assembler.text_so_far())
                 return assembler
+            except TimeoutError:
+                await _close(response)
+                raise self._silent() from None
+            except GraphchatError:
+                await _close(response)
+                raise
             except Exception as exc:
                 if assembler.started or attempt >= self.num_retries:
                     from graphchat.llm.errors import provider_message
@@ -138,6 +195,17 @@ class LLM:
                         f"the connection to {self.config.model} broke off mid-reply: {provider_message(exc)}"
                     ) from exc
                 attempt += 1
+
+    def _check_output(self, size: int, text: str) -> None:
+        """GraphchatError when an answer (`size` characters, `text`) is longer than
+        max_output_tokens. A token is at least one character: shorter answers are not counted."""
+        cap = self.max_output_tokens
+        if size <= cap or count_text_tokens(self.config.model, text) <= cap:
+            return
+        raise GraphchatError(
+            f"the answer of {self.config.model} passed settings.max_output_tokens ({cap:,} tokens); "
+            "the call was ended"
+        )
 
     def _usage(self, raw: Any) -> Usage:
         def field(name: str) -> int:
@@ -253,6 +321,25 @@ def _from_response(response: Any) -> tuple[str, list[ToolCall], Any, str | None]
         if call.function is not None and call.function.name
     ]
     return message.content or "", calls, getattr(response, "usage", None), choice.finish_reason
+
+
+async def _close(response: Any) -> None:
+    """Let go of a stream cut short (its connection is released)."""
+    closer = getattr(response, "aclose", None)
+    if closer is None:
+        return
+    try:
+        await closer()
+    except Exception:
+        pass
+
+
+def count_text_tokens(model: str, text: str) -> int:
+    """Tokens of an answer's `text` for `model` (litellm's tokenizer; a character estimate if that fails)."""
+    try:
+        return int(litellm_module().token_counter(model=model, text=text))
+    except Exception:
+        return len(text) // 4
 
 
 def count_tokens(model: str, messages: list[Message]) -> int:

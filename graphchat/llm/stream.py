@@ -32,6 +32,7 @@ class StreamAssembler:
         self.usage: Any = None
         self.finish_reason: str | None = None
         self.model: str | None = None
+        self.size = 0  # characters of text and tool-call arguments so far (the output cap)
 
     @property
     def started(self) -> bool:
@@ -55,6 +56,7 @@ class StreamAssembler:
                 continue
             text = _get(delta, "content")
             if text:
+                self.size += len(text)
                 self.parts.append(text)
                 if self.on_text is not None:
                     self.on_text(text)
@@ -82,7 +84,13 @@ class StreamAssembler:
             current["name"] = name
         arguments = _get(function, "arguments")
         if arguments:
-            current["arguments"] += arguments if isinstance(arguments, str) else _dump(arguments)
+            part = arguments if isinstance(arguments, str) else _dump(arguments)
+            self.size += len(part)
+            current["arguments"] += part
+
+    def text_so_far(self) -> str:
+        """The text and every tool call's arguments so far (what the output cap counts)."""
+        return "".join([*self.parts, *(slot["arguments"] for slot in self._slots)])
 
     def tool_calls(self) -> list[ToolCall]:
         """The assembled calls in order; calls without a name are dropped, missing ids filled in."""

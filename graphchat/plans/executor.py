@@ -191,6 +191,7 @@ class Runner:
         self.events = events
         self.settings = settings
         self.steps_executed = 0
+        self.at = "the start"  # where the run is: `step <id> (<tool>)` of the top level, or the finish
         self._quiet_ctx: CallContext | None = None
 
     # -- models --
@@ -255,6 +256,7 @@ class Runner:
         events = self.events
         for step in steps:
             if top:
+                self.at = f"step {step.label} ({step.tool_name})"
                 events.step_started(step.label, step.tool_name)
                 started = time.perf_counter()
                 try:
@@ -445,6 +447,33 @@ async def run_plan(
         settings=settings,
         parking=parking,
     )
+    from graphchat.llm.budget import BudgetExceeded, budget_scope
+
+    owned = False
+    try:
+        # the run's budget (model calls, cost, wall clock), or the enclosing turn's or run's
+        async with budget_scope(settings, "run") as (_budget, owned):
+            await _steps_and_finish(plan, runner, outcome, inputs, catalog, reuse, on_text)
+    except BudgetExceeded as hit:
+        if not owned:  # the enclosing turn or run stops on it
+            raise
+        outcome.kind = "failed"
+        outcome.error = f"plan failed at {runner.at}: {hit.message}"
+    outcome.steps_executed = runner.steps_executed
+    outcome.usage = tap.usage()
+    return outcome
+
+
+async def _steps_and_finish(
+    plan: Plan,
+    runner: Runner,
+    outcome: PlanOutcome,
+    inputs: Any,
+    catalog: Catalog,
+    reuse: Mapping[str, Any] | None,
+    on_text: Callable[[str], None] | None,
+) -> None:
+    """The steps, then the finish, of one run: what they produced goes into `outcome`."""
     scope: dict[str, Any] = {"input": inputs}
     not_found: str | None = None
     try:
@@ -482,6 +511,7 @@ async def run_plan(
             outcome.failure = failed
             outcome.results = {k: v for k, v in scope.items() if k != "input"}
     if outcome.kind == "ok":
+        runner.at = "the finish"
         try:
             if plan.finish == "solver":
                 outcome.answer = await finishes.solve(runner, scope, not_found=not_found, on_text=on_text)
@@ -491,9 +521,6 @@ async def run_plan(
             outcome.kind = "failed"
             outcome.error = f"plan failed at {failed.where}: {failed.message}"
             outcome.empty_data = failed.empty_data
-    outcome.steps_executed = runner.steps_executed
-    outcome.usage = tap.usage()
-    return outcome
 
 
 def servers_named_by(plan: Plan) -> set[str]:

@@ -148,12 +148,39 @@ async def plan_and_execute(
 ) -> PlannerRun:
     """Draft a plan for `goal`, run it, replan on repairable failures (see the module doc).
     Never raises for a plan problem: a failed run has `error` set. A model that cannot be
-    used (no model configured) raises ConfigError."""
+    used (no model configured) raises ConfigError.
+
+    The planner's calls and the runs' share one budget (graphchat.llm.budget): the enclosing
+    turn's, else this run's own; a budget this run owns ends it with `error` naming the setting."""
+    from graphchat.llm.budget import BudgetExceeded, budget_scope
+
+    run = PlannerRun(goal=goal)
+    owned = False
+    try:
+        async with budget_scope(settings, "run") as (_budget, owned):
+            return await _plan_and_execute(run, catalog, ctx, settings, llm_factory, events, context, on_text)
+    except BudgetExceeded as hit:
+        if not owned:
+            raise
+        run.error = f"plan_and_execute: {hit.message}"
+        return run
+
+
+async def _plan_and_execute(
+    run: PlannerRun,
+    catalog: Catalog,
+    ctx: CallContext,
+    settings: Any,
+    llm_factory: LLMFactory | None,
+    events: EventSink | None,
+    context: str | None,
+    on_text: Callable[[str], None] | None,
+) -> PlannerRun:
     from graphchat.events import RoleUsage
     from graphchat.plans.draft import draft_plan
 
+    goal = run.goal
     tap = RoleUsage(events if events is not None else ctx.events)
-    run = PlannerRun(goal=goal)
     problem = depth_problem(ctx.chain)
     if problem is not None:
         run.error = problem

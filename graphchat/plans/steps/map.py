@@ -52,9 +52,16 @@ def concurrency_of(runner: StepRunner, step: Step, scope: dict[str, Any]) -> int
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     over = render_over(step, scope)
+    total = len(over)
+    limit = _max_items(runner)
+    if total > limit:
+        raise StepFailed(
+            step.label,
+            step.tool_name,
+            f"`over` has {total:,} items, more than settings.max_map_items ({limit:,}); no item was run",
+        )
     concurrency = concurrency_of(runner, step, scope)
     body = step.bodies["do"]
-    total = len(over)
     progress = Progress(runner.events, step.label, total)
     # Questions keep item order even when items run concurrently.
     turn = AskTurn() if concurrency > 1 and total > 1 else None
@@ -98,6 +105,16 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     if waiting:
         raise Parked(waiting, {key: finished})
     return {"count": total, "results": results}
+
+
+def _max_items(runner: StepRunner) -> int:
+    """settings.max_map_items (its default when the run has no settings)."""
+    limit = getattr(runner.settings, "max_map_items", None)
+    if isinstance(limit, int):
+        return limit
+    from graphchat.llm.budget import MAX_MAP_ITEMS
+
+    return MAX_MAP_ITEMS
 
 
 PARKED: Any = object()  # an item that waits for a person
