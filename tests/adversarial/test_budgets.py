@@ -12,6 +12,7 @@ HTTP path, on loopback)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -196,7 +197,9 @@ def test_max_cost_usd_stops_a_run_once_the_known_price_is_spent(
     done = graphchat("plan", "run", "infer_many", env=env, timeout=120)
     assert done.returncode == 1, done.stderr
     line = error_line(done.stderr)
-    assert "settings.max_cost_usd ($0.0100 spent of $0.01)" in line, line
+    # the cost of a request is known only once it is answered: the items in flight (4) may
+    # finish past the cap, so the line says $0.0100 to $0.0130
+    assert re.search(r"settings\.max_cost_usd \(\$0\.01[0-3]0 spent of \$0\.01\)", line), line
     assert 10 <= len(model_server.requests) <= 13  # the 4 items in flight may finish
 
 
