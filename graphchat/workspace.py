@@ -139,7 +139,7 @@ class Settings:
     raw: dict[str, Any] = field(default_factory=dict)
     packs: tuple[str, ...] = ()  # enabled builtin tool packs (TOOL_PACKS)
     github_api_url: str | None = None  # tools.github_api_url (GitHub Enterprise)
-    warm: str = "manual"  # settings.warm: manual (`graphchat warm`), auto (the first ask starts it), off
+    warm: str = "auto"  # settings.warm: auto (the first ask starts a helper; the default), manual (`graphchat warm`), off
     warm_idle: int = WARM_IDLE_DEFAULT  # settings.warm_idle, in seconds
     # settings.mcp_roots: the folders MCP servers are told they may work in (replaces the
     # default: the workspace and the current folder); relative paths are the workspace's.
@@ -419,6 +419,12 @@ def _system_prompt(parsed: dict[str, Any], workspace: Path, doc: Any) -> str | N
         raise ConfigError(f"{where}: settings.system_prompt_file: cannot read {path}: {why}") from None
 
 
+def default_warm(environ: Mapping[str, str]) -> str:
+    """settings.warm when graphchat.yaml does not say: `auto`, or `manual` under
+    GRAPHCHAT_WARM=manual (scripts and test suites that start no helper unless told to)."""
+    return "manual" if environ.get("GRAPHCHAT_WARM", "").strip().lower() == "manual" else "auto"
+
+
 def load_settings(
     home: str | os.PathLike[str] | None = None,
     model_override: str | None = None,
@@ -465,7 +471,7 @@ def load_settings(
         raw=raw,
         packs=parsed.get("packs", ()),
         github_api_url=parsed.get("github_api_url"),
-        warm=parsed.get("warm", "manual"),
+        warm=parsed.get("warm", default_warm(os.environ if environ is None else environ)),
         warm_idle=parsed.get("warm_idle", WARM_IDLE_DEFAULT),
         mcp_roots=parsed.get("mcp_roots"),
         max_model_calls=parsed.get("max_model_calls", 1000),

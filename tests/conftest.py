@@ -44,6 +44,9 @@ def clean_env(extra: dict[str, str] | None = None, home: Path | None = None) -> 
         env["XDG_DATA_HOME"] = str(home / ".xdg")
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
+    # settings.warm defaults to auto: a test starts no helper unless it says so (its own
+    # GRAPHCHAT_WARM, or settings.warm: auto in its workspace)
+    env.setdefault("GRAPHCHAT_WARM", "manual")
     return env
 
 

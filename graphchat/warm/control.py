@@ -188,5 +188,30 @@ def start_in_background(settings: Any) -> None:
         if status(paths) is not None:
             return
         spawn(identity.workspace, paths, wait=False)
+        _notice_once(settings)
     except Exception:  # noqa: BLE001 - a convenience must never fail the question
         return
+
+
+NOTICE_MARKER = ".warm-noticed"
+
+
+def _notice_once(settings: Any) -> None:
+    """The first time a workspace gets a helper on its own, one line on stderr says so, where
+    it lives, how long it stays and how to turn it off (a marker in catalog/ remembers it)."""
+    import sys
+
+    marker = settings.catalog_dir / NOTICE_MARKER
+    if marker.exists():
+        return
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("the warm-helper notice was shown\n")
+    except OSError:
+        return  # a read-only workspace: say nothing rather than say it every time
+    minutes = max(1, round(settings.warm_idle / 60))
+    sys.stderr.write(
+        f"note: a warm helper now runs for this workspace in the background (graphchat warm --status), "
+        f"so the next ask answers faster; it leaves after {minutes} min without a question. "
+        "Turn this off with `settings.warm: manual` (or off) in graphchat.yaml, or GRAPHCHAT_WARM=0\n"
+    )

@@ -278,7 +278,41 @@ def test_settings_warm_auto_starts_a_helper_after_the_first_ask(
     second = warm.ask("again")
     assert (second.returncode, second.stdout) == (0, "second"), second.stderr
     assert warm.status()["turns_served"] == 1
-    assert masked(second.stderr) == masked(first.stderr)
+    notice = [line for line in first.stderr.splitlines() if line.startswith("note: a warm helper now runs")]
+    assert len(notice) == 1 and "notice" not in second.stderr  # said once, the first time
+    assert masked(second.stderr) == masked(first.stderr.replace(notice[0] + "\n", ""))
+
+
+def test_warm_is_the_default_the_second_ask_is_served_and_the_notice_comes_once(
+    warm: Warm, model_server: ScriptedModelServer
+) -> None:
+    """Issue 24 item 9: no settings.warm at all (and no GRAPHCHAT_WARM=manual, which the test
+    suite sets): the first ask answers cold and starts the helper, the next one is warm."""
+    default = {"GRAPHCHAT_WARM": "1"}
+    model_server.push({"text": "first"})
+    first = warm.ask("hi", env=default)
+    assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert "note: a warm helper now runs for this workspace" in first.stderr
+    assert "settings.warm: manual" in first.stderr and "GRAPHCHAT_WARM=0" in first.stderr
+    assert wait_until(lambda: warm.status().get("running") is True, timeout=120)
+    warm.started.extend(warm.pids())
+    model_server.push({"text": "second"})
+    second = warm.ask("again", env=default)
+    assert (second.returncode, second.stdout) == (0, "second"), second.stderr
+    assert warm.status()["turns_served"] == 1
+    assert "warm helper now runs" not in second.stderr
+    warm.run("warm", "--stop")
+    model_server.push({"text": "third"})
+    third = warm.ask("once more", env=default)  # a new helper starts: the notice is not repeated
+    assert third.returncode == 0 and "warm helper now runs" not in third.stderr
+
+
+def test_settings_warm_off_starts_nothing_by_default(warm: Warm, model_server: ScriptedModelServer) -> None:
+    (warm.workspace / "graphchat.yaml").write_text("settings:\n  warm: off\n")
+    model_server.push({"text": "first"})
+    first = warm.ask("hi", env={"GRAPHCHAT_WARM": "1"})
+    assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert list(warm.socket_dir.glob("*")) == [] and "warm helper" not in first.stderr
 
 
 def test_settings_warm_auto_starts_nothing_under_graphchat_warm_0(
