@@ -326,7 +326,7 @@ def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
 
     permitted = graphchat("permit", request_id, "--always", env=model_server.env())
     assert permitted.returncode == 0, permitted.stderr
-    assert permitted.stdout == "I made the file."
+    assert permitted.stdout == "I made the file.\n"
     assert target.exists()
     assert "t__touch" in (tools / "graphchat.yaml").read_text()  # --always: remembered
     assert len(model_server.requests) == 2

@@ -118,7 +118,7 @@ def test_a_second_writer_waits_and_then_replays_the_first_turn_whole(
         second.kill()
         second.communicate()
     assert second.returncode == 0, stderr
-    assert stdout == "second writer done"
+    assert stdout == "second writer done\n"
     sent = model_server.requests[-1]["messages"]
     assert [(m["role"], m.get("content")) for m in sent if m["role"] != "tool"] == [
         ("user", "start a thread"),
@@ -172,7 +172,7 @@ def test_threads_rm_during_a_turn_does_not_crash_it(
     assert removed.returncode == 0, removed.stderr
     code, stdout, stderr = held.finish()
     assert code == 0, stderr
-    assert stdout == "first writer done"
+    assert stdout == "first writer done\n"
     assert "error" not in stderr and "Traceback" not in stderr
     assert not (workspace / "threads" / thread_id).exists()  # and the turn did not bring it back
     listed = graphchat("threads", "list", "--json")

@@ -59,7 +59,7 @@ def test_ask_tools_and_threads_escape_what_a_person_reads(
     )
     done = graphchat("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
-    assert done.stdout == ANSWER  # the deliverable on a pipe: byte for byte
+    assert done.stdout == ANSWER + "\n"  # the deliverable on a pipe: byte for byte, ending its line
     assert raw_controls(done.stderr) == [], done.stderr  # activity lines: escaped
     assert "✗ h__fail" in done.stderr and "\\x1b[1A" in done.stderr
     called = graphchat("tools", "call", "h__fail")

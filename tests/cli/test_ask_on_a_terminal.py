@@ -67,7 +67,7 @@ def test_narration_before_tool_calls_is_not_part_of_the_answer(
         capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "It is noon in both."
+    assert done.stdout == "It is noon in both.\n"
     lines = done.stderr.splitlines()
     assert lines[0] == "Let me check both clocks."
     assert lines[1].startswith("→ debug__sleep")

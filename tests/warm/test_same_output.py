@@ -156,16 +156,16 @@ def test_narration_before_tool_calls_goes_to_stderr_alike(
 def test_piped_stdin_is_context_or_the_question_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
     warm.start()
     local, _ = both(warm, model_server, [{"text": "3 lines"}], "count the lines", input="a\nb\nc\n")
-    assert local.stdout == "3 lines"
+    assert local.stdout == "3 lines\n"
     (question,) = messages(model_server.requests[-1], "user")
     assert question == "count the lines\n\nContext (piped input):\na\nb\nc"
 
     local, _ = both(warm, model_server, [{"text": "42"}], "", input="what is six times seven?\n")
-    assert local.stdout == "42"
+    assert local.stdout == "42\n"
     assert messages(model_server.requests[-1], "user") == ["what is six times seven?"]
 
     local, _ = both(warm, model_server, [{"text": "alone"}], "just this", input="")
-    assert local.stdout == "alone"
+    assert local.stdout == "alone\n"
     assert messages(model_server.requests[-1], "user") == ["just this"]
 
     # nothing but blanks piped: refused before anything starts, the helper never asked
@@ -221,7 +221,7 @@ def test_thread_id_and_c_continue_a_thread_alike(warm: Warm, model_server: Scrip
     local = ask_local(warm, model_server, [{"text": "blue"}], f"--thread={ids[0]}", "my color?")
     warmed = ask_warm(warm, model_server, [{"text": "blue"}], f"--thread={ids[1]}", "my color?")
     assert_same(local, warmed)
-    assert local.stdout == "blue"
+    assert local.stdout == "blue\n"
     for body in model_server.requests[start:]:
         assert messages(body, "user") == ["my color is blue", "my color?"]
         assert messages(body, "assistant") == ["Noted: blue."]
@@ -502,7 +502,7 @@ def test_jsonl_events_are_the_same(warm: Warm, model_server: ScriptedModelServer
     local, warmed = both(
         warm, model_server, [{"text": "Checking.", "tool_calls": calls}, {"text": "ok"}], "go", env=env
     )
-    assert local.stdout == "ok"
+    assert local.stdout == "ok\n"
     events = [json.loads(line) for line in local.stderr.splitlines()]  # stderr: JSON lines only
     warm_events = [json.loads(line) for line in warmed.stderr.splitlines()]
     unmeasured = [{k: v for k, v in e.items() if k != "ms"} for e in events]
