@@ -110,8 +110,8 @@ class Host:
         known yet are awaited (the model must see their tools), the others warm up in the
         background. A server that fails to start is reported, not fatal."""
         self.catalog.prestart()
-        for server, error in (await self.catalog.prepare()).items():
-            self.events.warning(f"MCP server {server}: {error}")
+        for server in await self.catalog.prepare():
+            self.events.warning(self.catalog.start_problem(server) or f"MCP server '{server}' cannot start")
 
     async def aclose(self) -> None:
         """Close the sessions, then the catalog: no server process is left behind. An

@@ -138,6 +138,14 @@ class ToolSource:
         """Start groups in the background (e.g. while the model library imports)."""
         return None
 
+    def start_problem(self, name: str) -> str | None:
+        """One line naming group `name` and why it cannot start, when that is known."""
+        return None
+
+    def unavailable(self, tool: str) -> str | None:
+        """Why `tool`, a name not listed, is missing when its group cannot start (else None)."""
+        return None
+
     async def prepare(self, names: list[str] | None = None, *, refresh: bool = False) -> dict[str, str]:
         """Make the tool lists of `names` (default: the unprepared ones; all with `refresh`)
         known; returns {group: error} for those that failed."""
@@ -215,6 +223,15 @@ class Catalog:
         """Start groups in the background; errors surface on the calls that need them."""
         for source in self.sources:
             source.prestart(names)
+
+    def start_problem(self, group: str) -> str | None:
+        """One line naming `group` (an MCP server) and why it cannot start, or None."""
+        return next((p for source in self.sources if (p := source.start_problem(group))), None)
+
+    def unavailable(self, name: str) -> str | None:
+        """For a tool name the catalog does not list: the line saying that its server cannot
+        start, when that is why (never "unknown tool" for a tool of a broken server)."""
+        return next((p for source in self.sources if (p := source.unavailable(name))), None)
 
     async def prepare(self, names: Iterable[str] | None = None, *, refresh: bool = False) -> dict[str, str]:
         """Make the tool lists of `names` (default: the unprepared groups; every group with
@@ -303,7 +320,7 @@ class Catalog:
         entry = self._build().get(name)
         started = time.perf_counter()
         if entry is None:
-            result = ToolResult.error(f"unknown tool: {name}")
+            result = ToolResult.error(self.unavailable(name) or f"unknown tool: {name}")
             if events:
                 events.tool_finished(name, 0.0, True, result.error_message)
             return result

@@ -69,6 +69,16 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def cannot_start(server: str, reason: str, log_path: Path | None = None) -> str:
+    """The one line every command gives for a server that cannot start: the server, the
+    reason (the unset variable and its field, the command not found, the server's last log
+    lines) and its log file."""
+    for prefix in ("failed to start: ", f"MCP server '{server}': ", f"server '{server}': "):
+        reason = reason.removeprefix(prefix)
+    where = f" (log: {log_path})" if log_path is not None and log_path.exists() else ""
+    return f"MCP server '{server}' cannot start: {reason}{where}"
+
+
 def _log_tail(path: Path, offset: int, lines: int = 2) -> str:
     """The last lines the server wrote to its log since `offset` (for error messages)."""
     try:
@@ -383,7 +393,7 @@ class Connection:
         try:
             client = await self.ensure()
         except ServerUnavailable as exc:
-            return self._error(str(exc))
+            return ToolResult.error(cannot_start(self.name, str(exc), self.log_path), server=self.name)
         runner = self._task
         timeout = self.config.timeout_s
         self._call_ids += 1
