@@ -39,7 +39,9 @@ def load_settings(home: str | None, *, model: str | None = None, needs: str | No
 def needs_model(settings: Settings, role: str) -> None:
     """A model call for `role` is certain: exit 2 now when none is configured, and overlap
     the model library's import with the rest of the start."""
-    settings.model_for(role)
+    from graphchat.llm.keys import check_key
+
+    check_key(settings.model_for(role))  # a missing key: exit 2 before litellm loads, nothing sent
     from graphchat.llm.runtime import preload_in_background
 
     preload_in_background()
