@@ -39,9 +39,11 @@ def load_settings(home: str | None, *, model: str | None = None, needs: str | No
 def needs_model(settings: Settings, role: str) -> None:
     """A model call for `role` is certain: exit 2 now when none is configured, and overlap
     the model library's import with the rest of the start."""
-    from graphchat.llm.keys import check_key
+    from graphchat.llm.keys import check_key, check_model
 
-    check_key(settings.model_for(role))  # a missing key: exit 2 before litellm loads, nothing sent
+    config = settings.model_for(role)
+    check_model(config)  # a misspelt provider or model: exit 2 before litellm loads (seconds)
+    check_key(config)  # a missing key: the same, naming the variable; nothing is sent
     from graphchat.llm.runtime import preload_in_background
 
     preload_in_background()

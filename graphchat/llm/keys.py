@@ -69,3 +69,93 @@ def check_key(config: ModelConfig) -> None:
         f"no API key for {config.model}: set {' or '.join(variables)} (or GRAPHCHAT_API_KEY)",
         hint="or `api_key: ${VAR}` under `models:` in graphchat.yaml",
     )
+
+
+# --- the model string, read against litellm's files (never its import) ----------------------
+
+_litellm_dir: list[str | None] = []
+
+
+def _package_dir() -> str | None:
+    """litellm's installed folder, found without importing it."""
+    if not _litellm_dir:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("litellm")
+        except (ImportError, ValueError):
+            spec = None
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        _litellm_dir.append(locations[0] if locations else None)
+    return _litellm_dir[0]
+
+
+def known_providers() -> list[str]:
+    """The provider names litellm takes as a model prefix (its `LlmProviders`), read from its
+    source; empty when it cannot be read (then nothing is judged here)."""
+    import re
+
+    folder = _package_dir()
+    if folder is None:
+        return []
+    try:
+        with open(os.path.join(folder, "types", "utils.py"), encoding="utf-8") as handle:
+            source = handle.read()
+    except OSError:
+        return []
+    start = source.find("class LlmProviders(")
+    if start < 0:
+        return []
+    body = source[start:].split("\n\n\n", 1)[0]
+    return re.findall(r'^\s+[A-Z0-9_]+\s*=\s*"([^"]+)"', body, re.M)
+
+
+def known_models() -> list[str]:
+    """The model names of litellm's local price list (its `model_cost`), read from its file."""
+    folder = _package_dir()
+    if folder is None:
+        return []
+    try:
+        import orjson
+
+        with open(os.path.join(folder, "model_prices_and_context_window_backup.json"), "rb") as handle:
+            doc = orjson.loads(handle.read())
+    except (OSError, ValueError):
+        return []
+    return [name for name in doc if name != "sample_spec"] if isinstance(doc, dict) else []
+
+
+def check_model(config: ModelConfig) -> None:
+    """Exit 2 now for a model string litellm would not place, when that is certain without
+    importing it: an unknown provider prefix, or a bare name that is not in litellm's model
+    list but close to names that are (named; nothing is corrected). Anything else is left to
+    litellm's own check."""
+    import difflib
+
+    from graphchat.errors import ConfigError
+
+    model = config.model
+    if "/" in model:
+        provider = model.split("/", 1)[0]
+        providers = known_providers()
+        if not providers or provider in providers:
+            return
+        close = difflib.get_close_matches(provider, providers, n=3, cutoff=0.6)
+        rest = model.split("/", 1)[1]
+        hint = (
+            f"did you mean: {', '.join(f'{c}/{rest}' for c in close)}?"
+            if close
+            else "the part before `/` names the provider, e.g. openai/gpt-4o-mini"
+        )
+        raise ConfigError(f"unknown model {model!r}: litellm has no provider {provider!r}", hint=hint)
+    if config.api_base or model.startswith("ft:"):
+        return
+    models = known_models()
+    if not models or model in models:
+        return
+    close = difflib.get_close_matches(model, models, n=3, cutoff=0.6)
+    if close:
+        raise ConfigError(
+            f"unknown model {model!r}: litellm cannot tell which provider serves it",
+            hint=f"did you mean: {', '.join(close)}?",
+        )

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from graphchat.llm.keys import KEY_VARIABLES
+from graphchat.llm.keys import KEY_VARIABLES, known_providers
 from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
 
@@ -32,7 +32,8 @@ for provider, names in {table}.items():
     os.environ[names[0]] = "sk-x"
     found[provider] = [empty["missing_keys"], litellm.validate_environment(model=provider + "/some-model")["keys_in_environment"]]
     del os.environ[names[0]]
-print(json.dumps({{"seconds": seconds, "found": found}}))
+providers = sorted(str(getattr(p, "value", p)) for p in litellm.provider_list)
+print(json.dumps({{"seconds": seconds, "found": found, "providers": providers}}))
 """
 
 
@@ -76,6 +77,14 @@ def test_a_missing_key_is_exit_2_in_under_a_third_of_the_litellm_import(
         missing, with_first = found[provider]
         assert set(missing) == set(variables), (provider, missing)
         assert with_first is True, provider
+    assert sorted(known_providers()) == probe["providers"]  # read from its source, not imported
+    for model, close in (("opnai/gpt-4o", "openai/gpt-4o"), ("gpt-4o-mni", "gpt-4o-mini")):
+        started = time.perf_counter()
+        wrong = graphchat("ask", "--model", model, "hi")
+        took = time.perf_counter() - started
+        assert wrong.returncode == 2 and f"unknown model '{model}'" in wrong.stderr, wrong.stderr
+        assert f"did you mean: {close}" in wrong.stderr
+        assert took < float(probe["seconds"]) / 3, (took, probe["seconds"])  # type: ignore[arg-type]
 
 
 def test_a_solver_plan_runs_no_step_without_a_key(graphchat: GraphchatRunner, workspace: Path) -> None:
