@@ -112,7 +112,7 @@ def test_a_second_writer_waits_and_then_replays_the_first_turn_whole(
         line = second.stderr.readline()  # the first thing it says: it is waiting, and for whom
         assert f"thread {thread_id} is busy" in line and f"pid {held.proc.pid}" in line, line
         code, stdout, stderr = held.finish()
-        assert (code, stdout) == (0, "first writer done"), stderr
+        assert (code, stdout) == (0, "first writer done\n"), stderr
         stdout, stderr = second.communicate(timeout=60)
     finally:
         second.kill()
@@ -158,7 +158,7 @@ def test_no_wait_fails_at_once_with_one_clear_line_and_writes_nothing(
     assert len(model_server.requests) == requests_before  # the model was never asked
     assert thread_events(workspace, thread_id) == events_before  # nothing written
     code, stdout, stderr = held.finish()
-    assert (code, stdout) == (0, "first writer done"), stderr
+    assert (code, stdout) == (0, "first writer done\n"), stderr
 
 
 def test_threads_rm_during_a_turn_does_not_crash_it(

@@ -223,8 +223,7 @@ def test_401_is_one_clear_line_and_exit_2(
     assert len(lines) <= 2 and "GRAPHCHAT_API_KEY" in done.stderr  # the line, and what to check
     assert "Traceback" not in done.stderr and "LiteLLM" not in done.stderr
     assert len(model_server.requests) == 1
-    events = thread_events(workspace, only_thread(workspace))
-    assert events[-1]["kind"] == "turn_failed"
+    assert not [p for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]  # no thread left
 
 
 def test_piped_stdin_is_appended_as_context(
@@ -321,7 +320,7 @@ def test_continue_flag_and_a_message_taken_for_a_thread_id(
     model_server.push({"text": "first"}, {"text": "second"})
     assert graphchat("ask", "hello", env=env_for(model_server)).returncode == 0
     done = graphchat("ask", "-c", "and the docs?", env=env_for(model_server))
-    assert (done.returncode, done.stdout) == (0, "second"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "second\n"), done.stderr
     assert only_thread(workspace)  # one thread: the same one went on
     last = model_server.requests[-1]["messages"]
     assert [m["content"] for m in last if m["role"] == "user"] == ["hello", "and the docs?"]
@@ -340,7 +339,7 @@ def test_a_settable_system_prompt_reaches_the_model_first(
     (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: voice.md\n")
     model_server.push({"text": "arr"})
     done = graphchat("ask", "hi", env=env_for(model_server))
-    assert (done.returncode, done.stdout) == (0, "arr"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "arr\n"), done.stderr
     first = model_server.requests[-1]["messages"][0]
     assert first == {"role": "system", "content": "Answer like a pirate."}
     assert "pirate" not in (workspace / "threads" / only_thread(workspace) / "messages.jsonl").read_text()

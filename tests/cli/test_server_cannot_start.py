@@ -66,11 +66,16 @@ def test_plan_run_and_tools_call_name_the_server_and_the_reason(
     assert call.stderr.count("\n") == 1, call.stderr  # one line
 
 
-def test_plan_validate_names_the_server_and_the_reason(graphchat: GraphchatRunner, broken: str) -> None:
+def test_plan_validate_names_the_server_and_the_reason(
+    graphchat: GraphchatRunner, broken: str, workspace: Path
+) -> None:
     graphchat("plan", "run", "clock")  # a failed start, remembered
     done = graphchat("plan", "validate", "clock")
     said(done.stderr, broken)
-    fresh = graphchat("plan", "validate", "clock", env={"GRAPHCHAT_HOME": ""})  # nothing remembered needed
+    import shutil
+
+    shutil.rmtree(workspace / "catalog" / "cache", ignore_errors=True)  # nothing remembered: found anyway
+    fresh = graphchat("plan", "validate", "clock")
     said(fresh.stderr, broken)
 
 
