@@ -320,7 +320,7 @@ class Catalog:
         entry = self._build().get(name)
         started = time.perf_counter()
         if entry is None:
-            result = ToolResult.error(self.unavailable(name) or f"unknown tool: {name}")
+            result = ToolResult.error(self.unavailable(name) or unknown_tool(name, self._build()))
             if events:
                 events.tool_finished(name, 0.0, True, result.error_message)
             return result
@@ -373,6 +373,30 @@ class Catalog:
                 await closer()
             except Exception:
                 pass
+
+
+def similar_tools(name: str, names: Iterable[str]) -> list[str]:
+    """Catalog names a mistyped or bare tool name may have meant, at most three: those whose
+    tool part is `name` (`lookup` -> `probe__lookup`), then the close ones (difflib, cutoff
+    0.6) by whole name or by tool part. Nothing is corrected."""
+    from graphchat.errors import close_matches
+
+    known = builtins.list(dict.fromkeys(names))
+    found = [n for n in known if n.endswith(f"__{name}")]
+    parts: dict[str, builtins.list[str]] = {}
+    for n in known:
+        parts.setdefault(n.partition("__")[2] or n, []).append(n)
+    found += close_matches(name, known)
+    found += [n for part in close_matches(name.partition("__")[2] or name, parts) for n in parts[part]]
+    return builtins.list(dict.fromkeys(found))[:3]
+
+
+def unknown_tool(name: str, names: Iterable[str]) -> str:
+    """`unknown tool: x`, with the names it may have meant."""
+    from graphchat.errors import did_you_mean
+
+    guess = did_you_mean(name, (), close=similar_tools(name, names))
+    return f"unknown tool: {name}" + (f" ({guess})" if guess else "")
 
 
 def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:

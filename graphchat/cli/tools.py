@@ -169,9 +169,9 @@ async def _afind(catalog: Any, settings: Any, name: str) -> Any:
         if spec is not None:
             return spec
         raise GraphchatError(catalog.unavailable(name) or f"unknown tool: {name}", 1)
-    import difflib
+    from graphchat.catalog.base import similar_tools
 
-    close = difflib.get_close_matches(name, [s.name for s in catalog.list()], n=3)
+    close = similar_tools(name, [s.name for s in catalog.list()])
     hint = f"did you mean: {', '.join(close)}?" if close else "see `graphchat tools list`"
     raise GraphchatError(f"unknown tool: {name}", 1, hint=hint)
 

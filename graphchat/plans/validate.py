@@ -144,6 +144,10 @@ def tool_problem(
     if tool == "plan_and_execute":
         return "`plan_and_execute` (a core tool) is not in this catalog"
     prefix, _, rest = tool.partition("__")
+    if not rest:  # a bare name: tools are `server__tool`
+        from graphchat.catalog.base import unknown_tool
+
+        return f"{unknown_tool(tool, (s.name for s in catalog.list()))}; tool names are server__tool"
     if prefix == "plan":
         known = plans or {}
         if rest in known or rest == self_id:
@@ -164,8 +168,11 @@ def tool_problem(
         return f"MCP server {prefix!r} is not configured (catalog/servers.yaml), so {tool!r} cannot resolve"
     cached = info.cached.get(prefix)
     if cached:
+        from graphchat.errors import did_you_mean
+
         close = sorted(cached)[:12]
-        return f"server {prefix!r} has no tool {tool!r} (its tools: {', '.join(close)})"
+        guess = did_you_mean(tool, cached)
+        return f"server {prefix!r} has no tool {tool!r} ({guess + ' ' if guess else ''}its tools: {', '.join(close)})"
     return None  # configured, tool list not cached: the tool itself is checked at dispatch
 
 
