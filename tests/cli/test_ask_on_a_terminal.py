@@ -143,7 +143,7 @@ def test_a_spinner_shows_the_wait_on_a_terminal_and_never_in_a_pipe(
         env=clean_env(model_server.env(), workspace.parent),
         capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
     )  # fmt: skip
-    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "slow answer", "")
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "slow answer\n", "")
     jsonl = subprocess.run(
         [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "again"],
         env=clean_env({**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"}, workspace.parent),
