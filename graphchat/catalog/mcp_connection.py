@@ -199,10 +199,11 @@ class Connection:
         log_path = self.log_path
         offset = 0
         capped = None
+        spawned: list[Any] = []
         try:
             expanded = self.config.expanded_to_start()  # unset ${VAR}, missing cwd: fail before starting
             async with AsyncExitStack() as stack:
-                stack.enter_context(server_groups())  # last out: kills what the server left behind
+                spawned = stack.enter_context(server_groups())  # last out: kills what the server left behind
                 from graphchat.catalog.mcp_logs import CappedLog
 
                 # The server's stderr through a pipe into a capped, rotated log file.
@@ -244,6 +245,11 @@ class Connection:
                 message = f"no answer to the MCP handshake within {START_TIMEOUT_S:g} s"
             else:
                 message = describe(exc).removeprefix(f"MCP server '{self.name}': ")
+            from graphchat.catalog.process_groups import exit_code
+
+            code = exit_code(spawned)
+            if code is not None and message.startswith("connection closed"):
+                message = f"it exited with code {code}"
             if capped is not None:
                 capped.wait(1.0)  # the last lines of a server that died are still in the pipe
             tail = _log_tail(log_path, offset) if offset else ""

@@ -1,7 +1,7 @@
 """A tool of a server that cannot start is reported as that, everywhere (issue 24, item 2):
 `plan run`, `tools call`, `plan validate` and the model's tool result in `ask` name the server
-and the reason (the unset variable and its field; the command not found, with the log path);
-nobody says "unknown tool"."""
+and the reason (the unset variable and its field; the command not found; the exit code and the
+last lines of its log), with the log path once it was started; nobody says "unknown tool"."""
 
 from __future__ import annotations
 
@@ -21,10 +21,13 @@ SERVERS = {
     },
     # a misspelt command
     "misspelt": {"command": "mcp-server-tiem", "args": ["--local-timezone", "UTC"]},
+    # a server that exits at once, saying why on stderr
+    "exits": {"command": "sh", "args": ["-c", "echo 'fatal: no config file' >&2; exit 3"]},
 }
 REASONS = {
     "unset": ["args[3]", "${MY_TZ}", "MY_TZ is not set"],
     "misspelt": ["command not found: mcp-server-tiem", "log: "],
+    "exits": ["exited with code 3", "fatal: no config file", "log: "],
 }
 PLAN = """identifier: clock
 name: Clock
