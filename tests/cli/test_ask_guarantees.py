@@ -225,6 +225,6 @@ def test_ask_user_is_answered_on_the_terminal_and_the_answer_stays_off_stdout(
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    assert out.read_text() == "Deploying to eu-west."
+    assert out.read_text() == "Deploying to eu-west.\n"
     [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}

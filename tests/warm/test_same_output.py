@@ -298,7 +298,7 @@ def held_thread(warm: Warm, server: ScriptedModelServer, local: bool) -> tuple[s
 def test_a_busy_thread_is_refused_or_waited_for_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
     warm.start()
     local = held_thread(warm, model_server, local=True)
-    assert local[2:] == ("5", "", 0), local
+    assert local[2:] == ("5\n", "", 0), local
     assert held_thread(warm, model_server, local=False) == local
 
 
