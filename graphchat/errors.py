@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -29,3 +31,19 @@ class ConfigError(GraphchatError):
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message, EXIT_USAGE, hint)
+
+
+def close_matches(word: str, names: Iterable[str]) -> list[str]:
+    """Up to three known names close to `word` (difflib, cutoff 0.6); nothing is corrected."""
+    import difflib
+
+    return difflib.get_close_matches(word, list(dict.fromkeys(names)), n=3, cutoff=0.6)
+
+
+def did_you_mean(word: str, names: Iterable[str], *, close: list[str] | None = None) -> str:
+    """`did you mean a, b or c?` for the names close to `word`; empty when none is."""
+    found = close if close is not None else close_matches(word, names)
+    if not found:
+        return ""
+    listed = found[0] if len(found) == 1 else f"{', '.join(found[:-1])} or {found[-1]}"
+    return f"did you mean {listed}?"

@@ -39,7 +39,11 @@ def load_settings(home: str | None, *, model: str | None = None, needs: str | No
 def needs_model(settings: Settings, role: str) -> None:
     """A model call for `role` is certain: exit 2 now when none is configured, and overlap
     the model library's import with the rest of the start."""
-    settings.model_for(role)
+    from graphchat.llm.keys import check_key, check_model
+
+    config = settings.model_for(role)
+    check_model(config)  # a misspelt provider or model: exit 2 before litellm loads (seconds)
+    check_key(config)  # a missing key: the same, naming the variable; nothing is sent
     from graphchat.llm.runtime import preload_in_background
 
     preload_in_background()
@@ -110,8 +114,8 @@ class Host:
         known yet are awaited (the model must see their tools), the others warm up in the
         background. A server that fails to start is reported, not fatal."""
         self.catalog.prestart()
-        for server, error in (await self.catalog.prepare()).items():
-            self.events.warning(f"MCP server {server}: {error}")
+        for server in await self.catalog.prepare():
+            self.events.warning(self.catalog.start_problem(server) or f"MCP server '{server}' cannot start")
 
     async def aclose(self) -> None:
         """Close the sessions, then the catalog: no server process is left behind. An

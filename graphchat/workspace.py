@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphchat.errors import ConfigError
+from graphchat.errors import ConfigError, did_you_mean
 
 CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner", "sampling")
@@ -83,8 +83,16 @@ def _find_workspace(home: str | os.PathLike[str] | None) -> Path:
             )
         return path.resolve()
     env_home = os.environ.get("GRAPHCHAT_HOME")
-    if env_home:
-        return Path(env_home).expanduser().resolve()
+    if env_home:  # held to the rule of --home: a folder that is no workspace is an error
+        path = Path(env_home).expanduser()
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"GRAPHCHAT_HOME={env_home}: not a directory")
+        if not is_workspace(path):
+            raise ConfigError(
+                f"GRAPHCHAT_HOME={env_home}: not a graphchat workspace (no {CONFIG_NAME}, catalog/, plans/ or threads/)",
+                hint=f"create one with `graphchat init {env_home}`, or unset GRAPHCHAT_HOME",
+            )
+        return path.resolve()
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
         if (folder / CONFIG_NAME).is_file():
@@ -247,14 +255,22 @@ def _parse_config(data: Any) -> dict[str, Any]:
     allowed = {"models", "settings", "approvals", "tools", "user"}
     for key in data:
         if key not in allowed:
-            raise _Problem((key,), f"unknown key `{key}` (expected one of: {', '.join(sorted(allowed))})")
+            guess = did_you_mean(str(key), allowed)
+            raise _Problem(
+                (key,),
+                f"unknown key `{key}` ({guess + ' ' if guess else ''}expected one of: {', '.join(sorted(allowed))})",
+            )
     out: dict[str, Any] = {"models": {}}
     models = data.get("models") or {}
     if not isinstance(models, dict):
         raise _Problem(("models",), "models: expected a mapping of role -> model")
     for role, value in models.items():
         if role not in ROLES:
-            raise _Problem(("models", role), f"models.{role}: unknown role (roles: {', '.join(ROLES)})")
+            guess = did_you_mean(str(role), ROLES)
+            raise _Problem(
+                ("models", role),
+                f"models.{role}: unknown role ({guess + ' ' if guess else ''}roles: {', '.join(ROLES)})",
+            )
         out["models"][role] = _model_config(role, value)
     user = data.get("user") or {}
     if not isinstance(user, dict) or not all(isinstance(v, (str, int, float)) for v in user.values()):
@@ -265,10 +281,8 @@ def _parse_config(data: Any) -> dict[str, Any]:
         raise _Problem(("settings",), "settings: expected a mapping")
     for key, value in settings.items():
         if key not in SETTINGS_KEYS:
-            import difflib
-
-            close = difflib.get_close_matches(str(key), SETTINGS_KEYS, n=1)
-            guess = f"did you mean {close[0]}? " if close else ""
+            guess = did_you_mean(str(key), SETTINGS_KEYS)
+            guess = f"{guess} " if guess else ""
             raise _Problem(
                 ("settings", key),
                 f"settings.{key}: unknown setting ({guess}settings are: {', '.join(SETTINGS_KEYS)})",

@@ -13,6 +13,7 @@ A reply is a dict:
   {"text": "...", "dropmid": True}                    streaming: the connection drops after the first chunk
   {"endless": True}                                   streaming: varied text for ever (until the client leaves)
   {"text": "...", "stall": 30}                        streaming: nothing at all for 30 s after the first chunk
+  {"text": "...", "pause": [12, 3.0]}                 streaming: 3 s of silence after the first 12 characters
   {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}  override usage
 A callable in the script is called with the request body and returns one of the above.
 When the script runs out, `default` is served (a text reply naming the exhaustion).
@@ -240,15 +241,20 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             text = _content(reply)
             pace = float(reply.get("pace", 0))
+            pause_at, pause_s = reply.get("pause") or (None, 0.0)
             if text:
-                for start in range(0, len(text), 8):
-                    chunk({"content": text[start : start + 8]})
-                    if pace:
-                        time.sleep(pace)
-                    if reply.get("dropmid"):
-                        # the connection dies mid-reply: no finish, no [DONE]
-                        self.close_connection = True
-                        return
+                pieces = [text] if pause_at is None else [text[:pause_at], text[pause_at:]]
+                for n, piece in enumerate(pieces):
+                    if n:
+                        time.sleep(float(pause_s))  # the model stops mid-answer, then goes on
+                    for start in range(0, len(piece), 8):
+                        chunk({"content": piece[start : start + 8]})
+                        if pace:
+                            time.sleep(pace)
+                        if reply.get("dropmid"):
+                            # the connection dies mid-reply: no finish, no [DONE]
+                            self.close_connection = True
+                            return
             calls = _tool_calls(reply)
             for index, call in enumerate(calls):
                 fn = call["function"]

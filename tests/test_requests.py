@@ -332,7 +332,7 @@ def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
 
     permitted = graphchat("permit", request_id, "--always", env=model_server.env())
     assert permitted.returncode == 0, permitted.stderr
-    assert permitted.stdout == "I made the file."
+    assert permitted.stdout == "I made the file.\n"
     assert target.exists()
     assert "t__touch" in (tools / "graphchat.yaml").read_text()  # --always: remembered
     assert len(model_server.requests) == 2
@@ -342,7 +342,7 @@ def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
     # the thread goes on as any other
     model_server.push({"text": "Nothing else."})
     more = graphchat("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
-    assert more.returncode == 0 and more.stdout == "Nothing else.", more.stderr
+    assert more.returncode == 0 and more.stdout == "Nothing else.\n", more.stderr
 
 
 def test_deny_gives_the_model_a_refusal(
@@ -356,7 +356,7 @@ def test_deny_gives_the_model_a_refusal(
     request_id = parked_id(graphchat("ask", "Make the file.", env=model_server.env()))
     denied = graphchat("deny", request_id, "--reason", "not today", env=model_server.env())
     assert denied.returncode == 0, denied.stderr
-    assert denied.stdout == "I was not allowed to."
+    assert denied.stdout == "I was not allowed to.\n"
     assert not target.exists()
     (refusal,) = tool_messages(model_server.requests[1])
     assert "t__touch was not run: the user refused it (not today)" in refusal
@@ -380,7 +380,7 @@ def test_ask_user_with_options_parks_and_takes_a_free_answer_as_typed(
     assert request["mode"] == "options" and request["options"] == ["red", "blue"]
     answered = graphchat("answer", request_id, '["teal", 2]', env=model_server.env())
     assert answered.returncode == 0, answered.stderr
-    assert answered.stdout == "Teal it is."
+    assert answered.stdout == "Teal it is.\n"
     (result,) = tool_messages(model_server.requests[1])
     assert json.loads(result) == {"answer": '["teal", 2]', "answered": True}
 

@@ -24,6 +24,10 @@ def test_precedence_home_env_nearest_user(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(project / "sub" / "deeper")
     assert find_workspace() == project
     monkeypatch.setenv("GRAPHCHAT_HOME", str(tmp_path / "envhome"))
+    with pytest.raises(ConfigError) as info:  # held to the rule of --home: not a workspace
+        find_workspace()
+    assert "GRAPHCHAT_HOME" in info.value.message and "graphchat init" in (info.value.hint or "")
+    (tmp_path / "envhome" / "threads").mkdir(parents=True)
     assert find_workspace() == tmp_path / "envhome"
     (tmp_path / "flag" / "plans").mkdir(parents=True)
     assert find_workspace(str(tmp_path / "flag")) == tmp_path / "flag"

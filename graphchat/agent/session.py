@@ -154,11 +154,35 @@ class Session:
         thread = self.thread
         # One turn at a time a thread, across processes: held from the user's message (and the
         # replay it starts) to the turn's closing event.
-        async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
-            if replace_last:
-                thread.append(dict(ev.turn_retracted()))
-            thread.append(dict(ev.user(message)))
-            return await self._run(thread, on_text, on_tools, message)
+        from graphchat.errors import EXIT_USAGE, GraphchatError
+
+        try:
+            async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
+                if replace_last:
+                    thread.append(dict(ev.turn_retracted()))
+                thread.append(dict(ev.user(message)))
+                return await self._run(thread, on_text, on_tools, message)
+        except GraphchatError as exc:
+            if exc.exit_code == EXIT_USAGE and self._only_this_turn(thread):
+                # a configuration mistake (no key, a rejected key, an unknown model) before
+                # anything was answered: no thread is left for `ask -c` to continue
+                self._forget(thread)
+            raise
+
+    def _only_this_turn(self, thread: Thread) -> bool:
+        """The thread holds this turn alone, which failed with no answer from the model."""
+        kinds = [e.get("kind") for e in thread.events()]
+        return kinds.count(ev.USER) == 1 and not any(
+            k in (ev.TURN_END, ev.TURN_PARKED, ev.TURN_RESUMED, ev.ASSISTANT, ev.TOOL_RESULT) for k in kinds
+        )
+
+    def _forget(self, thread: Thread) -> None:
+        import contextlib
+
+        thread.close()
+        with contextlib.suppress(Exception):
+            self.thread_store.remove(thread.id)
+        self._thread = None
 
     def _say(self, message: str) -> None:
         if self.events is not None:

@@ -148,6 +148,14 @@ class ToolSource:
         """Start groups in the background (e.g. while the model library imports)."""
         return None
 
+    def start_problem(self, name: str) -> str | None:
+        """One line naming group `name` and why it cannot start, when that is known."""
+        return None
+
+    def unavailable(self, tool: str) -> str | None:
+        """Why `tool`, a name not listed, is missing when its group cannot start (else None)."""
+        return None
+
     async def prepare(self, names: list[str] | None = None, *, refresh: bool = False) -> dict[str, str]:
         """Make the tool lists of `names` (default: the unprepared ones; all with `refresh`)
         known; returns {group: error} for those that failed."""
@@ -228,6 +236,15 @@ class Catalog:
         """Start groups in the background; errors surface on the calls that need them."""
         for source in self.sources:
             source.prestart(names)
+
+    def start_problem(self, group: str) -> str | None:
+        """One line naming `group` (an MCP server) and why it cannot start, or None."""
+        return next((p for source in self.sources if (p := source.start_problem(group))), None)
+
+    def unavailable(self, name: str) -> str | None:
+        """For a tool name the catalog does not list: the line saying that its server cannot
+        start, when that is why (never "unknown tool" for a tool of a broken server)."""
+        return next((p for source in self.sources if (p := source.unavailable(name))), None)
 
     async def prepare(self, names: Iterable[str] | None = None, *, refresh: bool = False) -> dict[str, str]:
         """Make the tool lists of `names` (default: the unprepared groups; every group with
@@ -316,7 +333,7 @@ class Catalog:
         entry = self._build().get(name)
         started = time.perf_counter()
         if entry is None:
-            result = ToolResult.error(f"unknown tool: {name}")
+            result = ToolResult.error(self.unavailable(name) or unknown_tool(name, self._build()))
             if events:
                 events.tool_finished(name, 0.0, True, result.error_message)
             return result
@@ -374,6 +391,30 @@ class Catalog:
                 await closer()
             except Exception:
                 pass
+
+
+def similar_tools(name: str, names: Iterable[str]) -> list[str]:
+    """Catalog names a mistyped or bare tool name may have meant, at most three: those whose
+    tool part is `name` (`lookup` -> `probe__lookup`), then the close ones (difflib, cutoff
+    0.6) by whole name or by tool part. Nothing is corrected."""
+    from graphchat.errors import close_matches
+
+    known = builtins.list(dict.fromkeys(names))
+    found = [n for n in known if n.endswith(f"__{name}")]
+    parts: dict[str, builtins.list[str]] = {}
+    for n in known:
+        parts.setdefault(n.partition("__")[2] or n, []).append(n)
+    found += close_matches(name, known)
+    found += [n for part in close_matches(name.partition("__")[2] or name, parts) for n in parts[part]]
+    return builtins.list(dict.fromkeys(found))[:3]
+
+
+def unknown_tool(name: str, names: Iterable[str]) -> str:
+    """`unknown tool: x`, with the names it may have meant."""
+    from graphchat.errors import did_you_mean
+
+    guess = did_you_mean(name, (), close=similar_tools(name, names))
+    return f"unknown tool: {name}" + (f" ({guess})" if guess else "")
 
 
 def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:

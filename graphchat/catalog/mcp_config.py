@@ -143,6 +143,30 @@ class ServerConfig:
             raise ConfigError(f"server '{self.name}': cwd {expanded.cwd} {what}")
         return expanded
 
+    def start_problem(self) -> str | None:
+        """Why this server cannot start, found without starting it: an unset variable (with
+        its field), a missing `cwd`, a command that is not on PATH. None: nothing known."""
+        try:
+            expanded = self.expanded_to_start()
+        except GraphchatError as exc:
+            return exc.message.removeprefix(f"MCP server '{self.name}': ").removeprefix(
+                f"server '{self.name}': "
+            )
+        command = expanded.command
+        if self.transport != "stdio" or not command:
+            return None
+        import shutil
+
+        if os.sep in command:
+            path = command if os.path.isabs(command) else os.path.join(expanded.cwd or ".", command)
+            found = os.path.isfile(path) and os.access(path, os.X_OK)
+        else:
+            found = (
+                shutil.which(command, path=(expanded.env or {}).get("PATH", os.environ.get("PATH")))
+                is not None
+            )
+        return None if found else f"command not found: {command}"
+
     def wants_tool(self, tool: str) -> bool:
         """include_tools / exclude_tools (names or globs) decide what the catalog shows."""
         from fnmatch import fnmatchcase

@@ -71,6 +71,16 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def cannot_start(server: str, reason: str, log_path: Path | None = None) -> str:
+    """The one line every command gives for a server that cannot start: the server, the
+    reason (the unset variable and its field, the command not found, the server's last log
+    lines) and its log file."""
+    for prefix in ("failed to start: ", f"MCP server '{server}': ", f"server '{server}': "):
+        reason = reason.removeprefix(prefix)
+    where = f" (log: {log_path})" if log_path is not None and log_path.exists() else ""
+    return f"MCP server '{server}' cannot start: {reason}{where}"
+
+
 def _log_tail(path: Path, offset: int, lines: int = 2) -> str:
     """The last lines the server wrote to its log since `offset` (for error messages)."""
     try:
@@ -198,10 +208,11 @@ class Connection:
         log_path = self.log_path
         offset = 0
         capped = None
+        spawned: list[Any] = []
         try:
             expanded = self.config.expanded_to_start()  # unset ${VAR}, missing cwd: fail before starting
             async with AsyncExitStack() as stack:
-                stack.enter_context(server_groups())  # last out: kills what the server left behind
+                spawned = stack.enter_context(server_groups())  # last out: kills what the server left behind
                 from graphchat.catalog.mcp_logs import CappedLog
 
                 # The server's stderr through a pipe into a capped, rotated log file; when that
@@ -259,6 +270,11 @@ class Connection:
                 message = f"no answer to the MCP handshake within {START_TIMEOUT_S:g} s"
             else:
                 message = describe(exc).removeprefix(f"MCP server '{self.name}': ")
+            from graphchat.catalog.process_groups import exit_code
+
+            code = exit_code(spawned)
+            if code is not None and message.startswith("connection closed"):
+                message = f"it exited with code {code}"
             if capped is not None:
                 capped.wait(1.0)  # the last lines of a server that died are still in the pipe
             tail = _log_tail(log_path, offset) if offset else ""
@@ -415,7 +431,7 @@ class Connection:
         try:
             client = await self.ensure()
         except ServerUnavailable as exc:
-            return self._error(str(exc))
+            return ToolResult.error(cannot_start(self.name, str(exc), self.log_path), server=self.name)
         runner = self._task
         timeout = self.config.timeout_s
         self._call_ids += 1

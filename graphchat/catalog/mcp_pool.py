@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.mcp_cache import ServerFiles
 from graphchat.catalog.mcp_config import ServerConfig, load_servers
-from graphchat.catalog.mcp_connection import Connection, ServerUnavailable, describe
+from graphchat.catalog.mcp_connection import Connection, ServerUnavailable, cannot_start, describe
 
 if TYPE_CHECKING:
     from graphchat.catalog.approvals import PolicyApprover
@@ -90,6 +90,25 @@ class McpSource(ToolSource):
     def _warn(self, message: str) -> None:
         if self.events is not None:
             self.events.warning(message)
+
+    def start_problem(self, name: str) -> str | None:
+        """One line saying why server `name` cannot start (this run's failed start, else what
+        its configuration shows without starting it, else its last recorded failure), or None."""
+        config = self.server(name)
+        if config is None:
+            return None
+        conn = self._connections.get(name)
+        reason = conn.last_error if conn is not None and conn.state == "failed" else None
+        reason = reason or config.start_problem() or self.files.failed_start(config)
+        return None if reason is None else cannot_start(name, reason, self.files.log_path(name))
+
+    def unavailable(self, tool: str) -> str | None:
+        """Why `tool`, a name the catalog does not list, is missing when it is a tool of a
+        server whose tool list is unknown because the server cannot start."""
+        config = next((s for s in self.servers if tool.startswith(s.name + "__")), None)
+        if config is None or self.files.cached(config) is not None:
+            return None
+        return self.start_problem(config.name)
 
     def _tools_read(self, config: ServerConfig, tools: list[dict[str, Any]]) -> None:
         """A server started (or was asked again): refresh its cache and its status."""

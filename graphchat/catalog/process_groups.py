@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-_spawned: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("graphchat_spawned", default=None)
+_spawned: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("graphchat_spawned", default=None)
 
 
 def _note_spawns() -> None:
@@ -29,9 +29,9 @@ def _note_spawns() -> None:
 
     async def noted(*args: Any, **kwargs: Any) -> Any:
         process = await spawn(*args, **kwargs)
-        pids = _spawned.get()
-        if pids is not None:
-            pids.append(process.pid)
+        spawned = _spawned.get()
+        if spawned is not None:
+            spawned.append(process)
         return process
 
     noted.graphchat_noted = True  # type: ignore[attr-defined]
@@ -45,15 +45,25 @@ def kill_group(pgid: int) -> None:
 
 
 @contextmanager
-def server_groups() -> Iterator[list[int]]:
-    """Within the block, stdio servers spawned by this task are noted; at its end their
-    process groups are killed. Enter it before the transport, so it exits after it."""
+def server_groups() -> Iterator[list[Any]]:
+    """Within the block, stdio servers spawned by this task are noted (their processes: a
+    server that exited says its exit code); at its end their process groups are killed.
+    Enter it before the transport, so it exits after it."""
     _note_spawns()
-    pids: list[int] = []
-    token = _spawned.set(pids)
+    processes: list[Any] = []
+    token = _spawned.set(processes)
     try:
-        yield pids
+        yield processes
     finally:
         _spawned.reset(token)
-        for pid in pids:
-            kill_group(pid)
+        for process in processes:
+            kill_group(process.pid)
+
+
+def exit_code(processes: list[Any]) -> int | None:
+    """The exit code of the first noted server that exited by itself (not killed), else None."""
+    for process in processes:
+        code = getattr(process, "returncode", None)
+        if isinstance(code, int) and code > 0:
+            return code
+    return None

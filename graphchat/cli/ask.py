@@ -420,7 +420,7 @@ class TerminalFront:
             self.writer.finish()
         else:
             sys.stdout.write(content)
-            if sys.stdout.isatty() and not content.endswith("\n"):
+            if content and not content.endswith("\n"):
                 sys.stdout.write("\n")
             sys.stdout.flush()
 
@@ -556,11 +556,14 @@ def resume_ask(store: Any, record: Any) -> int:
 class _StdoutWriter:
     """The answer's text on stdout, and nothing else there.
 
-    On a terminal the text streams as it arrives; text the model wrote before calling tools
+    On a terminal the text streams as it arrives: finished markdown blocks are printed for
+    good, the block still being written is shown live below them (the growing tail, redrawn
+    at each piece of text, as the chat shows it); text the model wrote before calling tools
     (narration) is ended with its own line break, so a tool line never glues to it. Elsewhere
-    (a pipe, a file) each round's text is held until it is known to be the answer: narration
-    goes to stderr (dimmed on a terminal; a `narration` event on a JSONL sink), so stdout is
-    the final answer byte for byte.
+    (a pipe, a file) each round's text is held until the round ends and it is known to be
+    the answer (no tool call follows), then written at once: narration goes to stderr
+    (dimmed on a terminal; a `narration` event on a JSONL sink), so stdout is the final
+    answer byte for byte, ended with a newline when the answer lacks one.
     """
 
     def __init__(self, events: Any = None) -> None:
@@ -571,9 +574,7 @@ class _StdoutWriter:
         self.held: list[str] = []
         self.markdown: Any = None
         if self.tty and os.environ.get("TERM") != "dumb":
-            from graphchat.chat.render import MarkdownStream
-
-            self.markdown = MarkdownStream(self.stream)  # rendered as the chat renders it
+            self.markdown = LiveMarkdown(self.stream)  # rendered as the chat renders it
 
     def write(self, text: str) -> None:
         if not self.tty:
@@ -623,8 +624,65 @@ class _StdoutWriter:
             self.stream.flush()
             return
         if self.held and complete:
-            self.stream.write("".join(self.held))
+            answer = "".join(self.held)
+            self.stream.write(answer)
+            self.last = answer[-1:] or self.last
         self.held.clear()
-        if self.tty and self.last and self.last != "\n":
+        if self.last and self.last != "\n" and (complete or self.tty):
             self.stream.write("\n")
+            self.last = "\n"
         self.stream.flush()
+
+
+class LiveMarkdown:
+    """Markdown streamed on a terminal: finished blocks printed once (MarkdownStream), the
+    block still growing drawn below them in a transient region, cropped to the screen, and
+    redrawn at every piece of text (never from a timer: the same text gives the same bytes,
+    warm or local). What stays on the screen is the whole text rendered at once."""
+
+    def __init__(self, stream: Any) -> None:
+        from graphchat.chat.render import MarkdownStream
+
+        self.blocks = MarkdownStream(stream)
+        self.console = self.blocks.console
+        self.live: Any = None
+
+    def write(self, text: str) -> None:
+        self.blocks.write(text)
+        tail = self.blocks.pending
+        if not tail.strip():
+            if self.live is not None:
+                self.live.update("", refresh=True)
+            return
+        from graphchat.chat.render import CODE_THEME, TailView
+
+        view = TailView(
+            tail,
+            [],
+            max_lines=self.console.height - 2,
+            code_theme=CODE_THEME,
+            gap=bool(self.blocks.segment.strip()),
+        )
+        if self.live is None:
+            from rich.live import Live
+
+            self.live = Live(
+                view,
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+                vertical_overflow="crop",
+            )
+            self.live.start(refresh=True)
+        else:
+            self.live.update(view, refresh=True)
+
+    def end(self) -> None:
+        """The tail's region goes; what was pending is printed for good."""
+        if self.live is not None:
+            live, self.live = self.live, None
+            live.update("", refresh=False)
+            live.stop()
+        self.blocks.end()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 # Before anything can import litellm: no network fetch of the cost map at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -25,6 +26,22 @@ GROUPS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose "invalid choice" (a misspelt command) names the close ones."""
+
+    def error(self, message: str) -> NoReturn:
+        import re
+
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            from graphchat.errors import did_you_mean
+
+            guess = did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
+            if guess:
+                message = f"{message}; {guess}"
+        super().error(message)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; `only`: the one command group the arguments name (the others are not
     imported: a warm `ask` starts in tens of milliseconds, and ten groups cost twenty)."""
@@ -32,7 +49,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     from graphchat import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="graphchat",
         description="A terminal chat agent over MCP tools and YAML plans.",
     )

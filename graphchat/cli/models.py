@@ -265,7 +265,7 @@ def provider_of(model: str) -> str:
     entry = model_map().get(model)
     if entry and isinstance(entry.get("litellm_provider"), str):
         return str(entry["litellm_provider"])
-    from graphchat.llm.errors import provider_of as guess
+    from graphchat.llm.keys import provider_of as guess
 
     return guess(model)
 

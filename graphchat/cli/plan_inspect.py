@@ -363,14 +363,20 @@ def run_validate(args: argparse.Namespace) -> int:
         for server in sorted(_server_prefixes(plan)):
             if server not in servers.configured or servers.cached.get(server):
                 continue
-            why = (
-                f"its start failed: {start_errors[server]}"
-                if server in start_errors
-                else (
-                    "its tool list is not known (--offline)" if args.offline else "its tool list is not known"
+            cannot = catalog.start_problem(server) if catalog is not None else None
+            if cannot is not None:  # the server, why it cannot start, its log
+                unchecked = f"{cannot}; the plan's tool names of it could not be checked"
+            else:
+                why = (
+                    f"its start failed: {start_errors[server]}"
+                    if server in start_errors
+                    else (
+                        "its tool list is not known (--offline)"
+                        if args.offline
+                        else "its tool list is not known"
+                    )
                 )
-            )
-            unchecked = f"tool names of MCP server '{server}' could not be checked: {why}"
+                unchecked = f"tool names of MCP server '{server}' could not be checked: {why}"
             (problems if args.strict else notes).append(unchecked)
         reports.append(
             {

@@ -160,9 +160,18 @@ async def _afind(catalog: Any, settings: Any, name: str) -> Any:
         spec = catalog.get(name)
         if spec is not None:
             return spec
-    import difflib
+    server = next((g for g in catalog.groups() if name.startswith(g + "__")), None)
+    if server is not None and catalog.unavailable(name) is not None:
+        # a server whose last start failed: asked for by name, it is tried again (the cause
+        # may be fixed by now); still failing, the error says why, not "unknown tool"
+        await catalog.prepare([server])
+        spec = catalog.get(name)
+        if spec is not None:
+            return spec
+        raise GraphchatError(catalog.unavailable(name) or f"unknown tool: {name}", 1)
+    from graphchat.catalog.base import similar_tools
 
-    close = difflib.get_close_matches(name, [s.name for s in catalog.list()], n=3)
+    close = similar_tools(name, [s.name for s in catalog.list()])
     hint = f"did you mean: {', '.join(close)}?" if close else "see `graphchat tools list`"
     raise GraphchatError(f"unknown tool: {name}", 1, hint=hint)
 

@@ -16,21 +16,6 @@ _PROVIDER = re.compile(r"\w*Exception - ", re.S)
 _RETRIED = re.compile(r"\s*LiteLLM Retried: \d+ times?.*$", re.S)
 _MAX_MESSAGE = 300
 
-# The key variable each provider reads (litellm's conventions); the rest follow <PROVIDER>_API_KEY.
-_KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "vertex_ai": "GOOGLE_APPLICATION_CREDENTIALS",
-    "azure": "AZURE_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "xai": "XAI_API_KEY",
-}
-
 
 def provider_message(exc: BaseException) -> str:
     """The provider's own words from a litellm error, on one line, without litellm's decorations."""
@@ -44,20 +29,11 @@ def provider_message(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def provider_of(model: str) -> str:
-    if "/" in model:
-        return model.split("/", 1)[0]
-    lowered = model.lower()
-    if lowered.startswith("claude"):
-        return "anthropic"
-    if lowered.startswith("gemini"):
-        return "gemini"
-    return "openai"
-
-
 def key_variable(model: str) -> str:
+    from graphchat.llm.keys import KEY_VARIABLES, provider_of
+
     provider = provider_of(model)
-    return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
+    return KEY_VARIABLES.get(provider, (f"{provider.upper()}_API_KEY",))[0]
 
 
 def check_configuration(litellm: Any, config: ModelConfig) -> None:

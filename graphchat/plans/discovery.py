@@ -109,9 +109,12 @@ class PlanIndex:
         for path, failure in self.errors.items():
             if path.stem == ident or self.raw_ids.get(path) == ident:
                 raise GraphchatError(load_error_message(f"plan '{ident}'", failure))
+        from graphchat.errors import did_you_mean
+
         known = ", ".join(sorted(self.plans)) or "none"
+        guess = did_you_mean(ident, self.plans)
         raise GraphchatError(
-            f"unknown plan '{ident}' (known plans: {known})",
+            f"unknown plan '{ident}' ({guess + ' ' if guess else ''}known plans: {known})",
             hint=f"plans are the *.yaml files under {self.plans_dir}",
         )
 

@@ -118,6 +118,29 @@ def locate(source: str | Path, problems: list[str]) -> list[str]:
 # --- the loader --------------------------------------------------------------------------------
 
 
+def cached_tool_names(path: Path | None) -> list[str]:
+    """The catalog names of the MCP tools the workspace of plan file `path` has cached (read
+    from `catalog/cache/`, nothing started): what a bare tool name may have meant."""
+    if path is None:
+        return []
+    import orjson
+
+    from graphchat.catalog.naming import tool_name
+
+    for folder in path.resolve().parents:
+        cache = folder / "catalog" / "cache"
+        if cache.is_dir():
+            names = []
+            for file in sorted(cache.glob("*-*.json")):
+                try:
+                    doc = orjson.loads(file.read_bytes())
+                    names += [tool_name(doc["server"], t["name"]) for t in doc["tools"]]
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+            return names
+    return []
+
+
 class _Loader:
     def __init__(self, source: str, node: Any) -> None:
         self.source = source
@@ -129,6 +152,7 @@ class _Loader:
         self.seen_ids: dict[tuple[str, str], str] = {}  # (body label or "", id) -> first label
         self.warnings: list[str] = []  # ignored fields, as graph ignores them
         self.refused: set[str] = set()  # labels of steps whose tool name was refused
+        self.path: Path | None = None
 
     # -- reporting
 
@@ -274,6 +298,7 @@ class _Loader:
     # -- plan
 
     def load(self, data: Any, path: Path | None) -> Plan:
+        self.path = path
         if not isinstance(data, Mapping):
             got = "an empty file" if data is None else yaml_kind(data)
             self.plan_problem("plan", f"a plan file must hold a mapping (identifier, name, ...), got {got}")
@@ -596,10 +621,16 @@ class _Loader:
         if control is not None or tool == "plan_and_execute":
             return True
         if "__" not in tool:
+            from graphchat.catalog.base import similar_tools
+            from graphchat.errors import did_you_mean
+
+            guess = did_you_mean(
+                tool, (), close=similar_tools(tool, [*CONTROL, *cached_tool_names(self.path)])
+            )
             report(
                 "tool_name",
                 f"{tool!r} is neither a namespaced tool (server__tool, plan__x, builtin__x) "
-                f"nor a control step ({', '.join(sorted(CONTROL))})",
+                f"nor a control step ({', '.join(sorted(CONTROL))})" + (f"; {guess}" if guess else ""),
             )
             return False
         if not re.match(r"^[A-Za-z0-9_-]+$", tool):

@@ -295,11 +295,13 @@ class StepRunner(Protocol):
 
 
 async def prepare_servers(catalog: Catalog, names: set[str]) -> None:
-    """Start the needed servers whose tool list was never cached, so their tools resolve.
+    """Start every server the plan names, together, at its start (not one by one as steps
+    reach them), and wait for the tool lists never cached, so their tools resolve.
 
-    Servers already cached start lazily on their first call. A server that fails to start is
-    reported by the call that needs it (naming the server), not here.
+    A server that fails to start is reported by the call that needs it (naming the server and
+    why), not here.
     """
+    catalog.prestart(sorted(names & set(catalog.groups())))  # in the background, in parallel
     wanted = [n for n in catalog.unprepared(retry_failed=True) if n in names]  # a plan needs them
     if wanted:
         await catalog.prepare(wanted)

@@ -187,6 +187,10 @@ def tool_problem(
     if tool == "plan_and_execute":
         return "`plan_and_execute` (a core tool) is not in this catalog"
     prefix, _, rest = tool.partition("__")
+    if not rest:  # a bare name: tools are `server__tool`
+        from graphchat.catalog.base import unknown_tool
+
+        return f"{unknown_tool(tool, (s.name for s in catalog.list()))}; tool names are server__tool"
     if prefix == "plan":
         known = plans or {}
         if rest in known or rest == self_id:

@@ -490,6 +490,12 @@ class ThreadStore:
         from graphchat.errors import GraphchatError
 
         recent = [info.id for info in self.list()[:RECENT_IDS_SHOWN]]
+        wanted = message.rsplit(" ", 1)[-1].strip("'")
+        from graphchat.errors import did_you_mean
+
+        guess = did_you_mean(wanted, self._ids())
+        if guess:
+            message += f" ({guess})"
         if recent:
             message += "; recent threads: " + ", ".join(recent)
         else:

@@ -112,13 +112,13 @@ def test_a_second_writer_waits_and_then_replays_the_first_turn_whole(
         line = second.stderr.readline()  # the first thing it says: it is waiting, and for whom
         assert f"thread {thread_id} is busy" in line and f"pid {held.proc.pid}" in line, line
         code, stdout, stderr = held.finish()
-        assert (code, stdout) == (0, "first writer done"), stderr
+        assert (code, stdout) == (0, "first writer done\n"), stderr
         stdout, stderr = second.communicate(timeout=60)
     finally:
         second.kill()
         second.communicate()
     assert second.returncode == 0, stderr
-    assert stdout == "second writer done"
+    assert stdout == "second writer done\n"
     sent = model_server.requests[-1]["messages"]
     assert [(m["role"], m.get("content")) for m in sent if m["role"] != "tool"] == [
         ("user", "start a thread"),
@@ -158,7 +158,7 @@ def test_no_wait_fails_at_once_with_one_clear_line_and_writes_nothing(
     assert len(model_server.requests) == requests_before  # the model was never asked
     assert thread_events(workspace, thread_id) == events_before  # nothing written
     code, stdout, stderr = held.finish()
-    assert (code, stdout) == (0, "first writer done"), stderr
+    assert (code, stdout) == (0, "first writer done\n"), stderr
 
 
 def test_threads_rm_during_a_turn_does_not_crash_it(
@@ -172,7 +172,7 @@ def test_threads_rm_during_a_turn_does_not_crash_it(
     assert removed.returncode == 0, removed.stderr
     code, stdout, stderr = held.finish()
     assert code == 0, stderr
-    assert stdout == "first writer done"
+    assert stdout == "first writer done\n"
     assert "error" not in stderr and "Traceback" not in stderr
     assert not (workspace / "threads" / thread_id).exists()  # and the turn did not bring it back
     listed = graphchat("threads", "list", "--json")

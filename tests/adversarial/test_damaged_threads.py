@@ -85,7 +85,7 @@ def test_ask_continues_a_damaged_thread(
     done = graphchat("ask", "and then?", *args, env=model_server.env())
     no_crash(done.stderr)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "continued"
+    assert done.stdout == "continued\n"
     sent = model_server.requests[0]["messages"]
     assert sent[-1] == {"role": "user", "content": "and then?"}
     if how != "only_meta":

@@ -94,7 +94,7 @@ def test_an_interrupted_parallel_round_is_replayed_with_what_completed(
     thread_id = only_thread(workspace)
     done = graphchat("ask", "--thread", thread_id, "go on", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "picking up where we left off"
+    assert done.stdout == "picking up where we left off\n"
 
     sent = model_server.requests[-1]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "tool", "user"]

@@ -107,7 +107,7 @@ def test_a_server_exiting_on_eof_does_not_leave_its_children_running(
         done = graphchat("ask", "wait a moment", env=model_server.env())
         pids = server_pids(marker)
         assert done.returncode == 0, done.stderr
-        assert done.stdout == "waited"
+        assert done.stdout == "waited\n"
         assert gone(pids["server"])
         assert gone(pids["grandchild"]), "the server's child outlived graphchat"
     finally:

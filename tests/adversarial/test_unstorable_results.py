@@ -41,7 +41,7 @@ def test_a_deep_or_huge_integer_result_does_not_fail_the_turn(
     )
     done = graphchat("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "All four answered."
+    assert done.stdout == "All four answered.\n"
     assert "cancelled" not in done.stderr and "internal error" not in done.stderr
     results = tool_messages(model_server.requests[-1])
     assert len(results) == 4

@@ -54,7 +54,7 @@ def test_ask_survives_a_bomb_plan(
     model_server.push({"text": "fine"})
     done = graphchat("ask", "hello", env=model_server.env(), timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "fine"
+    assert done.stdout == "fine\n"
     offered = [t["function"]["name"] for t in model_server.requests[0].get("tools", [])]
     assert "plan__fine" in offered and "plan__bomb" not in offered
 

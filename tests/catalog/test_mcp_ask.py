@@ -49,7 +49,7 @@ def test_eight_calls_to_one_slow_server_take_one_round_of_about_one_calls_time(
     )
     done = graphchat("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "all done"
+    assert done.stdout == "all done\n"
     assert len(model_server.requests) == 3  # the 8 calls were one round
     results = tool_messages(model_server.requests[2])[1:]
     assert [json.loads(m["content"])["result"] for m in results] == [f"c{i}: slept 0.5s" for i in range(8)]
@@ -78,7 +78,7 @@ def test_a_server_crashing_mid_call_is_an_error_and_the_turn_still_answers(
     )
     done = graphchat("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "recovered"
+    assert done.stdout == "recovered\n"
     slow, crash = tool_messages(model_server.requests[1])
     assert "MCP server 't'" in crash["content"] and "crashed" in crash["content"]
     assert "MCP server 't'" in slow["content"]
@@ -98,7 +98,7 @@ def test_a_destructive_tool_in_a_headless_ask_is_refused_and_the_model_is_told(
     # --no-park: refused at once (without it the turn parks for a person: test_requests.py)
     done = graphchat("ask", "delete it", "--no-park", env=model_server.env())
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "I could not delete it."
+    assert done.stdout == "I could not delete it.\n"
     told = tool_messages(model_server.requests[1])[0]["content"]
     assert "was not run" in told and "approval" in told
     assert victim.exists()

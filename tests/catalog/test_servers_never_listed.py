@@ -32,7 +32,7 @@ def test_uncached_servers_are_seen_by_the_model_and_called_in_one_round(
     )
     done = graphchat("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "done"
+    assert done.stdout == "done\n"
     first = {t["function"]["name"] for t in model_server.requests[0]["tools"]}
     assert {"ask_user", "t__whoami", "t__stamp", "low__tool_001", "low__tool_000"} <= first
     results = [m["content"] for m in model_server.requests[1]["messages"] if m["role"] == "tool"]

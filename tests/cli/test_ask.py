@@ -42,7 +42,7 @@ def test_ask_prints_exactly_the_answer_and_keeps_a_titled_thread(
     model_server.push({"text": "Hello! **Nice** to meet you."})
     done = graphchat("ask", "hi there\nsecond line", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "Hello! **Nice** to meet you."
+    assert done.stdout == "Hello! **Nice** to meet you.\n"
     assert done.stderr == ""  # no banners, no warnings, no tool lines
     [request] = model_server.requests
     assert request["messages"] == [{"role": "user", "content": "hi there\nsecond line"}]
@@ -82,7 +82,7 @@ def test_three_slow_tool_calls_run_in_parallel_and_return_in_call_order(
     )
     done = graphchat("ask", "sleep thrice", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "all three slept"
+    assert done.stdout == "all three slept\n"
     second = model_server.requests[1]["messages"]
     call_ids = [call["id"] for call in second[1]["tool_calls"]]
     results = second[2:]
@@ -106,7 +106,7 @@ def test_thread_flag_sends_the_whole_earlier_conversation(
     first_id = only_thread(workspace)
     done = graphchat("ask", "second", "--thread", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "second answer"
+    assert done.stdout == "second answer\n"
     sent = model_server.requests[2]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[0]["content"] == "first" and sent[3]["content"] == "first answer"
@@ -163,7 +163,7 @@ def test_sigkill_mid_tool_call_leaves_a_thread_that_replays_without_orphans(
     assert "debug__sleep" in shown.stdout
     done = graphchat("ask", "what happened?", "--thread", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "resumed"
+    assert done.stdout == "resumed\n"
     sent = model_server.requests[1]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
     assert sent[2]["tool_call_id"] == sent[1]["tool_calls"][0]["id"]
@@ -206,7 +206,7 @@ def test_429_then_success_retries_once(graphchat: GraphchatRunner, model_server:
     model_server.push({"error": 429, "retry_after": 0}, {"text": "worth the wait"})
     done = graphchat("ask", "hi", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "worth the wait" and done.stderr == ""
+    assert done.stdout == "worth the wait\n" and done.stderr == ""
     assert len(model_server.requests) == 2
 
 
@@ -223,8 +223,7 @@ def test_401_is_one_clear_line_and_exit_2(
     assert len(lines) <= 2 and "GRAPHCHAT_API_KEY" in done.stderr  # the line, and what to check
     assert "Traceback" not in done.stderr and "LiteLLM" not in done.stderr
     assert len(model_server.requests) == 1
-    events = thread_events(workspace, only_thread(workspace))
-    assert events[-1]["kind"] == "turn_failed"
+    assert not [p for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]  # no thread left
 
 
 def test_piped_stdin_is_appended_as_context(
@@ -233,7 +232,7 @@ def test_piped_stdin_is_appended_as_context(
     model_server.push({"text": "summary"})
     done = graphchat("ask", "summarise this", input="line one\nline two\n", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "summary"
+    assert done.stdout == "summary\n"
     content = model_server.requests[0]["messages"][0]["content"]
     assert content.startswith("summarise this\n\n") and content.endswith("line one\nline two")
 
@@ -248,7 +247,7 @@ def test_jsonl_events_and_no_stream(graphchat: GraphchatRunner, model_server: Sc
         "ask", "go", "--no-stream", "--no-park", env=env_for(model_server, GRAPHCHAT_EVENTS="jsonl")
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "finished"
+    assert done.stdout == "finished\n"
     events = [json.loads(line) for line in done.stderr.splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds.count("llm_call") == 2 and kinds.count("agent_round") == 2
@@ -271,7 +270,7 @@ def test_answers_file_answers_ask_user(
     )
     done = graphchat("ask", "deploy", "--answers", str(answers), env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "eu-west it is"
+    assert done.stdout == "eu-west it is\n"
     [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}
 
@@ -321,7 +320,7 @@ def test_continue_flag_and_a_message_taken_for_a_thread_id(
     model_server.push({"text": "first"}, {"text": "second"})
     assert graphchat("ask", "hello", env=env_for(model_server)).returncode == 0
     done = graphchat("ask", "-c", "and the docs?", env=env_for(model_server))
-    assert (done.returncode, done.stdout) == (0, "second"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "second\n"), done.stderr
     assert only_thread(workspace)  # one thread: the same one went on
     last = model_server.requests[-1]["messages"]
     assert [m["content"] for m in last if m["role"] == "user"] == ["hello", "and the docs?"]
@@ -340,7 +339,7 @@ def test_a_settable_system_prompt_reaches_the_model_first(
     (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: voice.md\n")
     model_server.push({"text": "arr"})
     done = graphchat("ask", "hi", env=env_for(model_server))
-    assert (done.returncode, done.stdout) == (0, "arr"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "arr\n"), done.stderr
     first = model_server.requests[-1]["messages"][0]
     assert first == {"role": "system", "content": "Answer like a pirate."}
     assert "pirate" not in (workspace / "threads" / only_thread(workspace) / "messages.jsonl").read_text()

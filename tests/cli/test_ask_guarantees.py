@@ -42,7 +42,7 @@ def test_secrets_never_reach_the_thread_files(
     env = {**env_for(model_server), "GRAPHCHAT_API_KEY": API_KEY, "DB_PASS": SERVER_PASSWORD}
     done = graphchat("ask", f"my key is {API_KEY}, remember it", env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"Your key is {API_KEY} and the password {SERVER_PASSWORD}."  # the person sees it
+    assert done.stdout == f"Your key is {API_KEY} and the password {SERVER_PASSWORD}.\n"  # the person sees it
     # the model was called with the key (it is the real one) ...
     assert model_server.requests and all(r for r in model_server.requests)
     folder = workspace / "threads" / only_thread(workspace)
@@ -73,7 +73,7 @@ def test_a_long_history_is_trimmed_to_a_small_context_window_with_a_note(
     model_server.push({"text": "still here"})
     done = graphchat("ask", "and now?", "--thread", thread.id, env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "still here"
+    assert done.stdout == "still here\n"
     assert "left out to fit the model's context window" in done.stderr  # the person is told too
     sent = model_server.requests[0]["messages"]
     assert sent[0]["role"] == "user" and "omitted to fit the model's context window" in sent[0]["content"]
@@ -198,7 +198,7 @@ def test_an_empty_message_is_a_usage_error_and_piped_input_alone_is_a_question(
     model_server.push({"text": "a haiku"})
     done = graphchat("ask", "", input="write a haiku\n", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "a haiku"
+    assert done.stdout == "a haiku\n"
     assert model_server.requests[0]["messages"] == [{"role": "user", "content": "write a haiku"}]
 
 
@@ -225,6 +225,6 @@ def test_ask_user_is_answered_on_the_terminal_and_the_answer_stays_off_stdout(
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    assert out.read_text() == "Deploying to eu-west."
+    assert out.read_text() == "Deploying to eu-west.\n"
     [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}

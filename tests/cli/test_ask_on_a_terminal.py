@@ -12,12 +12,33 @@ from tests.chat.test_pty import plain
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
 
+_TOKEN = re.compile(r"\x1b\[\??([\d;]*)([A-Za-z])|\x1b\][^\x07]*\x07|\r\n|\n|\r|[^\x1b\r\n]+|\x1b")
+
 
 def screen(raw: str) -> str:
-    """What stays on the terminal: a line erased by the spinner (`\\r ESC[2K`) keeps only what
-    was written after the erase."""
-    lines = raw.replace("\r\n", "\n").split("\n")
-    return plain("\n".join(line.rsplit("\x1b[2K", 1)[-1] for line in lines))
+    """What stays on the terminal: the text as a terminal shows it once everything was
+    written — lines erased (`ESC[2K`) and rewritten after the cursor moved up (`ESC[nA`, as
+    the spinner and the answer's live tail do) keep only what was written last."""
+    lines, row, col = [""], 0, 0
+    for match in _TOKEN.finditer(raw):
+        token = match.group(0)
+        if token in ("\r\n", "\n"):
+            row, col = row + 1, 0
+            if row == len(lines):
+                lines.append("")
+        elif token == "\r":
+            col = 0
+        elif match.group(2) == "A":
+            row = max(0, row - int(match.group(1) or 1))
+        elif match.group(2) == "K":
+            lines[row] = "" if match.group(1) == "2" else lines[row][:col]
+        elif match.group(2) or token.startswith("\x1b"):
+            continue  # colours, the cursor shown or hidden, titles
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + token + line[col + len(token) :]
+            col += len(token)
+    return plain("\n".join(lines))
 
 
 def run_on_terminal(workspace: Path, server: ScriptedModelServer, *args: str) -> str:
@@ -67,7 +88,7 @@ def test_narration_before_tool_calls_is_not_part_of_the_answer(
         capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "It is noon in both."
+    assert done.stdout == "It is noon in both.\n"
     lines = done.stderr.splitlines()
     assert lines[0] == "Let me check both clocks."
     assert lines[1].startswith("→ debug__sleep")
@@ -122,7 +143,7 @@ def test_a_spinner_shows_the_wait_on_a_terminal_and_never_in_a_pipe(
         env=clean_env(model_server.env(), workspace.parent),
         capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
     )  # fmt: skip
-    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "slow answer", "")
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "slow answer\n", "")
     jsonl = subprocess.run(
         [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "again"],
         env=clean_env({**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"}, workspace.parent),

@@ -132,7 +132,9 @@ def test_unknown_plan_lists_the_known_ones(reference_ws: Path, graphchat: Graphc
     result = graphchat("plan", "validate", "world_clok")
     assert result.returncode == 1
     known = ", ".join(sorted(p.stem for p in REFERENCE))
-    assert f"error: unknown plan 'world_clok' (known plans: {known})" in result.stderr
+    assert (
+        f"error: unknown plan 'world_clok' (did you mean world_clock? known plans: {known})" in result.stderr
+    )
 
 
 def test_missing_required_servers_are_a_note_for_a_file_and_a_problem_by_name(

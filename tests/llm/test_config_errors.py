@@ -27,7 +27,7 @@ def test_a_key_in_the_provider_variable_is_enough(
     env["OPENAI_API_KEY"] = env.pop("GRAPHCHAT_API_KEY")
     model_server.push({"text": "fine"})
     done = graphchat("ask", "hi", env=env)
-    assert (done.returncode, done.stdout) == (0, "fine"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
 
 
 def test_a_misspelt_model_is_exit_2_with_close_matches(

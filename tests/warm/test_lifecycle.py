@@ -189,7 +189,7 @@ def test_the_helper_leaves_after_its_idle_time(warm: Warm, model_server: Scripte
     assert not Path(info["_socket"]).exists() and not Path(info["_info"]).exists()
     model_server.push({"text": "still answered"})
     asked = warm.ask("hi")
-    assert (asked.returncode, asked.stdout) == (0, "still answered"), asked.stderr
+    assert (asked.returncode, asked.stdout) == (0, "still answered\n"), asked.stderr
 
 
 def test_the_idle_time_counts_from_when_the_helper_is_ready(warm: Warm) -> None:
@@ -231,7 +231,7 @@ def test_graphchat_warm_0_neither_uses_nor_starts_a_helper(
     warm.start()
     model_server.push({"text": "local"})
     local = warm.ask("hi", env={"GRAPHCHAT_WARM": "0"})
-    assert (local.returncode, local.stdout) == (0, "local"), local.stderr
+    assert (local.returncode, local.stdout) == (0, "local\n"), local.stderr
     assert warm.status()["turns_served"] == 0
     refused = warm.run("warm", env={"GRAPHCHAT_WARM": "0"})
     assert refused.returncode == 2
@@ -240,7 +240,7 @@ def test_graphchat_warm_0_neither_uses_nor_starts_a_helper(
     assert refused.stdout == ""
     model_server.push({"text": "warm"})
     warmed = warm.ask("hi")  # the same helper, asked without the switch: used
-    assert (warmed.returncode, warmed.stdout) == (0, "warm"), warmed.stderr
+    assert (warmed.returncode, warmed.stdout) == (0, "warm\n"), warmed.stderr
     assert warm.status()["turns_served"] == 1
 
 
@@ -269,14 +269,14 @@ def test_settings_warm_auto_starts_a_helper_after_the_first_ask(
     (warm.workspace / "graphchat.yaml").write_text("settings:\n  warm: auto\n")
     model_server.push({"text": "first"})
     first = warm.ask("hi")
-    assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
     assert list(warm.socket_dir.glob("*.log"))  # started before the ask returned (its log opened)
     assert wait_until(lambda: warm.status().get("running") is True, timeout=120)
     warm.started.extend(warm.pids())
     assert warm.status()["turns_served"] == 0  # the first one ran locally
     model_server.push({"text": "second"})
     second = warm.ask("again")
-    assert (second.returncode, second.stdout) == (0, "second"), second.stderr
+    assert (second.returncode, second.stdout) == (0, "second\n"), second.stderr
     assert warm.status()["turns_served"] == 1
     notice = [line for line in first.stderr.splitlines() if line.startswith("note: a warm helper now runs")]
     assert len(notice) == 1 and "notice" not in second.stderr  # said once, the first time
@@ -321,7 +321,7 @@ def test_settings_warm_auto_starts_nothing_under_graphchat_warm_0(
     (warm.workspace / "graphchat.yaml").write_text("settings:\n  warm: auto\n")
     model_server.push({"text": "first"})
     first = warm.ask("hi", warm=False)
-    assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
     assert list(warm.socket_dir.glob("*")) == []  # no log: no helper was spawned
     assert warm.run("warm", "--status").returncode == 1
 
@@ -339,14 +339,14 @@ def test_a_changed_config_file_is_not_used_and_the_old_helper_leaves(
     info = info_of(warm, pid)
     whoami_turn(model_server)
     warmed = warm.ask("who")
-    assert (warmed.returncode, warmed.stdout) == (0, "done"), warmed.stderr
+    assert (warmed.returncode, warmed.stdout) == (0, "done\n"), warmed.stderr
     assert whoami_pid(model_server) == helper_server  # the control: this set-up does use the helper
 
     path = warm.workspace / changed
     path.write_text(path.read_text() + "\n# changed\n")
     whoami_turn(model_server)
     after = warm.ask("who")
-    assert (after.returncode, after.stdout) == (0, "done"), after.stderr
+    assert (after.returncode, after.stdout) == (0, "done\n"), after.stderr
     assert whoami_pid(model_server) != helper_server  # asked locally: its own server
     whoami_turn(model_server)
     local = warm.ask("who", warm=False)
@@ -370,7 +370,7 @@ def test_a_changed_credential_or_referenced_variable_is_not_used(
     pid = warm.start(env=base)
     model_server.push({"text": "a"})
     same = warm.ask("hi", env=base)
-    assert (same.returncode, same.stdout) == (0, "a"), same.stderr
+    assert (same.returncode, same.stdout) == (0, "a\n"), same.stderr
 
     def served() -> int:
         return int(raw_status(Path(info_of(warm, pid)["_socket"]))["turns_served"])  # type: ignore[index]
@@ -378,7 +378,7 @@ def test_a_changed_credential_or_referenced_variable_is_not_used(
     assert served() == 1
     model_server.push({"text": "b"})
     other = warm.ask("hi", env={**base, variable: "something-else"})
-    assert (other.returncode, other.stdout) == (0, "b"), other.stderr
+    assert (other.returncode, other.stdout) == (0, "b\n"), other.stderr
     assert served() == 1  # asked locally
     assert "warm" not in other.stderr
     assert alive(pid)  # the helper is still right for its own environment
@@ -401,7 +401,7 @@ def test_the_same_workspace_from_another_folder_uses_the_helper(
             timeout=90,
             input="",
         )
-        assert (done.returncode, done.stdout) == (0, "found"), done.stderr
+        assert (done.returncode, done.stdout) == (0, "found\n"), done.stderr
     assert warm.status()["turns_served"] == 2
 
 
@@ -420,7 +420,7 @@ def test_a_killed_helper_is_passed_over_silently_and_replaced(
     asked = warm.ask("hi")
     model_server.push({"text": "answered"})
     local = warm.ask("hi", warm=False)
-    assert (asked.returncode, asked.stdout) == (0, "answered"), asked.stderr
+    assert (asked.returncode, asked.stdout) == (0, "answered\n"), asked.stderr
     assert masked(asked.stderr) == masked(local.stderr)
     assert gone(warm, pid)
     new = warm.start()
@@ -428,7 +428,7 @@ def test_a_killed_helper_is_passed_over_silently_and_replaced(
     assert warm.status()["pid"] == new
     model_server.push({"text": "warm again"})
     again = warm.ask("hi")
-    assert (again.returncode, again.stdout) == (0, "warm again"), again.stderr
+    assert (again.returncode, again.stdout) == (0, "warm again\n"), again.stderr
     assert warm.status()["turns_served"] == 1
 
 
@@ -496,7 +496,7 @@ def test_a_listener_that_is_not_a_working_helper_means_a_local_ask(
         local = warm.ask("hi", warm=False)
     finally:
         fake.close()
-    assert (asked.returncode, asked.stdout) == (0, "answered"), asked.stderr
+    assert (asked.returncode, asked.stdout) == (0, "answered\n"), asked.stderr
     assert masked(asked.stderr) == masked(local.stderr)
     if behaviour != "close":
         [request] = fake.requests
@@ -513,7 +513,7 @@ def test_a_large_piped_question_goes_through_the_helper_too(
     assert len(piped) > 4 * 65536
     model_server.push({"text": "read it"})
     asked = warm.ask("summarise", input=piped)
-    assert (asked.returncode, asked.stdout) == (0, "read it"), asked.stderr
+    assert (asked.returncode, asked.stdout) == (0, "read it\n"), asked.stderr
     assert warm.status()["turns_served"] == 1
     sent = str(model_server.requests[-1]["messages"][-1]["content"])
     assert sent.startswith("summarise") and "line 19999 of the piped context" in sent
@@ -570,7 +570,7 @@ def test_a_helper_killed_mid_turn_is_one_line_and_the_thread_survives(
     assert "go slowly" in shown.stdout
     model_server.push({"text": "carried on"})
     resumed = warm.ask("-c", "and now?")
-    assert (resumed.returncode, resumed.stdout) == (0, "carried on"), resumed.stderr
+    assert (resumed.returncode, resumed.stdout) == (0, "carried on\n"), resumed.stderr
     sent = [m.get("content") for m in model_server.requests[-1]["messages"]]
     assert "go slowly" in sent and "and now?" in sent
 
@@ -636,7 +636,7 @@ def test_each_request_runs_in_its_own_working_directory(
         for folder in folders:
             model_server.push({"tool_calls": [{"name": "user__where", "arguments": {}}]}, {"text": "here"})
             done = graphchat("ask", "where am I?", cwd=folder)
-            assert (done.returncode, done.stdout) == (0, "here"), done.stderr
+            assert (done.returncode, done.stdout) == (0, "here\n"), done.stderr
             [result] = tool_results(model_server)
             assert str(folder.resolve()) in result, result
         status = json.loads(graphchat("warm", "--status", "--json", cwd=folders[1]).stdout)

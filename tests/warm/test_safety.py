@@ -54,7 +54,7 @@ def test_a_socket_directory_others_can_enter_is_never_used(
         asked = warm.ask("hi")
         model_server.push({"text": "local"})
         local = warm.ask("hi", warm=False)
-        assert (asked.returncode, asked.stdout) == (0, "local"), asked.stderr
+        assert (asked.returncode, asked.stdout) == (0, "local\n"), asked.stderr
         assert masked(asked.stderr) == masked(local.stderr)
         assert raw_status(Path(info["_socket"]))["turns_served"] == 0  # type: ignore[index]
 
@@ -82,7 +82,7 @@ def test_a_socket_directory_that_is_a_symlink_is_never_used(
     try:
         model_server.push({"text": "local"})
         asked = warm.ask("hi")
-        assert (asked.returncode, asked.stdout) == (0, "local"), asked.stderr
+        assert (asked.returncode, asked.stdout) == (0, "local\n"), asked.stderr
         assert raw_status(real / Path(info["_socket"]).name)["turns_served"] == 0  # type: ignore[index]
         done = warm.run("warm")
         assert done.returncode == 1 and done.stderr.startswith(
@@ -103,7 +103,7 @@ def test_a_socket_directory_of_another_user_is_never_used(
     try:
         model_server.push({"text": "local"})
         asked = warm.ask("hi")
-        assert (asked.returncode, asked.stdout) == (0, "local"), asked.stderr
+        assert (asked.returncode, asked.stdout) == (0, "local\n"), asked.stderr
         assert raw_status(Path(info["_socket"]))["turns_served"] == 0  # type: ignore[index]
         done = warm.run("warm")
         assert done.returncode == 1, done.stderr
@@ -178,7 +178,7 @@ def test_a_request_that_is_not_json_gets_no_answer_and_the_helper_carries_on(
                 assert stream.read() == b"", junk
     model_server.push({"text": "fine"})
     asked = warm.ask("hi")
-    assert (asked.returncode, asked.stdout) == (0, "fine"), asked.stderr
+    assert (asked.returncode, asked.stdout) == (0, "fine\n"), asked.stderr
     assert warm.status()["turns_served"] == 1
 
 
@@ -197,7 +197,7 @@ def test_the_warm_client_imports_neither_litellm_nor_the_mcp_sdk(
     warm.start()
     model_server.push({"tool_calls": [{"name": "t__whoami", "arguments": {}}]}, {"text": "done"})
     done = warm.run("ask", "hi", env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert (done.returncode, done.stdout) == (0, "done"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
     assert warm.status()["turns_served"] == 1  # it did go through the helper
     modules = imported_modules(done.stderr)
     assert "graphchat.warm.client" in modules  # the log is read right
@@ -209,7 +209,7 @@ def test_the_import_log_of_a_local_ask_does_show_them(warm: Warm, model_server: 
     """The control of the test above: the same reading finds litellm in a local ask."""
     model_server.push({"text": "done"})
     done = warm.ask("hi", warm=False, env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert (done.returncode, done.stdout) == (0, "done"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
     modules = {m.split(".")[0] for m in imported_modules(done.stderr)}
     assert {"litellm", "yaml"} <= modules
 
@@ -228,7 +228,7 @@ def test_python_x_importtime_shows_the_same(warm: Warm, model_server: ScriptedMo
         timeout=90,
         input="",
     )
-    assert (done.returncode, done.stdout) == (0, "done"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
     modules = imported_modules(done.stderr)
     assert modules and not [m for m in modules if m.split(".")[0] in HEAVY]
     assert json.loads(warm.run("warm", "--status", "--json").stdout)["turns_served"] == 1

@@ -113,7 +113,7 @@ def test_a_tool_round_and_the_answer_are_the_same_warm_and_local(
     warm.start()
     calls = [{"name": "t__slow", "arguments": {"seconds": 0.2, "label": str(i)}} for i in range(3)]
     local, warmed = both(warm, model_server, [{"tool_calls": calls}, {"text": "done **bold**"}], "go")
-    assert (local.returncode, local.stdout) == (0, "done **bold**"), local.stderr
+    assert (local.returncode, local.stdout) == (0, "done **bold**\n"), local.stderr
     results = messages(model_server.requests[-1], "tool")
     assert [json.loads(r) for r in results] == [{"result": f"{i}: slept 0.2s"} for i in range(3)]
     status = warm.status()
@@ -132,7 +132,7 @@ def test_a_plain_answer_json_and_no_stream(warm: Warm, model_server: ScriptedMod
     assert (warm.workspace / "threads" / warm_doc["thread_id"] / "messages.jsonl").exists()
 
     local, _ = both(warm, model_server, [{"text": "Marseille"}], "third?", "--no-stream")
-    assert (local.returncode, local.stdout) == (0, "Marseille")
+    assert (local.returncode, local.stdout) == (0, "Marseille\n")
     assert model_server.requests[-1].get("stream") in (None, False)
 
 
@@ -144,7 +144,7 @@ def test_narration_before_tool_calls_goes_to_stderr_alike(
     calls = [{"name": "t__slow", "arguments": {"seconds": 0, "label": x}} for x in ("a", "b")]
     replies = [{"text": "Let me look at both.", "tool_calls": calls}, {"text": "Both slept."}]
     local, _ = both(warm, model_server, replies, "look")
-    assert (local.returncode, local.stdout) == (0, "Both slept."), local.stderr
+    assert (local.returncode, local.stdout) == (0, "Both slept.\n"), local.stderr
     assert "Let me look at both." in local.stderr
     local, _ = both(warm, model_server, replies, "look", "--json")
     assert json.loads(local.stdout)["content"] == "Both slept."
@@ -156,16 +156,16 @@ def test_narration_before_tool_calls_goes_to_stderr_alike(
 def test_piped_stdin_is_context_or_the_question_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
     warm.start()
     local, _ = both(warm, model_server, [{"text": "3 lines"}], "count the lines", input="a\nb\nc\n")
-    assert local.stdout == "3 lines"
+    assert local.stdout == "3 lines\n"
     (question,) = messages(model_server.requests[-1], "user")
     assert question == "count the lines\n\nContext (piped input):\na\nb\nc"
 
     local, _ = both(warm, model_server, [{"text": "42"}], "", input="what is six times seven?\n")
-    assert local.stdout == "42"
+    assert local.stdout == "42\n"
     assert messages(model_server.requests[-1], "user") == ["what is six times seven?"]
 
     local, _ = both(warm, model_server, [{"text": "alone"}], "just this", input="")
-    assert local.stdout == "alone"
+    assert local.stdout == "alone\n"
     assert messages(model_server.requests[-1], "user") == ["just this"]
 
     # nothing but blanks piped: refused before anything starts, the helper never asked
@@ -192,7 +192,7 @@ def test_piped_stdin_without_a_message_is_the_question_alike(
 ) -> None:
     warm.start()
     local, _ = both(warm, model_server, [{"text": "Tuesday"}], input="what day is it?\n")
-    assert (local.returncode, local.stdout) == (0, "Tuesday"), local.stderr
+    assert (local.returncode, local.stdout) == (0, "Tuesday\n"), local.stderr
     assert messages(model_server.requests[-1], "user") == ["what day is it?"]
     # nothing piped, no message: a usage error before anything starts
     local = ask_local(warm, model_server, [], input="")
@@ -204,7 +204,7 @@ def test_piped_stdin_without_a_message_is_the_question_alike(
 def test_a_model_override_is_used_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
     warm.start()
     local, _ = both(warm, model_server, [{"text": "other"}], "which model?", "--model", "openai/other")
-    assert (local.returncode, local.stdout) == (0, "other"), local.stderr
+    assert (local.returncode, local.stdout) == (0, "other\n"), local.stderr
     assert model_server.requests[-1]["model"] == "other"
 
 
@@ -221,7 +221,7 @@ def test_thread_id_and_c_continue_a_thread_alike(warm: Warm, model_server: Scrip
     local = ask_local(warm, model_server, [{"text": "blue"}], f"--thread={ids[0]}", "my color?")
     warmed = ask_warm(warm, model_server, [{"text": "blue"}], f"--thread={ids[1]}", "my color?")
     assert_same(local, warmed)
-    assert local.stdout == "blue"
+    assert local.stdout == "blue\n"
     for body in model_server.requests[start:]:
         assert messages(body, "user") == ["my color is blue", "my color?"]
         assert messages(body, "assistant") == ["Noted: blue."]
@@ -234,7 +234,7 @@ def test_thread_id_and_c_continue_a_thread_alike(warm: Warm, model_server: Scrip
         ask_local(warm, model_server, [{"text": "Noted: 7."}], "my number is 7")
         run = ask_local if where == "local" else ask_warm
         done = run(warm, model_server, [{"text": "7"}], "-c", "my number?")
-        assert (done.returncode, done.stdout) == (0, "7"), done.stderr
+        assert (done.returncode, done.stdout) == (0, "7\n"), done.stderr
         assert messages(model_server.requests[-1], "user") == ["my number is 7", "my number?"]
         if where == "local":
             local = done
@@ -298,7 +298,7 @@ def held_thread(warm: Warm, server: ScriptedModelServer, local: bool) -> tuple[s
 def test_a_busy_thread_is_refused_or_waited_for_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
     warm.start()
     local = held_thread(warm, model_server, local=True)
-    assert local[2:] == ("5", "", 0), local
+    assert local[2:] == ("5\n", "", 0), local
     assert held_thread(warm, model_server, local=False) == local
 
 
@@ -312,7 +312,7 @@ def test_nothing_to_continue_and_an_unknown_thread_alike(
     threads.mkdir()
     warmed = ask_warm(warm, model_server, [{"text": "fresh"}], "-c", "hello")
     assert_same(local, warmed)
-    assert (local.returncode, local.stdout) == (0, "fresh")
+    assert (local.returncode, local.stdout) == (0, "fresh\n")
     assert "there is no thread to continue yet" in local.stderr
 
     local, _ = both(warm, model_server, [{"text": "never"}], "--thread=nonexistent", "hello")
@@ -341,7 +341,7 @@ def test_a_dropped_stream_and_a_rate_limit_are_the_same(
     assert local.returncode == 1 and "broke off mid-reply" in local.stderr, local.stderr
     assert local.stdout == ""  # a partial answer is not the deliverable (the thread keeps it)
     local, _ = both(warm, model_server, [{"error": 429, "retry_after": 0}, {"text": "after the wait"}], "hi")
-    assert (local.returncode, local.stdout) == (0, "after the wait"), local.stderr
+    assert (local.returncode, local.stdout) == (0, "after the wait\n"), local.stderr
 
 
 def test_odd_text_reaches_stdout_alike(warm: Warm, model_server: ScriptedModelServer) -> None:
@@ -363,12 +363,12 @@ def test_a_failing_tool_and_an_unknown_tool_are_the_same(
         {"text": "It failed."},
     ]
     local, _ = both(warm, model_server, replies, "try it")
-    assert (local.returncode, local.stdout) == (0, "It failed."), local.stderr
+    assert (local.returncode, local.stdout) == (0, "It failed.\n"), local.stderr
     assert "disk on fire" in messages(model_server.requests[-1], "tool")[0]
 
     replies = [{"tool_calls": [{"name": "nosuch__tool", "arguments": {}}]}, {"text": "No such tool."}]
     local, _ = both(warm, model_server, replies, "try it")
-    assert (local.returncode, local.stdout) == (0, "No such tool."), local.stderr
+    assert (local.returncode, local.stdout) == (0, "No such tool.\n"), local.stderr
     assert "nosuch__tool" in messages(model_server.requests[-1], "tool")[0]
 
 
@@ -379,14 +379,14 @@ def test_a_server_crashing_mid_call_is_the_same_and_the_helper_goes_on(
     warm.start()
     replies = [{"tool_calls": [{"name": "t__crash", "arguments": {}}]}, {"text": "It crashed."}]
     local, _ = both(warm, model_server, replies, "crash it")
-    assert (local.returncode, local.stdout) == (0, "It crashed."), local.stderr
+    assert (local.returncode, local.stdout) == (0, "It crashed.\n"), local.stderr
     # the helper's server is started again for the next question
     replies = [
         {"tool_calls": [{"name": "t__slow", "arguments": {"seconds": 0, "label": "up"}}]},
         {"text": "Up."},
     ]
     local, _ = both(warm, model_server, replies, "again")
-    assert (local.returncode, local.stdout) == (0, "Up."), local.stderr
+    assert (local.returncode, local.stdout) == (0, "Up.\n"), local.stderr
     assert json.loads(messages(model_server.requests[-1], "tool")[0]) == {"result": "up: slept 0.0s"}
 
 
@@ -428,7 +428,7 @@ def test_an_unanswerable_question_parks_alike_and_resumes_after_a_warm_park(
         model_server.script.clear()
         model_server.push({"text": "Teal it is."})
         answered = warm.run("answer", request_id(parked), "teal")
-        assert (answered.returncode, answered.stdout) == (0, "Teal it is."), answered.stderr
+        assert (answered.returncode, answered.stdout) == (0, "Teal it is.\n"), answered.stderr
         assert json.loads(messages(model_server.requests[-1], "tool")[0]) == {
             "answer": "teal",
             "answered": True,
@@ -441,7 +441,7 @@ def test_an_unanswerable_question_parks_alike_and_resumes_after_a_warm_park(
     # the thread of the warm park goes on as any other, through the helper
     (thread,) = [r["source"]["thread"] for r in requests if r["id"] == request_id(warmed)]
     more = ask_warm(warm, model_server, [{"text": "Still teal."}], f"--thread={thread}", "and now?")
-    assert (more.returncode, more.stdout) == (0, "Still teal."), more.stderr
+    assert (more.returncode, more.stdout) == (0, "Still teal.\n"), more.stderr
     assert messages(model_server.requests[-1], "user") == ["Paint it.", "and now?"]
     assert messages(model_server.requests[-1], "assistant")[-1] == "Teal it is."
 
@@ -458,7 +458,7 @@ def test_answers_file_answers_ask_user_alike(
     local, _ = both(
         warm, model_server, [ASK_COLOR, {"text": "Blue it is."}], "Paint it.", "--answers", str(answers)
     )
-    assert (local.returncode, local.stdout) == (0, "Blue it is."), local.stderr
+    assert (local.returncode, local.stdout) == (0, "Blue it is.\n"), local.stderr
     assert json.loads(messages(model_server.requests[-1], "tool")[0])["answer"] == "blue"
 
 
@@ -471,7 +471,7 @@ def test_yes_approves_a_sensitive_tool_and_without_it_nobody_can(
     replies = [{"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]}, {"text": "Made."}]
     for run in (ask_local, ask_warm):
         done = run(warm, model_server, replies, "make it", "--yes")
-        assert (done.returncode, done.stdout) == (0, "Made."), done.stderr
+        assert (done.returncode, done.stdout) == (0, "Made.\n"), done.stderr
         assert target.exists()
         target.unlink()
         if run is ask_local:
@@ -486,7 +486,7 @@ def test_yes_approves_a_sensitive_tool_and_without_it_nobody_can(
     assert [r["kind"] for r in requests] == ["approval", "approval"]
     # --no-park: refused at once, the model told so
     local, warmed = both(warm, model_server, replies, "make it", "--no-park")
-    assert (local.returncode, local.stdout) == (0, "Made."), local.stderr
+    assert (local.returncode, local.stdout) == (0, "Made.\n"), local.stderr
     assert not target.exists()
     assert "t__touch" in messages(model_server.requests[-1], "tool")[0]
 
@@ -502,7 +502,7 @@ def test_jsonl_events_are_the_same(warm: Warm, model_server: ScriptedModelServer
     local, warmed = both(
         warm, model_server, [{"text": "Checking.", "tool_calls": calls}, {"text": "ok"}], "go", env=env
     )
-    assert local.stdout == "ok"
+    assert local.stdout == "ok\n"
     events = [json.loads(line) for line in local.stderr.splitlines()]  # stderr: JSON lines only
     warm_events = [json.loads(line) for line in warmed.stderr.splitlines()]
     unmeasured = [{k: v for k, v in e.items() if k != "ms"} for e in events]

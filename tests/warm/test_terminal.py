@@ -328,7 +328,7 @@ def test_an_interrupted_warm_turn_is_cancelled_and_recorded_as_a_local_one(
     assert alive(pid)
     model_server.push({"text": "still here"})
     after = warm.ask("are you there?")
-    assert (after.returncode, after.stdout) == (0, "still here"), after.stderr
+    assert (after.returncode, after.stdout) == (0, "still here\n"), after.stderr
     assert served(warm) == 2
     assert warm.status()["pid"] == pid
 
@@ -364,5 +364,5 @@ def test_a_second_ctrl_c_does_not_wait_for_the_helper(
     assert warm.run("threads", "show", thread_id).returncode == 0
     model_server.push({"text": "still here"})
     after = warm.ask("are you there?")
-    assert (after.returncode, after.stdout) == (0, "still here"), after.stderr
+    assert (after.returncode, after.stdout) == (0, "still here\n"), after.stderr
     assert warm.status()["pid"] == pid

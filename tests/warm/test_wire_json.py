@@ -72,7 +72,7 @@ def test_a_warm_client_imports_no_heavy_library(warm: Warm, model_server: Script
         timeout=90,
         cwd=str(warm.workspace),
     )
-    assert (done.returncode, done.stdout) == (0, "hello"), done.stderr[-2000:]
+    assert (done.returncode, done.stdout) == (0, "hello\n"), done.stderr[-2000:]
     assert warm.status()["turns_served"] == 1  # the helper answered, not a local ask
     modules = {
         line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
