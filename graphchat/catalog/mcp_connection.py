@@ -155,6 +155,7 @@ class Connection:
         self._start_deadline: asyncio.Timeout | None = None
         self._old_tasks: set[asyncio.Task[None]] = set()
         self._inflight: dict[int, CallContext] = {}
+        self._budgets: dict[int, Any] = {}  # the budget of each call in flight (its turn's or run's)
         self._call_ids = 0
         self._closed = False
         # Calls waiting for an answer: told at once when the SDK drops an answer it cannot read.
@@ -437,6 +438,9 @@ class Connection:
         self._call_ids += 1
         call_id = self._call_ids
         self._inflight[call_id] = ctx
+        from graphchat.llm.budget import current as current_budget
+
+        self._budgets[call_id] = current_budget()
         token = _current_call.set(ctx)
         call_task = asyncio.ensure_future(
             client.call_tool(
@@ -460,6 +464,7 @@ class Connection:
             raise
         finally:
             self._inflight.pop(call_id, None)
+            self._budgets.pop(call_id, None)
             self._unreadable.discard(unreadable)
         if call_task not in done and unreadable in done:
             call_task.cancel()
@@ -579,7 +584,12 @@ class Connection:
     async def _on_sampling(self, context: Any, params: Any) -> Any:
         """A server asks for a completion from the person's model (see mcp_sampling)."""
         assert self.sampler is not None  # declared only with a sampler
-        return await self.sampler(self.name, params, self._turn_context())
+        from graphchat.llm.budget import spending
+
+        ctx = self._turn_context()
+        budget = self._budgets.get(max(self._inflight)) if ctx is not None and self._inflight else None
+        async with spending(budget):  # the request counts against the call's turn or run
+            return await self.sampler(self.name, params, ctx)
 
     # the elicitation bridge ------------------------------------------------------------------
 

@@ -105,6 +105,17 @@ def current() -> Budget | None:
     return _current.get()
 
 
+@asynccontextmanager
+async def spending(budget: Budget | None) -> AsyncIterator[None]:
+    """Run the code inside on `budget` (work done on behalf of a turn from another task: an MCP
+    server's sampling request is served in the connection's task, for the call in flight)."""
+    token = _current.set(budget)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def budget_for(settings: Any, what: str) -> Budget:
     """A fresh budget with the limits of `settings` (the defaults when it is None)."""
     if settings is None:

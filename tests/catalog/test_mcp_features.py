@@ -353,3 +353,18 @@ def test_chat_mentions_attach_resources_and_server_prompts_are_sent(
     assert first.count("Attached resource") == 1  # an @ inside a word is text
     second = model_server.requests[1]["messages"][-1]
     assert second["role"] == "user" and "Lima" in second["content"] and "Attached" not in second["content"]
+
+
+@needs_everything
+def test_a_servers_sampling_counts_against_the_turns_max_model_calls(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    """Issue 18 build 4: every paid request counts, a server's sampling included. With a budget
+    of 2, the round that called the tool and the sampling spend it: the next round is not sent."""
+    everything(workspace)
+    (workspace / "graphchat.yaml").write_text("settings:\n  max_model_calls: 2\n")
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "autumn moon rises"}, {"text": "never sent"})
+    done = graphchat("ask", "sample", "--yes", env=model_server.env())
+    assert done.returncode == 1, done.stderr
+    assert "settings.max_model_calls" in done.stderr
+    assert len(model_server.requests) == 2  # the round, the sampling; the third was refused unsent
