@@ -22,7 +22,9 @@ GROUPS = (
     "warm",
     "models",
     "completion",
+    "workbench",
 )
+ALIASES = {"wb": "workbench"}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -80,6 +82,7 @@ def _command_group(argv: list[str]) -> str | None:
         if arg.startswith("--home=") or arg in ("-v", "--verbose"):
             i += 1
             continue
+        arg = ALIASES.get(arg, arg)
         return arg if arg in GROUPS else None
     return None
 
