@@ -57,7 +57,7 @@ class WorkbenchApp(App[None]):
         Binding("u", "undo", "undo"),
         Binding("ctrl+s", "save", "save", priority=True),
         Binding("q", "quit_bench", "quit"),
-        Binding("tab", "toggle_focus", "chat ↔ plan", show=False),
+        Binding("tab", "toggle_focus", "chat ↔ plan", show=False, priority=True),
     ]
 
     def __init__(self, bench: Bench) -> None:
@@ -148,7 +148,9 @@ class WorkbenchApp(App[None]):
         for index, row in enumerate(rows):
             match = _ROW_ID.search(row)
             step_id = match.group(1) if match and match.group(1) in ids else None
-            steps.add_option(Option(Text(row), id=f"step:{step_id}" if step_id else None))
+            # only a step's row can be selected (the title, bodies' heads and the finish cannot)
+            option = Option(Text(row), id=f"step:{step_id}" if step_id else None, disabled=step_id is None)
+            steps.add_option(option)
             if step_id is not None and step_id == self.selected:
                 highlight = index
         if highlight is not None:
@@ -245,7 +247,7 @@ class WorkbenchApp(App[None]):
         self.refresh_panes()
 
     def action_quit_bench(self) -> None:
-        if not self.bench.draft.dirty or (self.bench.draft.path is None and not self.bench.draft._has_work()):
+        if not self.bench.draft.dirty:
             self.exit()
             return
 

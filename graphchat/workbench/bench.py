@@ -143,8 +143,10 @@ class Bench:
             self.events.append(dict(ev.turn_failed(describe_failure(exc))))
             self.say(f"✗ {describe_failure(exc)}")
             return ""
-        self.events.append(dict(ev.turn_end(result.usage.to_dict(), self.llm().config.model)))
+        spent = result.usage.to_dict()
+        self.events.append(dict(ev.turn_end(spent, self.llm().config.model)))
         self.say(f"model> {result.content}")
+        self.say(f"  (spent: {json.dumps(spent)})")
         return result.content
 
     # -- the workbench__* tools --------------------------------------------------------------

@@ -54,6 +54,9 @@ class Draft:
 
     @property
     def dirty(self) -> bool:
+        """Changes not saved: since the last load or save; for a new draft, anything in it."""
+        if self._saved is None:
+            return self.text != authoring.dump_document(blank())
         return self.text != self._saved
 
     @property
@@ -86,7 +89,7 @@ class Draft:
 
     def load(self, target: str, *, overwrite: bool = False) -> Path:
         """Replace the draft with plan `target` (a name or a path); refused while unsaved."""
-        if self._has_work() and not overwrite:
+        if self.dirty and not overwrite:
             raise DraftError(
                 "the draft has unsaved changes; loading would drop them. Ask the person, then call "
                 "load_plan again with overwrite_draft: true (or save_plan first)"
@@ -97,12 +100,6 @@ class Draft:
         self.path = path
         self._saved = self.text
         return path
-
-    def _has_work(self) -> bool:
-        """Unsaved changes, including a new draft that has steps."""
-        if self._saved is None:
-            return self.text != authoring.dump_document(blank())
-        return self.dirty
 
     # -- edits --------------------------------------------------------------------------------
 

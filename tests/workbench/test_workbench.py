@@ -159,6 +159,10 @@ async def test_keys_validate_run_undo_and_quit_asks_when_unsaved(
     try:
         async with app.run_test(size=(160, 50)) as pilot:
             await pilot.press("tab")  # from the chat's input to the plan
+            await pilot.press("down")  # the row under the plan's title: E0
+            await pilot.pause()
+            shown_input = str(app.query_one("#step-input").render())
+            assert "E0 → builtin__reshape" in shown_input and "hello {{input.who}}" in shown_input
             await pilot.press("v")
             await pilot.pause()
             assert "✓ valid" in app.validation_text()
@@ -261,3 +265,25 @@ def test_ask_and_help_never_import_textual(workspace: Path, model_server: Script
         ]
         assert "graphchat.cli.main" in imported  # the probe sees graphchat's own imports
         assert not [m for m in imported if m == "textual" or m.startswith("textual.")], args
+
+
+def test_saving_a_draft_never_writes_over_another_plan(tmp_path: Path) -> None:
+    from graphchat.plans import authoring
+    from graphchat.workbench.draft import Draft, DraftError
+
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "greet.yaml").write_text(GREET)
+    draft = Draft(plans)
+    assert not draft.dirty  # a new, empty draft holds nothing to lose
+    draft.edit(lambda data: authoring.set_attribute(data, "identifier", ["greet"]))
+    with pytest.raises(DraftError, match="already exists and was not loaded here"):
+        draft.save()
+    draft.edit(lambda data: authoring.set_attribute(data, "identifier", ["hello"]))
+    draft.edit(lambda data: authoring.add_step(data, "E0", "builtin__reshape", {"shape": {"a": 1}}))
+    assert draft.save() == plans / "hello.yaml" and not draft.dirty
+
+    draft.load("greet")
+    draft.edit(lambda data: authoring.set_attribute(data, "identifier", ["greet2"]))
+    assert draft.save() == plans / "greet2.yaml"  # a new identity is a new file
+    assert (plans / "greet.yaml").read_text() == GREET
