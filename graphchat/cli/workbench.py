@@ -63,13 +63,13 @@ async def _workbench(args: argparse.Namespace) -> int:
 
         host = open_host(settings, events=LineSink(write), here=lambda events: UnavailableAsker())
         try:
-            await host.warm_up()
             bench = Bench(settings, host.catalog, asker=host.asker)
-            if args.target:
+            if args.target:  # a plan that cannot be opened: said before the screen is taken
                 try:
                     bench.draft.load(args.target)
                 except (AuthoringError, EditRefused) as exc:
                     raise GraphchatError(str(exc), EXIT_USAGE) from None
+            await host.warm_up()
             from graphchat.workbench.app import WorkbenchApp
 
             await WorkbenchApp(bench).run_async()

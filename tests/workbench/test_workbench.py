@@ -287,3 +287,43 @@ def test_saving_a_draft_never_writes_over_another_plan(tmp_path: Path) -> None:
     draft.edit(lambda data: authoring.set_attribute(data, "identifier", ["greet2"]))
     assert draft.save() == plans / "greet2.yaml"  # a new identity is a new file
     assert (plans / "greet.yaml").read_text() == GREET
+
+
+def _spawn(workspace: Path, server: ScriptedModelServer, *args: str) -> Any:
+    import pexpect
+
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "graphchat", "--home", str(workspace), "wb", "plan", *args],
+        env=clean_env({**server.env(), "TERM": "xterm-256color"}, workspace.parent),
+        cwd=str(workspace),
+        dimensions=(40, 140),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=40,
+    )
+
+
+@pytest.mark.slow
+def test_on_a_terminal_it_opens_the_plan_validates_and_quits(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    import pexpect
+
+    (workspace / "plans" / "greet.yaml").write_text(GREET)
+    child = _spawn(workspace, model_server, "greet")
+    try:
+        child.expect("E1  builtin__reshape")  # the plan tab's step tree is on the screen
+        child.send("\t")  # to the plan
+        child.send("v")
+        child.expect("✓ valid")
+        child.send("q")  # nothing unsaved: no question
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    unknown = _spawn(workspace, model_server, "no_such_plan")
+    unknown.expect(pexpect.EOF)
+    unknown.close()
+    assert unknown.exitstatus == 2 and "unknown plan 'no_such_plan'" in (unknown.before or "")
+    assert (workspace / "plans" / "greet.yaml").read_text() == GREET
