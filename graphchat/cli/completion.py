@@ -129,6 +129,7 @@ COMPLETERS: dict[tuple[tuple[str, ...], str], Completer] = {
     (("plan", "run"), "plan"): _plans,
     (("plan", "show"), "plan"): _plans,
     (("plan", "validate"), "plan"): _plans,
+    (("workbench", "plan"), "target"): _plans,
     (("plan", "draft"), "from_plan"): _plans,
     (("ask",), "thread"): _threads,
     (("chat",), "thread"): _threads,

@@ -23,7 +23,9 @@ GROUPS = (
     "warm",
     "models",
     "completion",
+    "workbench",
 )
+ALIASES = {"wb": "workbench"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,6 +99,7 @@ def _command_group(argv: list[str]) -> str | None:
         if arg.startswith("--home=") or arg in ("-v", "--verbose"):
             i += 1
             continue
+        arg = ALIASES.get(arg, arg)
         return arg if arg in GROUPS else None
     return None
 

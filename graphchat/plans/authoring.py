@@ -172,6 +172,11 @@ def _walk(steps: Any) -> list[tuple[Any, int, Any]]:
     return out
 
 
+def all_steps(data: CommentedMap) -> list[Any]:
+    """Every step of the document, bodies included, in file order."""
+    return [step for _, _, step in _walk(data.get("steps"))]
+
+
 def step_ids(data: CommentedMap) -> list[str]:
     return [str(step["id"]) for _, _, step in _walk(data.get("steps")) if step.get("id") is not None]
 
@@ -370,6 +375,41 @@ def _renamed(problem: str, renames: dict[str, str]) -> str:
     return problem
 
 
+def edit_document(
+    data: CommentedMap,
+    edit: Callable[[CommentedMap], dict[str, Any]],
+    *,
+    renames: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Apply `edit` to `data` in place and return (its summary, the problems still there), or
+    raise EditRejected when it adds a static problem. `data` may be half-edited after a
+    rejection or a refusal: a caller that keeps the document works on a copy (`edited`)."""
+    before = static_problems(data)
+    summary = edit(data)
+    after = static_problems(data)
+    known = {_renamed(p, renames or {}) for p in before}
+    introduced = [p for p in after if p not in known]
+    if introduced:
+        raise EditRejected(introduced, before)
+    return summary, after
+
+
+def edited(
+    data: CommentedMap,
+    edit: Callable[[CommentedMap], dict[str, Any]],
+    *,
+    renames: dict[str, str] | None = None,
+) -> tuple[CommentedMap, dict[str, Any], list[str]]:
+    """The in-memory form of `apply_edit` (the workbench's draft): a new document with `edit`
+    applied, its summary and the problems still there; `data` itself is never changed."""
+    import copy
+
+    draft = copy.deepcopy(data)
+    summary, after = edit_document(draft, edit, renames=renames)
+    summary.setdefault("steps", len(draft.get("steps") or []))
+    return draft, summary, after
+
+
 def apply_edit(
     path: Path,
     edit: Callable[[CommentedMap], dict[str, Any]],
@@ -380,14 +420,8 @@ def apply_edit(
     from graphchat.fsutil import write_atomic
 
     data = read_document(path)
-    before = static_problems(data)
     old_identifier = data.get("identifier")
-    summary = edit(data)
-    after = static_problems(data)
-    known = {_renamed(p, renames or {}) for p in before}
-    introduced = [p for p in after if p not in known]
-    if introduced:
-        raise EditRejected(introduced, before)
+    summary, after = edit_document(data, edit, renames=renames)
     target, renamed_from = path, None
     identifier = data.get("identifier")
     if identifier != old_identifier and isinstance(identifier, str) and _IDENTIFIER.match(identifier):

@@ -21,5 +21,6 @@ def test_every_completer_reaches_an_argument_of_the_parser() -> None:
         ("plan", "run"),
         ("plan", "go"),
         ("plan", "draft"),
+        ("workbench", "plan"),
     }
     assert {"models", "completion"} <= set(GROUPS)

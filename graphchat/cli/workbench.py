@@ -1,0 +1,78 @@
+"""`graphchat workbench plan [NAME|PATH]` (alias `wb`): the full-screen plan workbench."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "workbench",
+        aliases=["wb"],
+        help="full-screen plan workbench: a chat agent edits a plan draft beside its step tree",
+        description="Full-screen workbenches (they need a terminal).",
+    )
+    wsub = p.add_subparsers(dest="workbench_command", metavar="WHAT")
+    plan = wsub.add_parser(
+        "plan",
+        help="edit, validate, run and save a plan with a chat agent beside it",
+        description=(
+            "Two panes: the chat agent (the chat's model and catalog plus workbench__* tools that "
+            "edit the draft) and the plan / context / run tabs. Keys: v validate, r run, u undo, "
+            "Ctrl-S save, q quit. Without NAME|PATH: a new draft."
+        ),
+    )
+    plan.add_argument(
+        "target", nargs="?", metavar="NAME|PATH", help="the plan to open (default: a new draft)"
+    )
+    plan.add_argument("-m", "--model", metavar="M", help="model for the agent (litellm model string)")
+    plan.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise GraphchatError(
+            "the workbench is full-screen and needs a terminal",
+            EXIT_USAGE,
+            hint="to run a plan without one: `graphchat plan run NAME`",
+        )
+    import asyncio
+
+    return asyncio.run(_workbench(args))
+
+
+async def _workbench(args: argparse.Namespace) -> int:
+    from graphchat.asks import UnavailableAsker
+    from graphchat.errors import EXIT_USAGE, GraphchatError
+    from graphchat.host import load_settings, open_host
+    from graphchat.plans.authoring import AuthoringError, EditRefused
+    from graphchat.workbench.bench import Bench, LineSink
+
+    settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
+    log_path = settings.catalog_dir / "logs" / "workbench.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a", encoding="utf-8") as log:  # the screen is the workbench's: stderr goes here
+
+        def write(line: str) -> None:
+            log.write(line + "\n")
+            log.flush()
+
+        host = open_host(settings, events=LineSink(write), here=lambda events: UnavailableAsker())
+        try:
+            bench = Bench(settings, host.catalog, asker=host.asker)
+            if args.target:  # a plan that cannot be opened: said before the screen is taken
+                try:
+                    bench.draft.load(args.target)
+                except (AuthoringError, EditRefused) as exc:
+                    raise GraphchatError(str(exc), EXIT_USAGE) from None
+            await host.warm_up()
+            from graphchat.workbench.app import WorkbenchApp
+
+            await WorkbenchApp(bench).run_async()
+        finally:
+            await host.aclose()
+    return 0

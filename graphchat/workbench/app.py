@@ -1,0 +1,258 @@
+"""The workbench's screen (textual): the chat on the left, the plan / context / run tabs on the
+right. Only this module imports textual, and only `graphchat workbench` imports it.
+
+It shows a `Bench` and maps keys to it; it holds no state of its own beyond what is selected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Label, Log, OptionList, Static, TabbedContent, TabPane
+from textual.widgets.option_list import Option
+
+from graphchat.plans.authoring import all_steps
+from graphchat.workbench.bench import Bench
+
+_ROW_ID = re.compile(r"[├└]─\S?\s*(?:─\s*)?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class ConfirmQuit(ModalScreen[bool]):
+    """Quitting with unsaved changes: y quits, anything else stays."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "quit, dropping the changes"),
+        Binding("n,escape", "answer(False)", "stay"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Label("The draft has unsaved changes. Quit anyway? (y / n — Ctrl-S saves)", id="confirm")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class WorkbenchApp(App[None]):
+    TITLE = "graphchat workbench"
+    CSS = """
+    #chat { width: 45%; border-right: solid $primary; }
+    #chat-log { height: 1fr; }
+    #tabs { width: 55%; }
+    #steps { height: auto; max-height: 60%; }
+    #validation, #step-input { height: auto; padding: 0 1; }
+    #confirm { padding: 1 2; border: thick $warning; background: $surface; }
+    ConfirmQuit { align: center middle; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("v", "validate", "validate"),
+        Binding("r", "run", "run"),
+        Binding("u", "undo", "undo"),
+        Binding("ctrl+s", "save", "save", priority=True),
+        Binding("q", "quit_bench", "quit"),
+        Binding("tab", "toggle_focus", "chat ↔ plan", show=False, priority=True),
+    ]
+
+    def __init__(self, bench: Bench) -> None:
+        super().__init__()
+        self.bench = bench
+        self.selected: str | None = None
+        self._shown_chat = 0
+        self._shown_run = 0
+        bench.notify = self._refresh_soon
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="chat"):
+                yield Log(id="chat-log", auto_scroll=True)
+                yield Input(placeholder="ask the agent to edit the plan (Enter sends)", id="prompt")
+            with TabbedContent(id="tabs", initial="plan"):
+                with TabPane("plan", id="plan"):
+                    yield OptionList(id="steps")
+                    yield Static(id="validation")
+                    with VerticalScroll():
+                        yield Static(id="step-input")
+                with TabPane("context", id="context"):
+                    with VerticalScroll():
+                        yield Static(id="catalog")
+                with TabPane("run", id="run"):
+                    yield Log(id="run-log", auto_scroll=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_panes()
+        self.query_one("#prompt", Input).focus()
+
+    # -- what the panes show ------------------------------------------------------------------
+
+    def _refresh_soon(self) -> None:
+        if self.is_running:
+            self.call_later(self.refresh_panes)
+
+    def plan_rows(self) -> list[str]:
+        """What the plan tab's tree shows: the step tree, or the YAML while it does not load."""
+        from graphchat.plans.picture import tree
+
+        plan = self.bench.draft.plan()
+        if plan is None:
+            return self.bench.draft.text.splitlines()
+        return tree(plan)
+
+    def validation_text(self) -> str:
+        draft = self.bench.draft
+        mark = "[unsaved] " if draft.dirty else ""
+        where = str(draft.path) if draft.path else "(new draft, not saved)"
+        if draft.problems:
+            state = "✗ static problems:\n" + "\n".join(f"  - {p}" for p in draft.problems)
+        elif self.bench.validation is None:
+            state = "○ not validated since the last change (v validates)"
+        elif self.bench.validation:
+            state = "✗ invalid:\n" + "\n".join(f"  - {p}" for p in self.bench.validation)
+        else:
+            state = "✓ valid"
+        return f"{mark}{where}\n{state}"
+
+    def step_text(self) -> str:
+        if self.selected is None:
+            return "(select a step to see its input)"
+        for step in all_steps(self.bench.draft.data):
+            if str(step.get("id")) == self.selected:
+                from graphchat.plans.authoring import plain
+
+                tool = step.get("tool_name") or step.get("toolName")
+                return f"{self.selected} → {tool}\ninput:\n" + json.dumps(
+                    plain(step.get("input")), indent=2, ensure_ascii=False
+                )
+        return "(select a step to see its input)"
+
+    def catalog_text(self) -> str:
+        rows = []
+        for spec in sorted(self.bench.catalog.list(), key=lambda s: s.name):
+            description = (spec.description or "").strip().splitlines()
+            rows.append(f"{spec.name}\n    {description[0] if description else ''}")
+        return "\n".join(rows) or "(no tools)"
+
+    def refresh_panes(self) -> None:
+        steps = self.query_one("#steps", OptionList)
+        rows = self.plan_rows()
+        ids = {str(s.get("id")) for s in all_steps(self.bench.draft.data)}
+        steps.clear_options()
+        highlight = None
+        for index, row in enumerate(rows):
+            match = _ROW_ID.search(row)
+            step_id = match.group(1) if match and match.group(1) in ids else None
+            # only a step's row can be selected (the title, bodies' heads and the finish cannot)
+            option = Option(Text(row), id=f"step:{step_id}" if step_id else None, disabled=step_id is None)
+            steps.add_option(option)
+            if step_id is not None and step_id == self.selected:
+                highlight = index
+        if highlight is not None:
+            steps.highlighted = highlight
+        self.query_one("#validation", Static).update(Text(self.validation_text()))
+        self.query_one("#step-input", Static).update(Text(self.step_text()))
+        self.query_one("#catalog", Static).update(Text(self.catalog_text()))
+        chat = self.query_one("#chat-log", Log)
+        chat.write_lines(self.bench.chat_lines[self._shown_chat :])
+        self._shown_chat = len(self.bench.chat_lines)
+        run = self.query_one("#run-log", Log)
+        if self._shown_run > len(self.bench.run_lines):
+            run.clear()
+            self._shown_run = 0
+        run.write_lines(self.bench.run_lines[self._shown_run :])
+        self._shown_run = len(self.bench.run_lines)
+        self.sub_title = ("[unsaved] " if self.bench.draft.dirty else "") + (
+            self.bench.draft.identifier or ""
+        )
+
+    @on(OptionList.OptionHighlighted, "#steps")
+    def _step_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        option_id = event.option.id
+        if option_id and option_id.startswith("step:") and option_id[5:] != self.selected:
+            self.selected = option_id[5:]
+            self.query_one("#step-input", Static).update(Text(self.step_text()))
+
+    # -- the chat -----------------------------------------------------------------------------
+
+    @on(Input.Submitted, "#prompt")
+    def _send(self, event: Input.Submitted) -> None:
+        message = event.value.strip()
+        event.input.value = ""
+        if message:
+            self.agent_turn(message)
+
+    @work(exclusive=True, group="agent")
+    async def agent_turn(self, message: str) -> None:
+        prompt = self.query_one("#prompt", Input)
+        prompt.disabled = True
+        try:
+            await self.bench.turn(message)
+        finally:
+            prompt.disabled = False
+            prompt.focus()
+            self.refresh_panes()
+
+    # -- keys ---------------------------------------------------------------------------------
+
+    def action_toggle_focus(self) -> None:
+        prompt = self.query_one("#prompt", Input)
+        if prompt.has_focus:
+            self.query_one("#steps", OptionList).focus()
+        else:
+            prompt.focus()
+
+    def action_validate(self) -> None:
+        problems = self.bench.validate()
+        self.notify("valid" if not problems else f"{len(problems)} problem(s)")
+        self.refresh_panes()
+
+    def action_run(self) -> None:
+        self.query_one("#tabs", TabbedContent).active = "run"
+        self.run_draft()
+
+    @work(exclusive=True, group="run")
+    async def run_draft(self) -> None:
+        from graphchat.workbench.draft import DraftError
+
+        try:
+            await self.bench.run({})
+        except DraftError as exc:
+            self.bench.log_run(f"✗ {exc}")
+        self.refresh_panes()
+
+    def action_undo(self) -> None:
+        from graphchat.workbench.draft import DraftError
+
+        try:
+            self.bench.draft.undo()
+        except DraftError as exc:
+            self.notify(str(exc), severity="warning")
+        self.refresh_panes()
+
+    def action_save(self) -> None:
+        from graphchat.workbench.draft import DraftError
+
+        try:
+            path = self.bench.save()
+        except DraftError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"saved {path}")
+        self.refresh_panes()
+
+    def action_quit_bench(self) -> None:
+        if not self.bench.draft.dirty:
+            self.exit()
+            return
+
+        def answered(quit_anyway: bool | None) -> None:
+            if quit_anyway:
+                self.exit()
+
+        self.push_screen(ConfirmQuit(), answered)

@@ -1,0 +1,287 @@
+"""The workbench without its screen: the draft, the chat agent over the chat's catalog plus the
+`workbench__*` tools, validation and full runs. The app (`app.py`) only shows it and maps keys
+to it, so everything here runs (and is tested) the same with or without a screen.
+
+The agent is the chat's loop (`agent.loop.run_loop`) against the configured chat model; its
+conversation is scratch (kept in memory as thread events, replayed the chat's way, never
+written as a thread). Plans are validated and run against the plan catalog — the chat's
+catalog *without* the workbench tools, so those are never plan tools.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from graphchat.catalog.base import CallContext, Catalog
+from graphchat.events import EventSink
+from graphchat.threads import lines as ev
+from graphchat.workbench.draft import Draft, DraftError
+
+if TYPE_CHECKING:
+    from graphchat.asks import Asker
+    from graphchat.llm.client import LLM
+    from graphchat.workspace import Settings
+
+SYSTEM_PROMPT = """You are graphchat's plan workbench assistant. A person and you edit one plan \
+draft together; the draft is on their screen and changes there as soon as an edit is accepted.
+
+- Edit the draft only with the workbench__* tools: update_metadata, add_step, update_step, \
+delete_step. Each edit is validated at once; a rejected edit leaves the draft unchanged and its \
+result says which problems it would have introduced — fix those, do not retry blindly.
+- A step is {id, tool, input}: `tool` is a tool of the catalog (not a workbench__ tool), `input` \
+its arguments, where {{input.x}} reads a plan input and {{E0.field}} an earlier step's result.
+- load_plan replaces the draft: when it says there are unsaved changes, ask the person before \
+passing overwrite_draft: true. restore_draft undoes the last change (one level).
+- validate_plan checks the draft against the catalog; run_plan runs it for real (side effects \
+included); save_plan writes it to its file. Answer briefly.
+
+The current draft:
+"""
+
+
+class LineSink(EventSink):
+    """Events as short lines to `out` (a pane of the screen, a log file)."""
+
+    human = True
+
+    def __init__(self, out: Callable[[str], None]) -> None:
+        self.out = out
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if event == "tool_started":
+            args = json.dumps(fields.get("args"), ensure_ascii=False, default=str)
+            self.out(f"→ {fields.get('tool')} {args[:200]}")
+        elif event == "tool_finished":
+            mark = "✗" if fields.get("is_error") else "✓"
+            message = f" {fields['message']}" if fields.get("message") else ""
+            self.out(f"{mark} {fields.get('tool')} {fields.get('ms', 0) / 1000:.1f}s{message[:300]}")
+        elif event == "step_started":
+            self.out(f"◐ {fields.get('step')} {fields.get('tool')}")
+        elif event == "step_finished":
+            mark = "✗" if fields.get("is_error") else "✓"
+            self.out(f"{mark} {fields.get('step')} {fields.get('tool')}")
+        elif event in ("warning", "info"):
+            self.out(str(fields.get("message")))
+
+
+class Bench:
+    """One workbench session. `notify` is told (with no argument) whenever what a pane shows
+    may have changed: the draft, the validation state, the chat, the run transcript."""
+
+    def __init__(self, settings: Settings, catalog: Catalog, *, asker: Asker | None = None) -> None:
+        from graphchat.workbench.tools import WorkbenchSource
+
+        self.settings = settings
+        self.catalog = catalog  # the plan catalog: what plans validate and run against
+        self.asker = asker
+        self.draft = Draft(settings.plans_dir)
+        self.agent_catalog = Catalog(approver=catalog.approver, record_shape=catalog.record_shape)
+        self.agent_catalog.sources = [*catalog.sources, WorkbenchSource(self)]
+        for source in catalog.sources:  # a source's tools changed: both catalogs look again
+            source.on_change = self._invalidate
+        self.events: list[dict[str, Any]] = []  # the scratch conversation, as thread events
+        self.chat_lines: list[str] = []
+        self.run_lines: list[str] = []
+        self.validation: list[str] | None = None  # None: not validated since the last change
+        self.notify: Callable[[], None] = lambda: None
+        self._llm: LLM | None = None
+        self.draft.on_change.append(self._draft_changed)
+
+    def _invalidate(self) -> None:
+        self.catalog.invalidate()
+        self.agent_catalog.invalidate()
+
+    def _draft_changed(self) -> None:
+        self.validation = None
+        self.notify()
+
+    def say(self, line: str) -> None:
+        self.chat_lines.append(line)
+        self.notify()
+
+    def log_run(self, line: str) -> None:
+        self.run_lines.append(line)
+        self.notify()
+
+    # -- the agent ----------------------------------------------------------------------------
+
+    def llm(self) -> LLM:
+        if self._llm is None:
+            from graphchat.llm.client import LLM
+
+            self._llm = LLM(self.settings.model_for("chat"), events=LineSink(self.say))
+        return self._llm
+
+    def system_prompt(self) -> str:
+        problems = "\n".join(f"- {p}" for p in self.draft.problems) or "(none)"
+        return f"{SYSTEM_PROMPT}\n{self.draft.text}\nStatic problems:\n{problems}\n"
+
+    async def turn(self, message: str) -> str:
+        """One chat turn: the person's message, the agent's rounds, its answer."""
+        from graphchat.agent.loop import run_loop
+        from graphchat.threads.repair import to_model_messages
+
+        self.say(f"you> {message}")
+        self.events.append(dict(ev.user(message)))
+        messages = [{"role": "system", "content": self.system_prompt()}, *to_model_messages(self.events)]
+        ctx = CallContext(asker=self.asker, events=LineSink(self.say), surface="agent")
+        try:
+            result = await run_loop(
+                llm=self.llm(),
+                catalog=self.agent_catalog,
+                messages=messages,
+                ctx=ctx,
+                max_iterations=self.settings.max_agent_iterations,
+                record=self.events.append,
+                stream=False,
+            )
+        except Exception as exc:
+            from graphchat.fsutil import describe_failure
+
+            self.events.append(dict(ev.turn_failed(describe_failure(exc))))
+            self.say(f"✗ {describe_failure(exc)}")
+            return ""
+        spent = result.usage.to_dict()
+        self.events.append(dict(ev.turn_end(spent, self.llm().config.model)))
+        self.say(f"model> {result.content}")
+        self.say(f"  (spent: {json.dumps(spent)})")
+        return result.content
+
+    # -- the workbench__* tools --------------------------------------------------------------
+
+    async def tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        from graphchat.plans import authoring as a
+
+        draft = self.draft
+        if name == "list_plans":
+            from graphchat.plans.discovery import discover
+
+            index = discover(self.settings.plans_dir)
+            return {
+                "plans": [
+                    {"identifier": pid, "name": plan.name, "file": str(plan.path)}
+                    for pid, plan in sorted(index.plans.items())
+                ]
+            }
+        if name == "show_plan":
+            path = a.locate(self.settings.plans_dir, str(arguments["plan"]))
+            return {"file": str(path), "yaml": path.read_text(encoding="utf-8")}
+        if name == "load_plan":
+            path = draft.load(str(arguments["plan"]), overwrite=bool(arguments.get("overwrite_draft")))
+            return {"ok": True, "loaded": str(path), "problems": draft.problems}
+        if name == "get_plan":
+            return {"yaml": draft.text, "problems": draft.problems, "unsaved": draft.dirty}
+        if name == "update_metadata":
+            fields = {
+                k: v for k, v in arguments.items() if k in ("identifier", "name", "description", "exemplars")
+            }
+            if not fields:
+                raise a.AuthoringError("update_metadata takes identifier, name, description or exemplars")
+
+            def metadata(data: Any) -> dict[str, Any]:
+                for key, value in fields.items():
+                    a.set_attribute(data, key, value if isinstance(value, list) else [value])
+                return {"updated": sorted(fields)}
+
+            return draft.edit(metadata)
+        if name == "add_step":
+            return draft.edit(
+                lambda data: a.add_step(
+                    data,
+                    str(arguments["id"]),
+                    str(arguments["tool"]),
+                    arguments["input"],
+                    reasoning=arguments.get("reasoning"),
+                    before=arguments.get("before"),
+                    after=arguments.get("after"),
+                )
+            )
+        if name == "update_step":
+            step_id = str(arguments["id"])
+            new_id = arguments.get("new_id")
+
+            def update(data: Any) -> dict[str, Any]:
+                out: dict[str, Any] = {"id": step_id}
+                for attribute in ("tool", "input", "reasoning"):
+                    if attribute in arguments:
+                        a.update_step(data, step_id, attribute, arguments[attribute])
+                if new_id:
+                    out = a.rename_step(data, step_id, str(new_id))
+                return out
+
+            return draft.edit(update, renames={step_id: str(new_id)} if new_id else None)
+        if name == "delete_step":
+            return draft.edit(lambda data: a.remove_step(data, str(arguments["id"])))
+        if name == "restore_draft":
+            draft.undo()
+            return {"ok": True, "yaml": draft.text, "unsaved": draft.dirty}
+        if name == "validate_plan":
+            problems = self.validate()
+            return {"ok": not problems, "problems": problems}
+        if name == "run_plan":
+            return await self.run(arguments.get("inputs") or {})
+        if name == "save_plan":
+            return {"ok": True, "savedTo": str(self.save())}
+        raise DraftError(f"unknown workbench tool {name}")
+
+    # -- validate, run, save ----------------------------------------------------------------
+
+    def validate(self) -> list[str]:
+        """Static problems, else the catalog's (unknown tools, servers, the data flow)."""
+        problems = list(self.draft.problems)
+        plan = self.draft.plan() if not problems else None
+        if plan is not None:
+            from graphchat.plans.discovery import discover
+            from graphchat.plans.validate import known_servers, validate_against_catalog
+
+            problems = validate_against_catalog(
+                plan,
+                self.catalog,
+                servers=known_servers(self.catalog, self.settings.catalog_dir / "servers.yaml"),
+                plans=discover(self.settings.plans_dir).plans,
+                soft_required_servers=True,
+            )
+        self.validation = problems
+        self.notify()
+        return problems
+
+    async def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """A full run of the draft through the executor, its transcript in the run tab."""
+        from graphchat.plans.executor import llm_factory_for, run_plan
+
+        plan = self.draft.plan()
+        if plan is None:
+            raise DraftError(
+                "the draft has problems; fix them before a run: " + "; ".join(self.draft.problems)
+            )
+        self.run_lines.clear()
+        self.log_run(f"run {plan.identifier} {json.dumps(inputs, ensure_ascii=False)}")
+        sink = LineSink(self.log_run)
+        outcome = await run_plan(
+            plan,
+            inputs,
+            catalog=self.catalog,
+            ctx=CallContext(asker=self.asker, events=sink, surface="cli"),
+            llm_factory=llm_factory_for(self.settings),
+            events=sink,
+            settings=self.settings,
+        )
+        result: dict[str, Any] = {"outcome": outcome.kind, "steps_executed": outcome.steps_executed}
+        if outcome.error:
+            result["error"] = outcome.error
+        if outcome.output is not None:
+            result["output"] = outcome.output
+        if outcome.answer:
+            result["answer"] = outcome.answer
+        if outcome.usage:
+            result["usage"] = outcome.usage
+        self.log_run(f"outcome: {outcome.kind}" + (f" — {outcome.error}" if outcome.error else ""))
+        if outcome.usage:
+            self.log_run(f"spent: {json.dumps(outcome.usage)}")
+        return result
+
+    def save(self) -> str:
+        path = self.draft.save()
+        return str(path)
