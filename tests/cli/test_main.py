@@ -26,7 +26,7 @@ def test_bad_graphchat_yaml_is_one_line_naming_file_and_line(
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert lines == [f"error: {workspace / 'graphchat.yaml'}:3: models.boss: unknown role (roles: "
-                     "default, chat, solver, judge, planner)"]  # fmt: skip
+                     "default, chat, solver, judge, planner, sampling)"]  # fmt: skip
     assert "Traceback" not in result.stderr
 
 
