@@ -295,7 +295,8 @@ class Runner:
         name = step.tool_name
         control = CONTROL.get(name)
         # Counted once it has a result, as graph's RunState::steps_executed (pipeline/state.rs):
-        # a fired exit or a failed step is not a step executed.
+        # a failed step is not a step executed, nor a fired top-level exit, nor the control step
+        # whose body an exit fired in; an exit that fires inside a body is (run_body).
         if control is not None:
             value = await control.run(self, step, scope, frame)
             self.steps_executed += 1
@@ -314,6 +315,13 @@ class Runner:
             if body.single:
                 return await self.run_step(body.steps[0], scope, frame)
             return await self.run_steps(body.steps, scope, frame)
+        except ExitFired as fired:
+            # graph's body.rs: an exit that fires in a body is one of the body's steps executed
+            # (`steps_executed + 1`), counted once however many bodies it leaves.
+            if not fired.counted:
+                fired.counted = True
+                self.steps_executed += 1
+            raise
         except StepFailed as inner:
             if body.single:
                 message = f"{what} ({inner.tool}): {inner.message}"
