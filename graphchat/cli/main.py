@@ -22,6 +22,7 @@ GROUPS = (
     "warm",
     "models",
     "completion",
+    "config",
 )
 
 
