@@ -173,3 +173,29 @@ def test_every_listing_answers_a_counted_envelope(workspace: Path, graphchat: Gr
         assert isinstance(body[key], list), args
         if "count" in body:
             assert body["count"] == len(body[key]), args
+
+
+def test_plan_run_usage_by_step_and_by_model(
+    workspace: Path, graphchat: GraphchatRunner, model_server
+) -> None:
+    """graph's usage report (graph-core/src/usage.rs `UsageReport`): `by_step` groups the model
+    calls by the step path they were made in (else the call's role: the solver), `by_model` by
+    provider and model, each with `calls` and its tokens."""
+    (workspace / "plans" / "label.yaml").write_text(
+        "identifier: label\nname: Label\ndescription: label a report\nsteps:\n"
+        "  - id: E0\n    tool_name: builtin__infer\n    input:\n      instruction: 'Label: crash on save'\n"
+        "      output_schema: {type: object, required: [label], properties: {label: {type: string}}}\n"
+        "solver:\n  query_to_answer: What was found?\n  data: {label: '{{E0.label}}'}\n"
+    )
+    model_server.push({"json": {"label": "bug"}}, {"text": "One bug."})
+    done = graphchat("plan", "run", "label", "--json", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    assert usage["calls"] == 2
+    assert sorted(s["path"] for s in usage["by_step"]) == ["E0", "solver"]
+    for group in usage["by_step"]:
+        assert {"path", "calls", "input_tokens", "output_tokens"} <= set(group) and group["calls"] == 1
+    [model] = usage["by_model"]
+    assert {"provider", "model", "calls", "input_tokens", "output_tokens"} <= set(model)
+    assert model["calls"] == 2 and model["model"].endswith("scripted") and model["provider"] == "openai"
+    assert sum(s["input_tokens"] for s in usage["by_step"]) == usage["input_tokens"] == model["input_tokens"]
