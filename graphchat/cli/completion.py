@@ -140,6 +140,7 @@ COMPLETERS: dict[tuple[tuple[str, ...], str], Completer] = {
     (("threads", "export"), "id"): _threads,
     (("tools", "show"), "name"): _tools,
     (("tools", "call"), "name"): _tools,
+    (("tools", "test"), "name"): _tools,
     (("shapes", "show"), "name"): _tools,
     (("answer",), "id"): _requests,
     (("permit",), "id"): _requests,

@@ -24,6 +24,7 @@ GROUPS = (
     "models",
     "completion",
     "workbench",
+    "config",
 )
 ALIASES = {"wb": "workbench"}
 

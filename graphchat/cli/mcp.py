@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
 
     p = commands.add_parser("list", help="servers: transport, state, tool count, last error")
-    p.add_argument("--json", action="store_true", help="print a JSON array of servers")
+    p.add_argument("--json", action="store_true", help="print graph's {servers, count}")
     p.add_argument("--check", action="store_true", help="start every server now and report what happens")
     p.set_defaults(func=run_list)
 
@@ -65,13 +65,18 @@ def run_list(args: argparse.Namespace) -> int:
     for message in skipped:
         warn(message)
     failed = 1 if args.check and any(r["state"] == "failed" for r in rows) else 0
+    empty = f"no MCP servers configured ({settings.catalog_dir / 'servers.yaml'})"
     if args.json:
         from graphchat.cli.output import print_json
 
-        print_json(rows)
+        # graph's {servers: [{name, transport, target, …}], count} (its mcp_cmd.rs), a note when empty
+        envelope: dict[str, Any] = {"servers": rows, "count": len(rows)}
+        if not rows:
+            envelope["note"] = empty
+        print_json(envelope)
         return failed
     if not rows:
-        print(f"no MCP servers configured ({settings.catalog_dir / 'servers.yaml'})", file=sys.stderr)
+        print(empty, file=sys.stderr)
         return 0
     from graphchat.display import safe
 

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="shapes_command", metavar="SUBCOMMAND")
 
     p = commands.add_parser("list", help="tools with a recorded shape")
-    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.add_argument("--json", action="store_true", help="print graph's {shapes, count}")
     p.set_defaults(func=run_list)
 
     p = commands.add_parser("show", help="one tool's merged schema and example")
@@ -33,14 +33,34 @@ def _store(args: argparse.Namespace) -> Any:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    rows = _store(args).list()
+    store = _store(args)
+    rows = store.list()
+    empty = "no shapes recorded yet (they are learned from successful tool calls)"
     if args.json:
         from graphchat.cli.output import print_json
 
-        print_json(rows)
+        # graph's {shapes: [{tool, seen_count, schema, example}], count} (its shapes_cmd.rs);
+        # graphchat's updated_at and source beside; a note when empty
+        shapes = []
+        for row in rows:
+            doc = store.get(str(row["tool"])) or {}
+            shapes.append(
+                {
+                    "tool": row["tool"],
+                    "seen_count": row["seen_count"],
+                    "schema": doc.get("schema"),
+                    "example": doc.get("example"),
+                    "updated_at": row["updated_at"],
+                    "source": row["source"],
+                }
+            )
+        envelope: dict[str, Any] = {"shapes": shapes, "count": len(shapes)}
+        if not shapes:
+            envelope["note"] = empty
+        print_json(envelope)
         return 0
     if not rows:
-        print("no shapes recorded yet (they are learned from successful tool calls)", file=sys.stderr)
+        print(empty, file=sys.stderr)
         return 0
     width = max(len(str(r["tool"])) for r in rows)
     lines = [

@@ -1,4 +1,4 @@
-"""`graphchat tools list|show|call`: the catalog, seen and probed from the command line."""
+"""`graphchat tools list|show|call|test`: the catalog, seen and probed from the command line."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 import sys
 import time
 from typing import Any
+
+NO_TOOLS = "no tools (configure MCP servers in catalog/servers.yaml)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,13 +19,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
 
     p = commands.add_parser("list", help="every tool: name, source, family, description")
-    p.add_argument("--json", action="store_true", help="print a JSON array of tools")
+    p.add_argument("--json", action="store_true", help="print graph's {tools, count, sources}")
     p.add_argument("--refresh", action="store_true", help="start every MCP server to refresh its tool list")
     p.set_defaults(func=run_list)
 
     p = commands.add_parser("show", help="one tool: input schema, output shape, example")
     p.add_argument("name", metavar="NAME")
-    p.add_argument("--json", action="store_true", help="print the tool as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print graph's {name, source, description, readOnly, inputSchema, outputSchema, outputExample}",
+    )
     p.set_defaults(func=run_show)
 
     p = commands.add_parser("call", help="call one tool and print its result")
@@ -35,6 +41,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print {value, is_error, ms}")
     p.add_argument("--yes", action="store_true", help="approve the call without asking")
     p.set_defaults(func=run_call)
+
+    p = commands.add_parser(
+        "test", help="call one tool as graph's `tools test` does: a tool's error is its result (exit 0)"
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("input", nargs="?", metavar="JSON|@file|-", help="the arguments (a JSON object)")
+    p.add_argument(
+        "--input", dest="pairs", action="append", metavar="k=v", help="set one argument (v parsed as JSON)"
+    )
+    p.add_argument("--json", action="store_true", help="print graph's {tool, isError, result}")
+    p.add_argument("--yes", action="store_true", help="approve the call without asking")
+    p.set_defaults(func=run_test)
 
 
 def _catalog(settings: Any, events: Any = None, record_shapes: bool = False) -> Any:
@@ -77,23 +95,6 @@ def _first_line(text: str, limit: int = 90) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _tool_row(spec: Any, collisions: dict[str, list[str]]) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "name": spec.name,
-        "source": spec.source,
-        "family": spec.family,
-        "description": spec.description,
-    }
-    if spec.meta.get("server"):
-        row["server"] = spec.meta["server"]
-        row["tool"] = spec.meta["tool"]
-    for contested, pairs in collisions.items():
-        real = f"{spec.meta.get('server')}/{spec.meta.get('tool')}"
-        if real in pairs:
-            row["collision"] = {"name": contested, "tools": pairs}
-    return row
-
-
 def run_list(args: argparse.Namespace) -> int:
     settings = _settings(args)
     catalog = _catalog(settings)
@@ -119,15 +120,28 @@ def run_list(args: argparse.Namespace) -> int:
         _warn(f"tool name {name} is wanted by {' and '.join(pairs)}; each got a distinct name")
     for message in catalog.warnings:
         _warn(message)
-    rows = [_tool_row(spec, collisions) for spec in catalog.list()]
+    from graphchat.catalog.listing import tool_listing
+
+    specs = catalog.list()
     if args.json:
         from graphchat.cli.output import print_json
 
-        print_json(rows)
+        envelope = tool_listing(specs, collisions)
+        if not specs:
+            envelope["note"] = NO_TOOLS
+        print_json(envelope)  # graph's {tools, count, sources}: the control steps included
         return 0
+    rows = [
+        {"name": s.name, "source": s.source, "family": s.family, "description": s.description} for s in specs
+    ]
     if not rows:
-        print("no tools (configure MCP servers in catalog/servers.yaml)", file=sys.stderr)
-        return 0
+        print(NO_TOOLS, file=sys.stderr)
+    from graphchat.catalog.listing import CONTROL_SOURCE, control_entries
+
+    rows += [  # step vocabulary, listed as graph lists it: never offered to a model, never callable
+        {"name": c["name"], "source": CONTROL_SOURCE, "family": "control", "description": c["description"]}
+        for c in control_entries()
+    ]
     width = min(max(len(r["name"]) for r in rows), 64)
     src_width = min(max(len(r["source"]) for r in rows), 24)
     from graphchat.display import safe
@@ -195,13 +209,21 @@ def _find(catalog: Any, settings: Any, name: str) -> Any:
 
 def describe_tool(catalog: Any, spec: Any, settings_dir: Any) -> dict[str, Any]:
     """Everything `tools show` says about a tool, as JSON."""
+    from graphchat.catalog.listing import read_only, source_of
     from graphchat.shapes import ShapeStore
 
+    # graph's keys, every one always present (null when absent; `outputSchema` and
+    # `outputExample` are what the tool declares), then graphchat's beside them.
     doc: dict[str, Any] = {
         "name": spec.name,
-        "source": spec.source,
-        "family": spec.family,
+        "source": source_of(spec.name),
         "description": spec.description,
+        "readOnly": read_only(spec),
+        "inputSchema": spec.input_schema,
+        "outputSchema": spec.output_schema,
+        "outputExample": spec.meta.get("output_example"),
+        "origin": spec.source,
+        "family": spec.family,
         "input_schema": spec.input_schema,
     }
     if spec.meta.get("server"):
@@ -235,6 +257,19 @@ def run_show(args: argparse.Namespace) -> int:
     from graphchat.cli.output import warn_catalog
 
     warn_catalog(catalog)
+    from graphchat.catalog.listing import control_show, is_control_step
+
+    if is_control_step(args.name):
+        doc = control_show(args.name)
+        if args.json:
+            from graphchat.cli.output import print_json
+
+            print_json(doc)
+            return 0
+        text = [f"{doc['name']}  (control step: evaluated by the plan executor, not callable)", ""]
+        text += [doc["description"], "", "input fields:", json.dumps(doc["inputSchema"], indent=2)]
+        sys.stdout.write("\n".join(text) + "\n")
+        return 0
     spec = _find(catalog, settings, args.name)
     settings_dir = settings.catalog_dir
     doc = describe_tool(catalog, spec, settings_dir)
@@ -243,7 +278,7 @@ def run_show(args: argparse.Namespace) -> int:
 
         print_json(doc)
         return 0
-    out = [f"{doc['name']}  ({doc['source']}, {doc['family']})"]
+    out = [f"{doc['name']}  ({doc['origin']}, {doc['family']})"]
     if doc.get("server"):
         out.append(f"MCP tool: {doc['tool']} on server {doc['server']}")
     if doc["description"]:
@@ -277,11 +312,47 @@ def _settings(args: argparse.Namespace) -> Any:
     return load_settings(getattr(args, "home", None))
 
 
-def run_call(args: argparse.Namespace) -> int:
+def _refuse_control_step(name: str) -> None:
+    from graphchat.catalog.listing import is_control_step
+    from graphchat.errors import GraphchatError
+
+    if is_control_step(name):  # listed like a tool, so a caller will try: say what it is
+        raise GraphchatError(
+            f"'{name}' is a control step, not a callable tool: the plan executor evaluates it",
+            1,
+            hint=f"put it in a plan and run the plan; `graphchat tools show {name}` describes its input",
+        )
+
+
+def run_test(args: argparse.Namespace) -> int:
+    """graph's `tools test`: the call completed, so a tool that reports an error still exits 0;
+    `isError` carries the difference to a machine caller."""
+    from graphchat.cli.output import print_json
+
+    result = _invoke(args)
+    if args.json:
+        print_json({"tool": args.name, "isError": result.is_error, "result": result.value})
+        return 0
+    if result.is_error:
+        print("tool returned an error:", file=sys.stderr)
+    if isinstance(result.value, str):
+        from graphchat.display import safe
+
+        text = safe(result.value) if sys.stdout.isatty() else result.value  # a pipe: byte-exact
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+    else:
+        print_json(result.value)
+    return 0
+
+
+def _invoke(args: argparse.Namespace) -> Any:
+    """Run the one call of `tools call` / `tools test` and return its ToolResult."""
     import asyncio
 
-    from graphchat.cli.output import apply_input_flags, print_json, read_document_arg, report_error
+    from graphchat.cli.output import apply_input_flags, read_document_arg
     from graphchat.host import load_settings, open_host
+
+    _refuse_control_step(args.name)
 
     arguments = apply_input_flags(read_document_arg(args.input, what="tool input"), args.pairs)
     settings = load_settings(getattr(args, "home", None))
@@ -300,7 +371,13 @@ def run_call(args: argparse.Namespace) -> int:
         finally:
             await host.aclose()
 
-    result = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def run_call(args: argparse.Namespace) -> int:
+    from graphchat.cli.output import print_json, report_error
+
+    result = _invoke(args)
     if args.json:
         print_json({"value": result.value, "is_error": result.is_error, "ms": round(result.ms, 1)})
         return 1 if result.is_error else 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -110,20 +111,40 @@ class PlanOutcome:
 # --- usage and quiet events ----------------------------------------------------------------
 
 
+# The path of the step running in this task (a map item runs in its own task, so concurrent
+# items each see theirs): the group of a model call in `usage.by_step`, as graph's CallSite.
+CURRENT_STEP: ContextVar[str | None] = ContextVar("graphchat_plan_step", default=None)
+
+
 class UsageTap(EventSink):
-    """Forwards every event and adds up the model usage of the run (llm_call events)."""
+    """Forwards every event and adds up the model usage of the run (llm_call events): in all,
+    by step (graph's `by_step`: the step path, else the call's role) and by model."""
 
     def __init__(self, inner: EventSink | None) -> None:
         self.inner = inner
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.by_step: dict[str, dict[str, Any]] = {}
+        self.by_model: dict[str, dict[str, Any]] = {}
 
     def emit(self, event: str, **fields: Any) -> None:
         if event == "llm_call":
+            spent_in = int(fields.get("input_tokens") or 0)
+            spent_out = int(fields.get("output_tokens") or 0)
             self.calls += 1
-            self.input_tokens += int(fields.get("input_tokens") or 0)
-            self.output_tokens += int(fields.get("output_tokens") or 0)
+            self.input_tokens += spent_in
+            self.output_tokens += spent_out
+            path = CURRENT_STEP.get() or str(fields.get("role") or fields.get("site") or "unknown")
+            model = str(fields.get("model") or "")
+            provider = model.split("/", 1)[0] if "/" in model else ""
+            for group in (
+                self.by_step.setdefault(path, {"path": path}),
+                self.by_model.setdefault(model, {"provider": provider, "model": model}),
+            ):
+                group["calls"] = group.get("calls", 0) + 1
+                group["input_tokens"] = group.get("input_tokens", 0) + spent_in
+                group["output_tokens"] = group.get("output_tokens", 0) + spent_out
         if self.inner is not None:
             self.inner.emit(event, **fields)
 
@@ -134,7 +155,18 @@ class UsageTap(EventSink):
     def usage(self) -> dict[str, Any] | None:
         if not self.calls:
             return None
-        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+        def ranked(groups: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+            # graph's order (usage.rs `rank`, no prices): the most tokens first
+            return sorted(groups.values(), key=lambda g: -(g["input_tokens"] + g["output_tokens"]))
+
+        return {
+            "calls": self.calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "by_step": ranked(self.by_step),
+            "by_model": ranked(self.by_model),
+        }
 
 
 class QuietToolEvents(EventSink):
@@ -296,8 +328,18 @@ class Runner:
         await checkpoint()  # a long run shares the loop (mcp serve: other calls go on)
         name = step.tool_name
         control = CONTROL.get(name)
+        token = CURRENT_STEP.set(frame.prefix + step.label)
+        try:
+            return await self._run_step(step, scope, frame, name, control)
+        finally:
+            CURRENT_STEP.reset(token)
+
+    async def _run_step(
+        self, step: Step, scope: dict[str, Any], frame: Frame, name: str, control: Any
+    ) -> Any:
         # Counted once it has a result, as graph's RunState::steps_executed (pipeline/state.rs):
-        # a fired exit or a failed step is not a step executed.
+        # a failed step is not a step executed, nor a fired top-level exit, nor the control step
+        # whose body an exit fired in; an exit that fires inside a body is (run_body).
         if control is not None:
             value = await control.run(self, step, scope, frame)
             self.steps_executed += 1
@@ -316,6 +358,13 @@ class Runner:
             if body.single:
                 return await self.run_step(body.steps[0], scope, frame)
             return await self.run_steps(body.steps, scope, frame)
+        except ExitFired as fired:
+            # graph's body.rs: an exit that fires in a body is one of the body's steps executed
+            # (`steps_executed + 1`), counted once however many bodies it leaves.
+            if not fired.counted:
+                fired.counted = True
+                self.steps_executed += 1
+            raise
         except StepFailed as inner:
             if body.single:
                 message = f"{what} ({inner.tool}): {inner.message}"

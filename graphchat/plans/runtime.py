@@ -87,6 +87,7 @@ class ExitFired(Exception):
         self.reason = reason
         self.output = output
         self.has_output = output is not None
+        self.counted = False  # counted once in steps_executed by the body it fired in (graph's body.rs)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"status": self.status, "message": self.message, "step": self.step}

@@ -230,7 +230,7 @@ def test_graph_review_core_exits_on_an_empty_working_tree_diff(repo: Path, graph
 def test_user_tools_are_listed_with_their_family(repo: Path, graphchat) -> None:
     done = run(graphchat, repo, "tools", "list", "--json")
     assert done.returncode == 0, done.stderr
-    rows = {r["name"]: r for r in json.loads(done.stdout)}
+    rows = {r["name"]: r for r in json.loads(done.stdout)["tools"]}
     assert rows["user__repo_diff"]["family"] == "read"  # exec, read_only: true
     assert rows["user__write_changelog_page"]["family"] == "write"  # exec, read_only: false
     assert rows["user__review_graph_pr"]["family"] == "read"  # prompt: read-only unless it says not

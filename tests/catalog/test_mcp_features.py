@@ -50,7 +50,7 @@ def test_roots_name_the_workspace_and_can_be_turned_off(workspace: Path, graphch
 
     everything(workspace, capabilities={"roots": False})
     listed = graphchat("tools", "list", "--json", "--refresh")
-    names = {t["name"] for t in json.loads(listed.stdout)}
+    names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
     assert "everything__echo" in names and "everything__get-roots-list" not in names
 
 
@@ -244,10 +244,10 @@ def test_headless_sampling_is_refused_even_when_the_tool_is_allowed(
 def test_sampling_is_declared_and_can_be_turned_off(workspace: Path, graphchat: GraphchatRunner) -> None:
     everything(workspace)
     listed = graphchat("tools", "list", "--json")
-    assert "everything__trigger-sampling-request" in {t["name"] for t in json.loads(listed.stdout)}
+    assert "everything__trigger-sampling-request" in {t["name"] for t in json.loads(listed.stdout)["tools"]}
     everything(workspace, capabilities={"sampling": False})
     listed = graphchat("tools", "list", "--json")
-    names = {t["name"] for t in json.loads(listed.stdout)}
+    names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
     assert "everything__echo" in names and "everything__trigger-sampling-request" not in names
 
 

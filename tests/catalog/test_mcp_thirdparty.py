@@ -57,7 +57,7 @@ def test_the_repositorys_bundled_servers_list_real_tools(tmp_path: Path, graphch
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     listed = graphchat("tools", "list", "--json", home=workspace)
     assert listed.returncode == 0, listed.stderr
-    names = {t["name"]: t["family"] for t in json.loads(listed.stdout)}
+    names = {t["name"]: t["family"] for t in json.loads(listed.stdout)["tools"]}
     assert names["time__get_current_time"] == "read"
     assert names["git__git_status"] == "read"
     assert names["git__git_commit"] == "write"

@@ -37,7 +37,7 @@ def test_filters_and_overrides_are_honoured_by_list_show_call_and_shapes(
     )
     listed = graphchat("tools", "list", "--json")
     assert listed.returncode == 0, listed.stderr
-    tools = {t["name"]: t for t in json.loads(listed.stdout)}
+    tools = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}
     assert [n for n in tools if n.startswith("low__")] == ["low__tool_001"]
     assert "t__crash" not in tools and "t__confirm_push" not in tools and "t__slow" in tools
     assert tools["t__shaped"]["description"] == "Shaped, by override."
@@ -77,7 +77,7 @@ def test_filter_and_override_names_the_server_does_not_have_are_warnings(
     )
     listed = graphchat("tools", "list", "--json")
     assert listed.returncode == 0, listed.stderr
-    assert {t["name"] for t in json.loads(listed.stdout) if t["name"].startswith("t__")} == {
+    assert {t["name"] for t in json.loads(listed.stdout)["tools"] if t["name"].startswith("t__")} == {
         "t__stamp",
         "t__shaped",
     }

@@ -32,9 +32,9 @@ def test_tools_list_from_a_warm_cache_starts_no_server(workspace: Path, graphcha
     assert rows["t__slow"] == ["mcp:t", "read"]
     assert rows["t__delete_file"] == ["mcp:t", "destructive"]
     assert rows["low__tool_001"] == ["mcp:low", "read"]
-    listed = json.loads(graphchat("tools", "list", "--json").stdout)
+    listed = json.loads(graphchat("tools", "list", "--json").stdout)["tools"]
     slow = next(t for t in listed if t["name"] == "t__slow")
-    assert slow == {**slow, "source": "mcp:t", "family": "read", "server": "t", "tool": "slow"}
+    assert slow == {**slow, "source": "t", "origin": "mcp:t", "family": "read", "server": "t", "tool": "slow"}
     assert slow["description"].startswith("Sleep")
     assert len(pids(marker)) == 2
     refreshed = graphchat("tools", "list", "--refresh")
@@ -52,7 +52,7 @@ def test_tools_list_reports_colliding_names(workspace: Path, graphchat: Graphcha
     doc["tools"] += [{"name": "x.y", "input_schema": {"type": "object"}}, {"name": "x_y", "input_schema": {}}]
     doc_path.write_text(json.dumps(doc))
     result = graphchat("tools", "list", "--json")
-    names = [t["name"] for t in json.loads(result.stdout)]
+    names = [t["name"] for t in json.loads(result.stdout)["tools"]]
     assert "a-b__x_y" in names and len([n for n in names if n.startswith("a-b__x_y")]) == 2
     assert "a-b__x_y is wanted by a-b/x.y and a-b/x_y" in result.stderr
 
@@ -160,7 +160,7 @@ def test_mcp_list_shows_servers_state_tools_and_last_error(
         workspace,
         {"t": stdio(), "ghost": {"command": str(workspace / "missing-binary")}},
     )
-    before = json.loads(graphchat("mcp", "list", "--json").stdout)
+    before = json.loads(graphchat("mcp", "list", "--json").stdout)["servers"]
     assert [(r["name"], r["state"], r["tools"]) for r in before] == [
         ("t", "not started yet", None),
         ("ghost", "not started yet", None),
@@ -173,7 +173,7 @@ def test_mcp_list_shows_servers_state_tools_and_last_error(
     assert ghost_line.split()[:3] == ["ghost", "stdio", "failed"]  # its start failed: not "not started"
     assert "last error" in after.stdout and "command not found" in after.stdout
     checked = graphchat("mcp", "list", "--check", "--json")
-    states = {r["name"]: r["state"] for r in json.loads(checked.stdout)}
+    states = {r["name"]: r["state"] for r in json.loads(checked.stdout)["servers"]}
     assert states == {"t": "running", "ghost": "failed"} and checked.returncode == 1
 
 

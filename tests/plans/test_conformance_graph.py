@@ -996,3 +996,40 @@ async def test_steps_executed_counts_as_graph_counts() -> None:
         "  - {id: E1, tool_name: exit, input: {status: success, message: bye}}\n"
     )
     assert exited.kind == "exit" and exited.steps_executed == 1
+
+
+_BRANCH_EXIT_PLAN = """identifier: branch_exit
+name: Branch exit
+description: an exit that fires in a decide's branch
+steps:
+  - {id: E0, tool_name: builtin__reshape, input: {shape: {n: 1}}}
+  - id: E1
+    tool_name: decide
+    input:
+      if: {value: "{{E0.n}}", op: eq, to: 1}
+      then:
+        - {id: note, tool_name: builtin__reshape, input: {shape: {said: hi}}}
+        - {id: stop, tool_name: exit, input: {status: success, message: done in the branch}}
+  - {id: E2, tool_name: builtin__reshape, input: {shape: {never: true}}}
+"""
+
+
+def test_steps_executed_counts_an_exit_that_fires_in_a_branch(graphchat: Any, workspace: Any) -> None:
+    """graph: `E0; decide then: [note, exit]` is 3 — E0, the branch's call and the fired exit in
+    the body (pipeline/body.rs: `BodyFail::Exited` carries `steps_executed + 1`); the `decide`
+    itself has no result, so counts 0 (state.rs `steps_executed`), as does a fired top-level exit."""
+    import json
+
+    (workspace / "plans" / "branch_exit.yaml").write_text(_BRANCH_EXIT_PLAN)
+    run = graphchat("plan", "run", "branch_exit", "--json")
+    assert run.returncode == 0, run.stderr
+    envelope = json.loads(run.stdout)
+    assert envelope["exit"]["status"] == "success" and envelope["exit"]["message"] == "done in the branch"
+    assert envelope["steps_executed"] == 3
+    top = _BRANCH_EXIT_PLAN.replace("branch_exit", "top_exit").split("  - id: E1")[0] + (
+        "  - {id: E1, tool_name: exit, input: {status: success, message: bye}}\n"
+    )
+    (workspace / "plans" / "top_exit.yaml").write_text(top)
+    run = graphchat("plan", "run", "top_exit", "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["steps_executed"] == 1  # E0; the fired top-level exit counts 0

@@ -1,0 +1,88 @@
+"""`graphchat config show|path`: the configuration graphchat runs with, and where it is read from."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "config",
+        help="show the merged configuration or the files it is read from",
+        description="The configuration as graphchat merges it: defaults, graphchat.yaml, "
+        "catalog/servers.yaml, the environment.",
+    )
+    commands = parser.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
+    p = commands.add_parser("show", help="the merged configuration, secrets masked, each value's source")
+    p.add_argument(
+        "--json", action="store_true", help="print graph's {config, sources} (with value_sources beside)"
+    )
+    p.set_defaults(func=run_show)
+    p = commands.add_parser("path", help="the configuration files, and whether each exists")
+    p.add_argument("--json", action="store_true", help="print graph's {files: [{path, exists}], count}")
+    p.set_defaults(func=run_path)
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from graphchat.workspace import load_settings
+
+    return load_settings(getattr(args, "home", None))  # a bad graphchat.yaml is exit 2, as everywhere
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from graphchat.config_view import effective_config
+
+    config, files, origins = effective_config(_settings(args))
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        # graph's {config, sources} (config_cmd.rs `show`); `value_sources`: each value's layer
+        print_json({"config": config, "sources": files, "value_sources": origins})
+        return 0
+    if files:
+        for path in files:
+            print(f"# merged from {path}", file=sys.stderr)
+    else:
+        print("# no configuration files found — showing defaults (run `graphchat init`)", file=sys.stderr)
+    sys.stdout.write(_render(config, origins))
+    return 0
+
+
+def _render(config: dict[str, Any], origins: dict[str, str]) -> str:
+    """YAML, each value followed by a comment naming the layer it came from."""
+    import json
+
+    lines: list[str] = []
+
+    def scalar(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    def walk(node: Any, path: tuple[str, ...], indent: int) -> None:
+        pad = "  " * indent
+        for key, value in node.items():
+            dotted = ".".join((*path, str(key)))
+            if isinstance(value, dict) and value:
+                lines.append(f"{pad}{key}:")
+                walk(value, (*path, str(key)), indent + 1)
+            else:
+                origin = origins.get(dotted)
+                note = f"  # {origin}" if origin else ""
+                lines.append(f"{pad}{key}: {scalar(value)}{note}")
+
+    walk(config, (), 0)
+    return "\n".join(lines) + "\n"
+
+
+def run_path(args: argparse.Namespace) -> int:
+    from graphchat.config_view import config_files
+
+    files = [{"path": str(p), "exists": p.is_file()} for p in config_files(_settings(args))]
+    if args.json:
+        from graphchat.cli.output import print_json
+
+        print_json({"files": files, "count": len(files)})  # graph's config_cmd.rs `path`
+        return 0
+    sys.stdout.write("".join(f"{f['path']}\t{'exists' if f['exists'] else 'missing'}\n" for f in files))
+    return 0
