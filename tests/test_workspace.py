@@ -104,7 +104,10 @@ def test_warm_settings_and_their_errors(tmp_path: Path) -> None:
     ws.mkdir()
     config = ws / "graphchat.yaml"
     config.write_text("")
-    assert (load_settings(ws).warm, load_settings(ws).warm_idle) == ("manual", 900)
+    assert (load_settings(ws).warm, load_settings(ws).warm_idle) == (
+        "auto",
+        900,
+    )  # auto unless GRAPHCHAT_WARM=manual (the suite's subprocesses)
     config.write_text("settings:\n  warm: auto\n  warm_idle: 90s\n")
     assert (load_settings(ws).warm, load_settings(ws).warm_idle) == ("auto", 90)
     config.write_text("settings:\n  warm_idle: 2h\n")

@@ -40,7 +40,7 @@ SERVER = "h"
 ANSWER = "All done."
 # What graphchat itself writes on a terminal (the spinner erasing its line, cursor hiding,
 # colours); the corpus never uses these, so anything else is the attacker's getting through.
-OWN_SEQUENCES = re.compile(r"\x1b\[(?:2K|\?25[lh]|[0-9;]*m)|\r")
+OWN_SEQUENCES = re.compile(r"\x1b\[(?:2K|\?25[lh]|[0-9;]*m|[0-9]*A)|\r")  # [nA: the live answer redrawn
 
 
 @dataclass

@@ -315,7 +315,7 @@ def test_ask_attach_puts_resources_in_the_message(
         env=model_server.env(),
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "read them"
+    assert done.stdout == "read them\n"
     [request] = model_server.requests
     sent = request["messages"][-1]["content"]
     assert sent.startswith(

@@ -122,7 +122,7 @@ def test_an_exec_tool_sees_the_clients_value_of_a_variable(
     for value in ("from-the-first-client", None, "from-the-second-client"):
         model_server.push({"tool_calls": [{"name": "user__greeting", "arguments": {}}]}, {"text": "ok"})
         asked = warm.ask("greet", env={"GREETING": value} if value else None)
-        assert (asked.returncode, asked.stdout) == (0, "ok"), asked.stderr
+        assert (asked.returncode, asked.stdout) == (0, "ok\n"), asked.stderr
         [result] = tool_results(model_server)
         assert (value or "unset") in result, (value, result)
         assert "from-the-helper" not in result
@@ -209,7 +209,7 @@ def test_git_runs_in_the_clients_environment(
         call = {"name": "builtin__git_file", "arguments": {"path": "NOTE.md", "ref": "HEAD"}}
         model_server.push({"tool_calls": [call]}, {"text": "read"})
         asked = warm.ask("the note?", env=env)
-        assert (asked.returncode, asked.stdout) == (0, "read"), asked.stderr
+        assert (asked.returncode, asked.stdout) == (0, "read\n"), asked.stderr
         [result] = tool_results(model_server)
         assert expected in result, (env, result)
     assert warm.status()["turns_served"] == 2

@@ -291,14 +291,14 @@ def test_warm_is_the_default_the_second_ask_is_served_and_the_notice_comes_once(
     default = {"GRAPHCHAT_WARM": "1"}
     model_server.push({"text": "first"})
     first = warm.ask("hi", env=default)
-    assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
     assert "note: a warm helper now runs for this workspace" in first.stderr
     assert "settings.warm: manual" in first.stderr and "GRAPHCHAT_WARM=0" in first.stderr
     assert wait_until(lambda: warm.status().get("running") is True, timeout=120)
     warm.started.extend(warm.pids())
     model_server.push({"text": "second"})
     second = warm.ask("again", env=default)
-    assert (second.returncode, second.stdout) == (0, "second"), second.stderr
+    assert (second.returncode, second.stdout) == (0, "second\n"), second.stderr
     assert warm.status()["turns_served"] == 1
     assert "warm helper now runs" not in second.stderr
     warm.run("warm", "--stop")
@@ -311,7 +311,7 @@ def test_settings_warm_off_starts_nothing_by_default(warm: Warm, model_server: S
     (warm.workspace / "graphchat.yaml").write_text("settings:\n  warm: off\n")
     model_server.push({"text": "first"})
     first = warm.ask("hi", env={"GRAPHCHAT_WARM": "1"})
-    assert (first.returncode, first.stdout) == (0, "first"), first.stderr
+    assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
     assert list(warm.socket_dir.glob("*")) == [] and "warm helper" not in first.stderr
 
 
