@@ -910,5 +910,5 @@ def test_cancelling_a_parked_ask_turn_is_recorded_in_its_thread_which_goes_on(
     assert "cancelled (graphchat cancel): requests " + request_id in shown.stdout
     assert not target.exists()
     more = graphchat("ask", "--thread", thread_id, "Do something else.", env=model_server.env())
-    assert more.returncode == 0 and more.stdout == "Something else, then.", more.stderr
+    assert more.returncode == 0 and more.stdout == "Something else, then.\n", more.stderr
     assert len(model_server.requests) == 2

@@ -25,6 +25,9 @@ class ChatApp:
         self.session = session
         self.catalog = catalog
         self.settings = settings
+        self.last_sent: str | None = (
+            None  # the latest message sent (what /retry resends when no thread kept it)
+        )
         self._tools_task: asyncio.Task[Any] | None = None
         # Run once before the first prompt (a continued thread's waiting question, issue 19)
         self.on_start: Callable[[], Awaitable[None]] | None = None
@@ -123,6 +126,7 @@ class ChatApp:
                 await self.with_mentions(message), on_text=self.ui.on_text, replace_last=replace_last
             )
 
+        self.last_sent = message  # /retry after a turn whose thread was not kept (a rejected key)
         return await self.run_live(turn)
 
     async def with_mentions(self, message: str) -> str:

@@ -125,9 +125,12 @@ async def _clear(app: ChatApp, arg: str) -> bool:
 
 
 def _last_or_say(app: ChatApp, command: str) -> str | None:
-    from graphchat.chat.app import last_message
+    from graphchat.chat.app import current_thread_id, last_message
 
     message = last_message(app.session)
+    if message is None and current_thread_id(app.session) is None:
+        # the last turn failed before anything was kept (its thread was dropped): send it again
+        message = getattr(app, "last_sent", None)
     if message is None:
         app.ui.print(f"nothing to {command} yet: send a message first", style="yellow", markup=False)
     return message
@@ -136,10 +139,12 @@ def _last_or_say(app: ChatApp, command: str) -> str | None:
 async def _retry(app: ChatApp, arg: str) -> bool:
     """The last turn again: taken back from the thread (kept on disk, no longer sent), and its
     message sent anew."""
+    from graphchat.chat.app import current_thread_id
+
     message = _last_or_say(app, "retry")
     if message is not None:
         app.ui.print(f"↻ retrying: {_one_line(message)}", style="dim", markup=False)
-        await app.run_turn(message, replace_last=True)
+        await app.run_turn(message, replace_last=current_thread_id(app.session) is not None)
     return True
 
 

@@ -85,7 +85,7 @@ def test_the_github_pack_calls_the_clients_api_for_the_clients_repository(
         {"tool_calls": [{"name": "builtin__gh_pr_meta", "arguments": {"pr": 7}}]}, {"text": "B"}
     )
     asked = warm.ask("the PR?", env=_github_env(second))
-    assert (asked.returncode, asked.stdout) == (0, "B"), asked.stderr
+    assert (asked.returncode, asked.stdout) == (0, "B\n"), asked.stderr
     assert _served(warm, _github_env(first)) == 1  # the helper ran it
     [result] = tool_results(model_server)
     assert "pull request of beta/y" in result, result
@@ -97,7 +97,7 @@ def test_the_github_pack_calls_the_clients_api_for_the_clients_repository(
         {"tool_calls": [{"name": "builtin__gh_pr_meta", "arguments": {"pr": 7}}]}, {"text": "A"}
     )
     asked = warm.ask("the PR?", env=_github_env(first))
-    assert (asked.returncode, asked.stdout) == (0, "A"), asked.stderr
+    assert (asked.returncode, asked.stdout) == (0, "A\n"), asked.stderr
     assert _served(warm, _github_env(first)) == 2
     [result] = tool_results(model_server)
     assert "pull request of alpha/x" in result, result
