@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from graphchat.fsutil import describe_failure, is_failed_write
 
+        if interrupts.received():  # ending on SIGTERM/SIGHUP: a failure on the way out (its
+            return interrupts.exit_code()  # terminal gone: EIO) does not change why it ended
         if is_failed_write(exc):  # a read-only or full disk: the path and the errno's words
             report_error(describe_failure(exc))
             if debug:
@@ -163,8 +165,6 @@ def main(argv: list[str] | None = None) -> int:
 
                 traceback.print_exc()
             return 1
-        if interrupts.received():  # ending on SIGTERM/SIGHUP: a failure on the way out (its
-            return interrupts.exit_code()  # terminal gone) does not change why it ended
         if debug:
             import traceback
 
