@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.plans import authoring
-from graphchat.plans.steps import CONTROL
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import CallContext, Catalog
@@ -253,40 +252,25 @@ def _plans(name: str, a: dict[str, Any], settings: Settings, catalog: Catalog) -
 async def _tools(
     name: str, a: dict[str, Any], catalog: Catalog, ctx: CallContext
 ) -> tuple[dict[str, Any], bool]:
+    from graphchat.catalog.listing import control_show, is_control_step, read_only, source_of, tool_listing
+
     if name == "graph_tools_list":
-        entries: list[dict[str, Any]] = [
-            {"name": s.name, "source": s.source, "description": s.description, "readOnly": s.family == "read",
-             "hasOutputSchema": s.output_schema is not None}
-            for s in catalog.list()
-        ]  # fmt: skip
-        entries += [
-            {"name": c, "source": "(control)", "description": f"the `{c}` control step", "readOnly": True,
-             "hasOutputSchema": False}
-            for c in sorted(CONTROL)
-        ]  # fmt: skip
-        counts: dict[str, int] = {}
-        for entry in entries:
-            source = str(entry["source"])
-            counts[source] = counts.get(source, 0) + 1
-        sources = [{"source": k, "count": v} for k, v in counts.items()]
-        return {"tools": entries, "count": len(entries), "sources": sources}, False
+        return tool_listing(catalog.list()), False  # graph's envelope, as `tools list --json` prints it
     tool = str(a["name"])
     spec = catalog.get(tool)
     if name == "graph_tools_show":
-        if tool in CONTROL:
-            return {"name": tool, "source": "(control)", "description": f"the `{tool}` control step "
-                    "(see the plan reference)", "readOnly": True, "inputSchema": None, "outputSchema": None,
-                    "outputExample": None}, False  # fmt: skip
+        if is_control_step(tool):
+            return control_show(tool), False
         if spec is None:
             return {"ok": False, "error": f"unknown tool: {tool}"}, True
         return {
             "name": spec.name,
-            "source": spec.source,
+            "source": source_of(spec.name),
             "description": spec.description,
-            "readOnly": spec.family == "read",
+            "readOnly": read_only(spec),
             "inputSchema": spec.input_schema,
             "outputSchema": spec.output_schema,
-            "outputExample": None,
+            "outputExample": spec.meta.get("output_example"),
         }, False
     if spec is None:
         return {"ok": False, "error": f"unknown tool: {tool}"}, True

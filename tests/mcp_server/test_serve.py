@@ -421,6 +421,14 @@ async def test_an_mcp_client_edits_a_plan_with_the_authoring_tools_and_hears_lis
             assert "(control)" in sources and listed.structured_content["count"] == len(
                 listed.structured_content["tools"]
             )
+            shown = await client.call_tool("graph_tools_show", {"name": "map"})  # as `tools show --json`
+            assert (
+                shown.structured_content["source"] == "(control)" and shown.structured_content["inputSchema"]
+            )
+            reshape = await client.call_tool("graph_tools_show", {"name": "builtin__reshape"})
+            assert set(reshape.structured_content) == {
+                "name", "source", "description", "readOnly", "inputSchema", "outputSchema", "outputExample"
+            }  # fmt: skip
             probe = await client.call_tool("graph_tools_test", {"name": "builtin__reshape",
                                                                 "input": {"shape": {"a": 1}}})  # fmt: skip
             assert probe.structured_content == {
