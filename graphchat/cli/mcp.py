@@ -122,14 +122,10 @@ def _with_servers(args: argparse.Namespace, work: Any) -> Any:
     wanted = getattr(args, "server", None)
     if wanted is not None:
         if source.server(wanted) is None:
-            import difflib
+            from graphchat.errors import did_you_mean
 
-            close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.6)
-            hint = (
-                f" (did you mean {', '.join(close)}?)"
-                if close
-                else f" (servers: {', '.join(names) or 'none'})"
-            )
+            guess = did_you_mean(wanted, names)
+            hint = f" ({guess})" if guess else f" (servers: {', '.join(names) or 'none'})"
             raise GraphchatError(f"no MCP server '{wanted}' is configured{hint}")
         names = [wanted]
 

@@ -22,7 +22,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from graphchat.plans.loader import load_plan_data
+from graphchat.plans.loader import PLAN_FIELDS, load_plan_data
 from graphchat.plans.model import PlanLoadError
 
 PLAN_ATTRIBUTES = (
@@ -255,17 +255,7 @@ def set_attribute(data: CommentedMap, attribute: str, values: list[Any]) -> dict
     return {"attribute": attribute}
 
 
-CANONICAL = (
-    "identifier",
-    "name",
-    "description",
-    "exemplars",
-    "requires_servers",
-    "input_schema",
-    "steps",
-    "solver",
-    "output",
-)
+CANONICAL = PLAN_FIELDS  # a new key goes where graph's files keep it (the loader's order)
 
 
 def _put(data: CommentedMap, key: str, value: Any) -> None:
