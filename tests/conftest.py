@@ -51,6 +51,7 @@ def clean_env(extra: dict[str, str] | None = None, home: Path | None = None) -> 
 
 
 GraphchatRunner = Callable[..., subprocess.CompletedProcess[str]]
+GraphchatSpawner = Callable[..., subprocess.Popen[str]]
 
 
 @pytest.fixture
@@ -79,29 +80,65 @@ def graphchat(workspace: Path) -> GraphchatRunner:
     return run
 
 
-# --- the `slow` marker -----------------------------------------------------------------------------
-# `pytest -m "not slow"` is the fast inner loop: pure functions and in-process components. A test
-# is slow when it runs the real command or a real server process (the graphchat fixture, a
-# pseudo-terminal, a subprocess, an MCP server). The README's command runs everything.
+@pytest.fixture
+def spawn_graphchat(workspace: Path) -> GraphchatSpawner:
+    """Start the real command and return at once: spawn_graphchat(args..., env={...}) -> Popen
+    (stdin closed, stdout and stderr pipes): for a test that signals it or reads it as it runs."""
 
-_SLOW_SIGNS = ("subprocess", "pexpect", "stdio(", "McpSource", "catalog_server", "mcp_server_time",
-               "tools_server", "write_servers", "os.fork", "multiprocessing")  # fmt: skip
-_slow_modules: dict[str, bool] = {}
+    def start(
+        *args: str, env: dict[str, str] | None = None, home: Path | None = None
+    ) -> subprocess.Popen[str]:
+        ws = home or workspace
+        return subprocess.Popen(
+            [sys.executable, "-m", "graphchat", "--home", str(ws), *args],
+            env=clean_env(env, ws.parent),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(ws),
+        )
+
+    return start
 
 
-def _module_is_slow(path: Path) -> bool:
-    key = str(path)
-    if key not in _slow_modules:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            text = ""
-        _slow_modules[key] = any(sign in text for sign in _SLOW_SIGNS)
-    return _slow_modules[key]
+@pytest.fixture
+def cli(workspace: Path) -> GraphchatRunner:
+    """The in-process tier: `graphchat`'s signature and result, the real entry point run inside
+    this process (tests/inprocess.py; litellm imported once per test process, not per command)."""
+    from tests.inprocess import run_cli
+
+    def run(
+        *args: str,
+        env: dict[str, str] | None = None,
+        input: str | None = None,
+        timeout: float = 60,
+        home: Path | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        ws = home or workspace
+        return run_cli(
+            ["--home", str(ws), *args], env=env, input=input, timeout=timeout, home=ws.parent, cwd=cwd or ws
+        )
+
+    return run
+
+
+# --- the tiers ---------------------------------------------------------------------------------------
+# `pytest -m "not process"` is the fast tier: pure functions, in-process components, and the real
+# command run in process (the `cli` fixture). A test is in the process tier when it needs a process
+# boundary: it uses a fixture that starts `graphchat` as a process (`graphchat`, the pty's `chat`,
+# the warm helper's `warm`, `spawn_graphchat`), it lives in a process folder, or it says so itself
+# (`@pytest.mark.process`, or `pytestmark` for a module that starts `graphchat` its own way: pexpect,
+# a helper of its own). Nothing is read from test text.
+
+PROCESS_FIXTURES = frozenset({"graphchat", "spawn_graphchat", "chat", "warm"})
+PROCESS_FOLDERS = ("warm", "workbench")  # under tests/: every test there needs a process
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        names = getattr(item, "fixturenames", ())
-        if "graphchat" in names or "chat" in names or _module_is_slow(Path(str(item.fspath))):
-            item.add_marker(pytest.mark.slow)
+        names = set(getattr(item, "fixturenames", ()))
+        folder = Path(str(item.fspath)).relative_to(TESTS).parts[0]
+        if names & PROCESS_FIXTURES or folder in PROCESS_FOLDERS:
+            item.add_marker(pytest.mark.process)

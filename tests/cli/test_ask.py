@@ -1,4 +1,5 @@
-"""`graphchat ask` as a subprocess against the scripted model server (the real command, real HTTP)."""
+"""`graphchat ask` against the scripted model server (the real command, real HTTP): in process
+(`cli`), and as a process where the boundary is the point (stdout purity, signals, a terminal)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import GraphchatRunner, clean_env
+import pytest
+
+from tests.conftest import GraphchatRunner, GraphchatSpawner, clean_env
 from tests.scripted_server import ScriptedModelServer
 
 
@@ -54,14 +57,12 @@ def test_ask_prints_exactly_the_answer_and_keeps_a_titled_thread(
     assert thread["message_count"] == 2
 
 
-def test_json_envelope(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
-) -> None:
+def test_json_envelope(cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path) -> None:
     model_server.push(
         {"tool_calls": [sleep_call(0, "x")], "usage": {"prompt_tokens": 30, "completion_tokens": 3}},
         {"text": "The end.", "usage": {"prompt_tokens": 50, "completion_tokens": 4}},
     )
-    done = graphchat("ask", "go", "--json", env=env_for(model_server))
+    done = cli("ask", "go", "--json", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     envelope = json.loads(done.stdout)
     assert envelope == {
@@ -74,13 +75,13 @@ def test_json_envelope(
 
 
 def test_three_slow_tool_calls_run_in_parallel_and_return_in_call_order(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     model_server.push(
         {"tool_calls": [sleep_call(1, "first"), sleep_call(1, "second"), sleep_call(1, "third")]},
         {"text": "all three slept"},
     )
-    done = graphchat("ask", "sleep thrice", env=env_for(model_server))
+    done = cli("ask", "sleep thrice", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "all three slept\n"
     second = model_server.requests[1]["messages"]
@@ -97,14 +98,14 @@ def test_three_slow_tool_calls_run_in_parallel_and_return_in_call_order(
 
 
 def test_thread_flag_sends_the_whole_earlier_conversation(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     model_server.push(
         {"tool_calls": [sleep_call(0, "t")]}, {"text": "first answer"}, {"text": "second answer"}
     )
-    assert graphchat("ask", "first", env=env_for(model_server)).returncode == 0
+    assert cli("ask", "first", env=env_for(model_server)).returncode == 0
     first_id = only_thread(workspace)
-    done = graphchat("ask", "second", "--thread", env=env_for(model_server))
+    done = cli("ask", "second", "--thread", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "second answer\n"
     sent = model_server.requests[2]["messages"]
@@ -112,27 +113,15 @@ def test_thread_flag_sends_the_whole_earlier_conversation(
     assert sent[0]["content"] == "first" and sent[3]["content"] == "first answer"
     assert sent[4]["content"] == "second"
     assert only_thread(workspace) == first_id  # continued, not a new thread
-    again = graphchat("ask", "third", "--thread", first_id[:8], "--json", env=env_for(model_server))
+    again = cli("ask", "third", "--thread", first_id[:8], "--json", env=env_for(model_server))
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["thread_id"] == first_id
 
 
-def test_unknown_thread_id_is_an_error(graphchat: GraphchatRunner, model_server: ScriptedModelServer) -> None:
-    done = graphchat("ask", "x", "--thread", "abcdef123456", env=env_for(model_server))
+def test_unknown_thread_id_is_an_error(cli: GraphchatRunner, model_server: ScriptedModelServer) -> None:
+    done = cli("ask", "x", "--thread", "abcdef123456", env=env_for(model_server))
     assert done.returncode == 1
     assert done.stderr.startswith("error: unknown thread") and done.stdout == ""
-
-
-def _start_ask(workspace: Path, server: ScriptedModelServer, message: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", message],
-        env=clean_env(env_for(server), workspace.parent),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=str(workspace),
-    )
 
 
 def _wait_for_line(proc: subprocess.Popen[str], needle: str) -> list[str]:
@@ -146,10 +135,13 @@ def _wait_for_line(proc: subprocess.Popen[str], needle: str) -> list[str]:
 
 
 def test_sigkill_mid_tool_call_leaves_a_thread_that_replays_without_orphans(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    graphchat: GraphchatRunner,
+    spawn_graphchat: GraphchatSpawner,
+    model_server: ScriptedModelServer,
+    workspace: Path,
 ) -> None:
     model_server.push({"tool_calls": [sleep_call(60, "never finishes")]}, {"text": "resumed"})
-    proc = _start_ask(workspace, model_server, "start something slow")
+    proc = spawn_graphchat("ask", "start something slow", env=env_for(model_server))
     try:
         _wait_for_line(proc, "→ debug__sleep")
         proc.send_signal(signal.SIGKILL)
@@ -171,11 +163,11 @@ def test_sigkill_mid_tool_call_leaves_a_thread_that_replays_without_orphans(
 
 
 def test_ctrl_c_during_a_slow_tool_exits_130_and_keeps_what_completed(
-    model_server: ScriptedModelServer, workspace: Path
+    spawn_graphchat: GraphchatSpawner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     # the first call is in flight at Ctrl-C; the second has completed
     model_server.push({"tool_calls": [sleep_call(60, "slow"), sleep_call(0, "quick")]})
-    proc = _start_ask(workspace, model_server, "two tools")
+    proc = spawn_graphchat("ask", "two tools", env=env_for(model_server))
     try:
         _wait_for_line(proc, "✓ debug__sleep")
         proc.send_signal(signal.SIGINT)
@@ -194,17 +186,17 @@ def test_ctrl_c_during_a_slow_tool_exits_130_and_keeps_what_completed(
     assert len(model_server.requests) == 1
 
 
-def test_no_model_configured_exits_2_naming_what_to_set(graphchat: GraphchatRunner) -> None:
-    done = graphchat("ask", "hi")
+def test_no_model_configured_exits_2_naming_what_to_set(cli: GraphchatRunner) -> None:
+    done = cli("ask", "hi")
     assert done.returncode == 2
     assert done.stdout == ""
     assert "GRAPHCHAT_MODEL" in done.stderr and "graphchat.yaml" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_429_then_success_retries_once(graphchat: GraphchatRunner, model_server: ScriptedModelServer) -> None:
+def test_429_then_success_retries_once(cli: GraphchatRunner, model_server: ScriptedModelServer) -> None:
     model_server.push({"error": 429, "retry_after": 0}, {"text": "worth the wait"})
-    done = graphchat("ask", "hi", env=env_for(model_server))
+    done = cli("ask", "hi", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "worth the wait\n" and done.stderr == ""
     assert len(model_server.requests) == 2
@@ -226,26 +218,22 @@ def test_401_is_one_clear_line_and_exit_2(
     assert not [p for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]  # no thread left
 
 
-def test_piped_stdin_is_appended_as_context(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
-) -> None:
+def test_piped_stdin_is_appended_as_context(cli: GraphchatRunner, model_server: ScriptedModelServer) -> None:
     model_server.push({"text": "summary"})
-    done = graphchat("ask", "summarise this", input="line one\nline two\n", env=env_for(model_server))
+    done = cli("ask", "summarise this", input="line one\nline two\n", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "summary\n"
     content = model_server.requests[0]["messages"][0]["content"]
     assert content.startswith("summarise this\n\n") and content.endswith("line one\nline two")
 
 
-def test_jsonl_events_and_no_stream(graphchat: GraphchatRunner, model_server: ScriptedModelServer) -> None:
+def test_jsonl_events_and_no_stream(cli: GraphchatRunner, model_server: ScriptedModelServer) -> None:
     model_server.push(
         {"tool_calls": [sleep_call(0, "a"), {"name": "ask_user", "arguments": {"question": "ok?"}}]},
         {"text": "finished"},
     )
     # --no-park: the unanswerable ask_user is `unavailable` at once (parking: test_requests.py)
-    done = graphchat(
-        "ask", "go", "--no-stream", "--no-park", env=env_for(model_server, GRAPHCHAT_EVENTS="jsonl")
-    )
+    done = cli("ask", "go", "--no-stream", "--no-park", env=env_for(model_server, GRAPHCHAT_EVENTS="jsonl"))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "finished\n"
     events = [json.loads(line) for line in done.stderr.splitlines()]
@@ -260,7 +248,7 @@ def test_jsonl_events_and_no_stream(graphchat: GraphchatRunner, model_server: Sc
 
 
 def test_answers_file_answers_ask_user(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, tmp_path: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     answers = tmp_path / "answers.yaml"
     answers.write_text("'Which region?': eu-west\n")
@@ -268,13 +256,14 @@ def test_answers_file_answers_ask_user(
         {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which region?"}}]},
         {"text": "eu-west it is"},
     )
-    done = graphchat("ask", "deploy", "--answers", str(answers), env=env_for(model_server))
+    done = cli("ask", "deploy", "--answers", str(answers), env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "eu-west it is\n"
     [tool_message] = [m for m in model_server.requests[1]["messages"] if m["role"] == "tool"]
     assert json.loads(tool_message["content"]) == {"answer": "eu-west", "answered": True}
 
 
+@pytest.mark.process  # a terminal: pexpect
 def test_answers_file_first_then_the_terminal_asks_what_the_file_does_not_answer(
     workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
@@ -314,17 +303,17 @@ def test_answers_file_first_then_the_terminal_asks_what_the_file_does_not_answer
 
 
 def test_continue_flag_and_a_message_taken_for_a_thread_id(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     """Issue 11 point 10: `-c` continues the latest thread; `--thread "a message"` is told so."""
     model_server.push({"text": "first"}, {"text": "second"})
-    assert graphchat("ask", "hello", env=env_for(model_server)).returncode == 0
-    done = graphchat("ask", "-c", "and the docs?", env=env_for(model_server))
+    assert cli("ask", "hello", env=env_for(model_server)).returncode == 0
+    done = cli("ask", "-c", "and the docs?", env=env_for(model_server))
     assert (done.returncode, done.stdout) == (0, "second\n"), done.stderr
     assert only_thread(workspace)  # one thread: the same one went on
     last = model_server.requests[-1]["messages"]
     assert [m["content"] for m in last if m["role"] == "user"] == ["hello", "and the docs?"]
-    wrong = graphchat("ask", "--thread", "and the docs?", env=env_for(model_server))
+    wrong = cli("ask", "--thread", "and the docs?", env=env_for(model_server))
     assert wrong.returncode == 2
     assert "there is no thread 'and the docs?'" in wrong.stderr
     assert "graphchat ask -c 'and the docs?'" in wrong.stderr
@@ -332,37 +321,37 @@ def test_continue_flag_and_a_message_taken_for_a_thread_id(
 
 
 def test_a_settable_system_prompt_reaches_the_model_first(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     """Issue 11 point 13: settings.system_prompt (or _file) for ask and chat; never stored."""
     (workspace / "voice.md").write_text("Answer like a pirate.")
     (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: voice.md\n")
     model_server.push({"text": "arr"})
-    done = graphchat("ask", "hi", env=env_for(model_server))
+    done = cli("ask", "hi", env=env_for(model_server))
     assert (done.returncode, done.stdout) == (0, "arr\n"), done.stderr
     first = model_server.requests[-1]["messages"][0]
     assert first == {"role": "system", "content": "Answer like a pirate."}
     assert "pirate" not in (workspace / "threads" / only_thread(workspace) / "messages.jsonl").read_text()
     (workspace / "graphchat.yaml").write_text("settings:\n  system_prompt_file: nowhere.md\n")
-    missing = graphchat("ask", "hi", env=env_for(model_server))
+    missing = cli("ask", "hi", env=env_for(model_server))
     assert missing.returncode == 2
     assert "graphchat.yaml:2: settings.system_prompt_file: cannot read" in missing.stderr
 
 
 def test_parallel_calls_of_one_tool_are_told_apart(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     """Issue 11 point 14: `→ debug__sleep`, `→ debug__sleep#2`; JSONL events carry a call id."""
     calls = {"tool_calls": [sleep_call(0.3, "a"), sleep_call(0.3, "b")]}
     model_server.push(calls, {"text": "ok"})
-    done = graphchat("ask", "go", env=env_for(model_server))
+    done = cli("ask", "go", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert any(line.startswith("→ debug__sleep {") for line in lines)
     assert any(line.startswith("→ debug__sleep#2 {") for line in lines)
     assert any(line.startswith("✓ debug__sleep#2 ") for line in lines), lines
     model_server.push(calls, {"text": "ok"})
-    jsonl = graphchat("ask", "go", env=env_for(model_server, GRAPHCHAT_EVENTS="jsonl"))
+    jsonl = cli("ask", "go", env=env_for(model_server, GRAPHCHAT_EVENTS="jsonl"))
     events = [json.loads(line) for line in jsonl.stderr.splitlines() if line.startswith("{")]
     started = [e["call"] for e in events if e["event"] == "tool_started"]
     finished = [e["call"] for e in events if e["event"] == "tool_finished"]
