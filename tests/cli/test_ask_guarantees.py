@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from graphchat.threads import lines as ev
 from graphchat.threads.store import ThreadStore
@@ -27,7 +28,7 @@ def write_config(workspace: Path, text: str) -> None:
 
 
 def test_secrets_never_reach_the_thread_files(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     # A `${VAR}` of servers.yaml (any name) and the model's key reach the conversation through the
     # person, a tool's output and the model's reply; none of them may be written to the thread.
@@ -40,7 +41,7 @@ def test_secrets_never_reach_the_thread_files(
         {"text": f"Your key is {API_KEY} and the password {SERVER_PASSWORD}."},
     )
     env = {**env_for(model_server), "GRAPHCHAT_API_KEY": API_KEY, "DB_PASS": SERVER_PASSWORD}
-    done = graphchat("ask", f"my key is {API_KEY}, remember it", env=env)
+    done = cli("ask", f"my key is {API_KEY}, remember it", env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"Your key is {API_KEY} and the password {SERVER_PASSWORD}.\n"  # the person sees it
     # the model was called with the key (it is the real one) ...
@@ -55,12 +56,12 @@ def test_secrets_never_reach_the_thread_files(
     assert events[0]["content"] == "my key is [redacted], remember it"
     results = [json.loads(e["content"]) for e in events if e["kind"] == "tool_result"]
     assert [r["label"] for r in results] == ["[redacted]", "[redacted]"]  # still valid JSON
-    listed = json.loads(graphchat("threads", "list", "--json").stdout)
+    listed = json.loads(cli("threads", "list", "--json").stdout)
     assert listed["threads"][0]["title"] == "my key is [redacted], remember it"
 
 
 def test_a_long_history_is_trimmed_to_a_small_context_window_with_a_note(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     write_config(workspace, "models:\n  default: {model: openai/scripted, context_window: 3000}\n")
     thread = ThreadStore(workspace / "threads").create()
@@ -71,7 +72,7 @@ def test_a_long_history_is_trimmed_to_a_small_context_window_with_a_note(
         thread.append(dict(ev.turn_end({"calls": 1}, "openai/scripted")))
     thread.close()
     model_server.push({"text": "still here"})
-    done = graphchat("ask", "and now?", "--thread", thread.id, env=env_for(model_server))
+    done = cli("ask", "and now?", "--thread", thread.id, env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "still here\n"
     assert "left out to fit the model's context window" in done.stderr  # the person is told too
@@ -88,7 +89,7 @@ def test_a_long_history_is_trimmed_to_a_small_context_window_with_a_note(
 
 
 def test_usage_and_cost_per_turn_and_long_tool_results_whole_on_disk(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     write_config(
         workspace,
@@ -104,7 +105,7 @@ def test_usage_and_cost_per_turn_and_long_tool_results_whole_on_disk(
         },
         {"text": "done", "usage": {"prompt_tokens": 2000, "completion_tokens": 20}},
     )
-    done = graphchat("ask", "go", "--json", env=env_for(model_server))
+    done = cli("ask", "go", "--json", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     envelope = json.loads(done.stdout)
     expected_cost = 3000 * 0.000002 + 30 * 0.00001
@@ -126,11 +127,11 @@ def test_usage_and_cost_per_turn_and_long_tool_results_whole_on_disk(
 
 
 def test_max_agent_iterations_exceeded_is_one_clear_failure(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     write_config(workspace, "settings:\n  max_agent_iterations: 2\n")
     model_server.default = {"tool_calls": [sleep_call(0, "again")]}
-    done = graphchat("ask", "loop forever", env=env_for(model_server))
+    done = cli("ask", "loop forever", env=env_for(model_server))
     assert done.returncode == 1
     assert done.stdout == ""
     lines = done.stderr.splitlines()
@@ -143,7 +144,7 @@ def test_max_agent_iterations_exceeded_is_one_clear_failure(
 
 
 def test_unknown_thread_id_lists_the_recent_ids(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     store = ThreadStore(workspace / "threads")
     known = []
@@ -151,7 +152,7 @@ def test_unknown_thread_id_lists_the_recent_ids(
         thread = store.create()
         thread.append(dict(ev.user(f"thread {n}")))
         known.append(thread.id)
-    done = graphchat("ask", "x", "--thread", "abcdef123456", env=env_for(model_server))
+    done = cli("ask", "x", "--thread", "abcdef123456", env=env_for(model_server))
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("error: unknown thread 'abcdef123456'")
     assert all(thread_id in done.stderr.splitlines()[0] for thread_id in known)
@@ -159,14 +160,15 @@ def test_unknown_thread_id_lists_the_recent_ids(
 
 
 def test_a_broken_stream_on_a_pipe_leaves_stdout_empty(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     model_server.push({"text": "the start of a long answer", "dropmid": True})
-    done = graphchat("ask", "hi", env=env_for(model_server))
+    done = cli("ask", "hi", env=env_for(model_server))
     assert (done.returncode, done.stdout) == (1, ""), done.stderr
     assert "broke off mid-reply" in done.stderr  # a partial answer is not the deliverable
 
 
+@pytest.mark.process
 def test_a_broken_stream_on_a_terminal_puts_the_error_on_its_own_line(
     model_server: ScriptedModelServer, workspace: Path
 ) -> None:
@@ -189,19 +191,20 @@ def test_a_broken_stream_on_a_terminal_puts_the_error_on_its_own_line(
 
 
 def test_an_empty_message_is_a_usage_error_and_piped_input_alone_is_a_question(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
-    done = graphchat("ask", "  ", env=env_for(model_server))
+    done = cli("ask", "  ", env=env_for(model_server))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
     assert model_server.requests == []  # nothing was sent, no thread was made
     model_server.push({"text": "a haiku"})
-    done = graphchat("ask", "", input="write a haiku\n", env=env_for(model_server))
+    done = cli("ask", "", input="write a haiku\n", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "a haiku\n"
     assert model_server.requests[0]["messages"] == [{"role": "user", "content": "write a haiku"}]
 
 
+@pytest.mark.process
 def test_ask_user_is_answered_on_the_terminal_and_the_answer_stays_off_stdout(
     model_server: ScriptedModelServer, workspace: Path, tmp_path: Path
 ) -> None:

@@ -37,13 +37,13 @@ def _json(done) -> dict:
     return body
 
 
-def test_tools_list_json_is_graphs_envelope(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_tools_list_json_is_graphs_envelope(workspace: Path, cli: GraphchatRunner) -> None:
     write_servers(workspace, {"t": stdio()})
     (workspace / "plans" / "echo_ok.yaml").write_text(
         "identifier: echo_ok\nname: Echo\ndescription: echo\n"
         "steps:\n  - id: E0\n    tool_name: exit\n    input: {status: success, message: ok}\n"
     )
-    body = _json(graphchat("tools", "list", "--json"))
+    body = _json(cli("tools", "list", "--json"))
     assert set(body) == GRAPH_LIST_ENVELOPE
     tools = body["tools"]
     assert body["count"] == len(tools)  # cli_contract.rs: count must match the array it describes
@@ -76,70 +76,70 @@ def test_tools_list_json_is_graphs_envelope(workspace: Path, graphchat: Graphcha
         source: sum(1 for t in tools if t["source"] == source) for source in firsts
     }
     assert {"source": "(control)", "count": 7} in rollup
-    text = graphchat("tools", "list").stdout  # the text listing marks them too
+    text = cli("tools", "list").stdout  # the text listing marks them too
     assert any(line.split()[:3] == ["decide", "(control)", "control"] for line in text.splitlines())
 
 
-def test_tools_show_json_carries_every_key_of_graphs(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_tools_show_json_carries_every_key_of_graphs(workspace: Path, cli: GraphchatRunner) -> None:
     write_servers(workspace, {"t": stdio()})
-    shown = _json(graphchat("tools", "show", "t__slow", "--json"))
+    shown = _json(cli("tools", "show", "t__slow", "--json"))
     assert GRAPH_SHOW <= set(shown)
     assert shown["name"] == "t__slow" and shown["source"] == "t" and shown["readOnly"] is True
     assert shown["inputSchema"]["type"] == "object" and shown["inputSchema"] == shown["input_schema"]
     assert shown["outputSchema"]["properties"]["result"]["type"] == "string"  # what the server declares
-    core = _json(graphchat("tools", "show", "plan_and_execute", "--json"))
+    core = _json(cli("tools", "show", "plan_and_execute", "--json"))
     assert GRAPH_SHOW <= set(core) and core["source"] == "(core)"
     assert core["outputSchema"] is None and core["outputExample"] is None  # null, never missing
     # cli_contract.rs tools_show_always_includes_every_schema_key: builtin__reshape's `shape`
-    reshape = _json(graphchat("tools", "show", "builtin__reshape", "--json"))
+    reshape = _json(cli("tools", "show", "builtin__reshape", "--json"))
     assert GRAPH_SHOW <= set(reshape) and isinstance(reshape["inputSchema"]["properties"]["shape"], dict)
     # a control step is described, schema included (the_catalog_serves_the_control_steps…)
     for name in CONTROL:
-        control = _json(graphchat("tools", "show", name, "--json"))
+        control = _json(cli("tools", "show", name, "--json"))
         assert GRAPH_SHOW <= set(control) and control["source"] == "(control)"
         assert control["readOnly"] is None and control["outputSchema"] is None
-    ask = _json(graphchat("tools", "show", "ask", "--json"))
+    ask = _json(cli("tools", "show", "ask", "--json"))
     for field in ("prompt", "outputSchema", "whenUnanswered", "default"):
         assert field in ask["inputSchema"]["properties"]
-    assert "control step" in graphchat("tools", "show", "decide").stdout
+    assert "control step" in cli("tools", "show", "decide").stdout
 
 
 def test_tools_test_is_graphs_envelope_and_a_tool_error_exits_0(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     # cli_contract.rs tools_test_reports_a_failing_tool_without_failing_the_command
-    done = graphchat("tools", "test", "builtin__reshape", '{"shape":{"a":"1"}}', "--json")
+    done = cli("tools", "test", "builtin__reshape", '{"shape":{"a":"1"}}', "--json")
     body = _json(done)
     assert set(body) == GRAPH_TEST
     assert body == {"tool": "builtin__reshape", "isError": False, "result": {"a": "1"}}
-    plain = graphchat("tools", "test", "builtin__reshape", '{"shape":{"a":"1"}}')
+    plain = cli("tools", "test", "builtin__reshape", '{"shape":{"a":"1"}}')
     assert plain.returncode == 0 and json.loads(plain.stdout) == {"a": "1"}  # the result, unwrapped
-    failed = graphchat("tools", "test", "builtin__reshape", "--input", "nope=1", "--json")
+    failed = cli("tools", "test", "builtin__reshape", "--input", "nope=1", "--json")
     body = _json(failed)  # the call completed: exit 0, `isError` says the rest
     assert set(body) == GRAPH_TEST and body["isError"] is True and "shape" in json.dumps(body["result"])
-    plain = graphchat("tools", "test", "builtin__reshape", "--input", "nope=1")
+    plain = cli("tools", "test", "builtin__reshape", "--input", "nope=1")
     assert plain.returncode == 0 and "tool returned an error:" in plain.stderr
     # `tools call` keeps graphchat's {value, is_error, ms} and its exit 1
-    called = graphchat("tools", "call", "builtin__reshape", "--input", "nope=1", "--json")
+    called = cli("tools", "call", "builtin__reshape", "--input", "nope=1", "--json")
     assert called.returncode == 1 and set(json.loads(called.stdout)) == {"value", "is_error", "ms"}
 
 
-def test_a_control_step_is_listed_but_never_callable(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_a_control_step_is_listed_but_never_callable(workspace: Path, cli: GraphchatRunner) -> None:
     # cli_contract.rs a_control_step_refuses_to_be_tested_as_a_tool
     for verb in ("test", "call"):
-        done = graphchat("tools", verb, "ask", "--input", "prompt=hi")
+        done = cli("tools", verb, "ask", "--input", "prompt=hi")
         assert done.returncode == 1, done.stderr
         assert "'ask' is a control step" in done.stderr and done.stdout == ""
 
 
-def test_shapes_list_json_is_graphs_envelope(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_shapes_list_json_is_graphs_envelope(workspace: Path, cli: GraphchatRunner) -> None:
     # cli_contract.rs an_empty_listing_is_an_envelope_with_a_note_not_stderr_advice
-    empty = graphchat("shapes", "list", "--json")
+    empty = cli("shapes", "list", "--json")
     body = _json(empty)
     assert set(body) == GRAPH_SHAPES | {"note"} and body["count"] == 0 and body["shapes"] == []
     assert body["note"] and empty.stderr == ""
-    assert graphchat("tools", "test", "builtin__reshape", '{"shape":{"a":"1"}}').returncode == 0
-    body = _json(graphchat("shapes", "list", "--json"))
+    assert cli("tools", "test", "builtin__reshape", '{"shape":{"a":"1"}}').returncode == 0
+    body = _json(cli("shapes", "list", "--json"))
     assert set(body) == GRAPH_SHAPES and body["count"] == len(body["shapes"]) == 1
     [shape] = body["shapes"]
     assert GRAPH_SHAPE <= set(shape)
@@ -147,13 +147,13 @@ def test_shapes_list_json_is_graphs_envelope(workspace: Path, graphchat: Graphch
     assert shape["schema"]["properties"]["a"]["type"] == "string" and shape["example"] == {"a": "1"}
 
 
-def test_mcp_list_json_is_graphs_envelope(workspace: Path, graphchat: GraphchatRunner) -> None:
-    empty = graphchat("mcp", "list", "--json")
+def test_mcp_list_json_is_graphs_envelope(workspace: Path, cli: GraphchatRunner) -> None:
+    empty = cli("mcp", "list", "--json")
     body = _json(empty)
     assert set(body) == GRAPH_SERVERS | {"note"} and body["count"] == 0 and body["servers"] == []
     assert body["note"] and empty.stderr == ""
     write_servers(workspace, {"t": stdio(), "web": {"url": "http://127.0.0.1:9/mcp"}})
-    body = _json(graphchat("mcp", "list", "--json"))
+    body = _json(cli("mcp", "list", "--json"))
     assert set(body) == GRAPH_SERVERS and body["count"] == len(body["servers"]) == 2
     t, web = body["servers"]
     assert GRAPH_SERVER <= set(t) and GRAPH_SERVER <= set(web)
@@ -161,7 +161,7 @@ def test_mcp_list_json_is_graphs_envelope(workspace: Path, graphchat: GraphchatR
     assert (web["name"], web["transport"], web["target"]) == ("web", "http", "http://127.0.0.1:9/mcp")
 
 
-def test_every_listing_answers_a_counted_envelope(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_every_listing_answers_a_counted_envelope(workspace: Path, cli: GraphchatRunner) -> None:
     # cli_contract.rs every_listing_command_answers_json_with_a_counted_envelope
     for args, key in (
         (("plan", "list", "--json"), "plans"),
@@ -169,15 +169,13 @@ def test_every_listing_answers_a_counted_envelope(workspace: Path, graphchat: Gr
         (("shapes", "list", "--json"), "shapes"),
         (("mcp", "list", "--json"), "servers"),
     ):
-        body = _json(graphchat(*args))
+        body = _json(cli(*args))
         assert isinstance(body[key], list), args
         if "count" in body:
             assert body["count"] == len(body[key]), args
 
 
-def test_plan_run_usage_by_step_and_by_model(
-    workspace: Path, graphchat: GraphchatRunner, model_server
-) -> None:
+def test_plan_run_usage_by_step_and_by_model(workspace: Path, cli: GraphchatRunner, model_server) -> None:
     """graph's usage report (graph-core/src/usage.rs `UsageReport`): `by_step` groups the model
     calls by the step path they were made in (else the call's role: the solver), `by_model` by
     provider and model, each with `calls` and its tokens."""
@@ -188,7 +186,7 @@ def test_plan_run_usage_by_step_and_by_model(
         "solver:\n  query_to_answer: What was found?\n  data: {label: '{{E0.label}}'}\n"
     )
     model_server.push({"json": {"label": "bug"}}, {"text": "One bug."})
-    done = graphchat("plan", "run", "label", "--json", env=model_server.env())
+    done = cli("plan", "run", "label", "--json", env=model_server.env())
     assert done.returncode == 0, done.stderr
     usage = json.loads(done.stdout)["usage"]
     assert usage["calls"] == 2

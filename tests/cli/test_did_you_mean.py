@@ -22,31 +22,31 @@ output: {{who: "{{{{who}}}}"}}
 """
 
 
-def test_a_misspelt_command_names_the_close_ones(graphchat: GraphchatRunner) -> None:
+def test_a_misspelt_command_names_the_close_ones(cli: GraphchatRunner) -> None:
     for typed, meant in (("paln", "plan"), ("tool", "tools"), ("treads", "threads")):
-        done = graphchat(typed, "list")
+        done = cli(typed, "list")
         assert done.returncode == 2 and f"did you mean {meant}?" in done.stderr, done.stderr
-    sub = graphchat("plan", "lsit")
+    sub = cli("plan", "lsit")
     assert sub.returncode == 2 and "did you mean list?" in sub.stderr
 
 
-def test_plan_names_and_bare_tool_names(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_plan_names_and_bare_tool_names(cli: GraphchatRunner, workspace: Path) -> None:
     write_servers(workspace, {"probe": stdio()})
     (workspace / "plans" / "clocks.yaml").write_text(CLOCKS.format(tool="probe__whoami"))
-    assert graphchat("tools", "list").returncode == 0  # the server's tools are known from now on
-    done = graphchat("plan", "run", "clock")
+    assert cli("tools", "list").returncode == 0  # the server's tools are known from now on
+    done = cli("plan", "run", "clock")
     assert done.returncode == 1 and "unknown plan 'clock' (did you mean clocks?" in done.stderr
     (workspace / "plans" / "clocks.yaml").write_text(CLOCKS.format(tool="whoami"))
-    checked = graphchat("plan", "validate", "clocks")
+    checked = cli("plan", "validate", "clocks")
     assert checked.returncode == 1 and "did you mean probe__whoami?" in checked.stderr, checked.stderr
-    ran = graphchat("plan", "run", "clocks")
+    ran = cli("plan", "run", "clocks")
     assert ran.returncode == 1 and "did you mean probe__whoami?" in ran.stderr, ran.stderr
-    called = graphchat("tools", "call", "whoami")
+    called = cli("tools", "call", "whoami")
     assert called.returncode == 1 and "probe__whoami" in called.stderr
     assert (workspace / "plans" / "clocks.yaml").read_text() == CLOCKS.format(tool="whoami")  # not corrected
 
 
-def test_settings_keys_and_roles(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_settings_keys_and_roles(cli: GraphchatRunner, workspace: Path) -> None:
     for text, said in (
         ("setings:\n  max_agent_iterations: 3\n", "did you mean settings?"),
         ("model: openai/gpt-4o-mini\n", "did you mean models?"),
@@ -54,38 +54,31 @@ def test_settings_keys_and_roles(graphchat: GraphchatRunner, workspace: Path) ->
         ("settings:\n  max_agent_iteration: 3\n", "did you mean max_agent_iterations?"),
     ):
         (workspace / "graphchat.yaml").write_text(text)
-        done = graphchat("where")
+        done = cli("where")
         assert done.returncode == 2 and said in done.stderr, (text, done.stderr)
 
 
-def test_thread_ids(graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path) -> None:
+def test_thread_ids(cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path) -> None:
     model_server.push({"text": "hello"})
-    assert graphchat("ask", "hi", env=model_server.env()).returncode == 0
+    assert cli("ask", "hi", env=model_server.env()).returncode == 0
     (thread,) = [p.name for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]
     typo = thread[:-1] + ("0" if thread[-1] != "0" else "1")
-    done = graphchat("threads", "show", typo)
+    done = cli("threads", "show", typo)
     assert done.returncode == 1 and f"did you mean {thread}?" in done.stderr, done.stderr
 
 
-def test_graphchat_home_is_held_to_the_rule_of_home(graphchat: GraphchatRunner, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from tests.conftest import clean_env
+def test_graphchat_home_is_held_to_the_rule_of_home(tmp_path: Path) -> None:
+    from tests.inprocess import run_cli
 
     empty = tmp_path / "not-a-workspace"
     empty.mkdir()
     for how in (["--home", str(empty)], []):
-        done = subprocess.run(
-            [sys.executable, "-m", "graphchat", *how, "where"],
-            env=clean_env({"GRAPHCHAT_HOME": str(empty)}, tmp_path),
-            capture_output=True, text=True, timeout=60, cwd=str(tmp_path),
-        )  # fmt: skip
+        done = run_cli([*how, "where"], env={"GRAPHCHAT_HOME": str(empty)}, home=tmp_path, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert "not a graphchat workspace" in done.stderr and "graphchat init" in done.stderr
 
 
-def test_an_input_without_equals_stays_exit_1(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_an_input_without_equals_stays_exit_1(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "plans" / "clocks.yaml").write_text(CLOCKS.format(tool="probe__whoami"))
-    done = graphchat("plan", "run", "clocks", "--input", "zones")
+    done = cli("plan", "run", "clocks", "--input", "zones")
     assert done.returncode == 1 and "--input must be key=value" in done.stderr

@@ -45,13 +45,13 @@ def imported(stderr: str) -> set[str]:
 # --- -m ------------------------------------------------------------------------------------------
 
 
-def test_m_is_short_for_model(graphchat: GraphchatRunner, model_server: ScriptedModelServer) -> None:
+def test_m_is_short_for_model(cli: GraphchatRunner, model_server: ScriptedModelServer) -> None:
     model_server.push({"text": "picked"})
-    done = graphchat("ask", "-m", "openai/picked-model", "which model?", env=model_server.env())
+    done = cli("ask", "-m", "openai/picked-model", "which model?", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert model_server.requests[0]["model"] == "picked-model"
     for command in (["chat"], ["plan", "run"], ["plan", "go"], ["plan", "draft"]):
-        shown = graphchat(*command, "--help")
+        shown = cli(*command, "--help")
         assert "-m M, --model M" in shown.stdout, command
 
 
@@ -59,7 +59,7 @@ def test_m_is_short_for_model(graphchat: GraphchatRunner, model_server: Scripted
 
 
 def test_where_shows_the_api_base_and_whether_each_needed_key_is_set(
-    graphchat: GraphchatRunner, workspace: Path
+    cli: GraphchatRunner, workspace: Path
 ) -> None:
     (workspace / "graphchat.yaml").write_text(
         "models:\n"
@@ -72,7 +72,7 @@ def test_where_shows_the_api_base_and_whether_each_needed_key_is_set(
         "OPENAI_API_BASE": "http://127.0.0.1:9/v1",
         "PYTHONPROFILEIMPORTTIME": "1",
     }
-    done = graphchat("where", env=env)
+    done = cli("where", env=env)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     model = lines.index("model      openai/gpt-4o-mini")
@@ -87,7 +87,7 @@ def test_where_shows_the_api_base_and_whether_each_needed_key_is_set(
     assert "api base: http://127.0.0.1:11434 · key: none needed" in lines[judge + 1]
     assert not {"litellm", "mcp"} & imported(done.stderr)  # answered without the heavy imports
 
-    as_json = json.loads(graphchat("where", "--json", env={"GRAPHCHAT_API_KEY": "sk-configured"}).stdout)
+    as_json = json.loads(cli("where", "--json", env={"GRAPHCHAT_API_KEY": "sk-configured"}).stdout)
     default, solver_access = as_json["access"]["default"], as_json["access"]["solver"]
     assert default["provider"] == "openai" and default["key_set"] and default["api_key_configured"]
     assert solver_access["keys_missing"] == ["ANTHROPIC_API_KEY"] and not solver_access["key_set"]
@@ -98,9 +98,9 @@ def test_where_shows_the_api_base_and_whether_each_needed_key_is_set(
 
 
 def test_models_lists_a_providers_chat_models_marking_those_whose_key_is_set(
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
 ) -> None:
-    with_key = graphchat(
+    with_key = cli(
         "models", "--provider", "openai", env={"OPENAI_API_KEY": "sk-test", "PYTHONPROFILEIMPORTTIME": "1"}
     )
     assert with_key.returncode == 0, with_key.stderr
@@ -112,11 +112,11 @@ def test_models_lists_a_providers_chat_models_marking_those_whose_key_is_set(
     )
     assert not {"litellm", "mcp"} & imported(with_key.stderr)
 
-    without = graphchat("models", "--provider", "openai")
+    without = cli("models", "--provider", "openai")
     assert [row[2:] for row in without.stdout.splitlines()] == [row[2:] for row in rows]
     assert all(row.startswith("  openai/") for row in without.stdout.splitlines())
 
-    everything = graphchat("models", "--json", env={"ANTHROPIC_API_KEY": "sk-test"})
+    everything = cli("models", "--json", env={"ANTHROPIC_API_KEY": "sk-test"})
     models = {m["model"]: m for m in json.loads(everything.stdout)["models"]}
     assert models["anthropic/claude-haiku-4-5"]["key_set"] is True
     assert models["openai/gpt-4o-mini"]["key_set"] is False
@@ -124,7 +124,7 @@ def test_models_lists_a_providers_chat_models_marking_those_whose_key_is_set(
     assert models["openai/gpt-4o-mini"]["max_input_tokens"] > 0
     assert len(models) > 500
 
-    typo = graphchat("models", "--provider", "anthropc")
+    typo = cli("models", "--provider", "anthropc")
     assert typo.returncode == 2
     assert "did you mean: anthropic?" in typo.stderr
 
@@ -199,8 +199,9 @@ def bash_complete(lines: list[str], *, cwd: Path, env: dict[str, str] | None = N
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+@pytest.mark.process
 def test_bash_completion_offers_commands_flags_and_the_workspaces_names(
-    graphchat: GraphchatRunner, workspace: Path, tmp_path: Path
+    cli: GraphchatRunner, workspace: Path, tmp_path: Path
 ) -> None:
     for name in ("world_clock", "weather"):
         (workspace / "plans" / f"{name}.yaml").write_text(PLAN.format(name=name))
@@ -251,20 +252,21 @@ def test_bash_completion_offers_commands_flags_and_the_workspaces_names(
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_completion_prints_each_shells_script(graphchat: GraphchatRunner, shell: str) -> None:
-    done = graphchat("completion", shell)
+def test_completion_prints_each_shells_script(cli: GraphchatRunner, shell: str) -> None:
+    done = cli("completion", shell)
     assert done.returncode == 0, done.stderr
     assert "graphchat" in done.stdout and "_ARGCOMPLETE" in done.stdout
     if shutil.which(shell):  # the script is valid in its shell
         check = subprocess.run([shell, "-n"], input=done.stdout, capture_output=True, text=True, timeout=30)
         assert check.returncode == 0, check.stderr
-    assert graphchat("completion", "tcsh").returncode == 2
+    assert cli("completion", "tcsh").returncode == 2
 
 
 @pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
-def test_fish_completes_plan_names(graphchat: GraphchatRunner, workspace: Path) -> None:
+@pytest.mark.process
+def test_fish_completes_plan_names(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "plans" / "world_clock.yaml").write_text(PLAN.format(name="world_clock"))
-    script = graphchat("completion", "fish").stdout
+    script = cli("completion", "fish").stdout
     environment = clean_env({"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}, workspace)
     done = subprocess.run(
         ["fish", "--no-config", "-c", f"{script}\ncomplete -C 'graphchat --home {workspace} plan run w'"],

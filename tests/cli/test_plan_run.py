@@ -107,82 +107,80 @@ def plans(workspace: Path) -> Path:
     return folder
 
 
-def test_exit_0_output_json_only_on_stdout(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", '{"numbers": [1, 20, 30]}')
+def test_exit_0_output_json_only_on_stdout(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", '{"numbers": [1, 20, 30]}')
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == {"big": [20, 30], "first": 20}
     assert "step E0 (filter)" in run.stderr  # progress goes to stderr
 
 
-def test_inputs_from_flags_file_and_stdin(graphchat: GraphchatRunner, plans: Path, tmp_path: Path) -> None:
+def test_inputs_from_flags_file_and_stdin(cli: GraphchatRunner, plans: Path, tmp_path: Path) -> None:
     doc = tmp_path / "in.json"
     doc.write_text('{"numbers": [1, 2, 50], "min": 100}')
-    run = graphchat("plan", "run", "pick", f"@{doc}", "--input", "min=2")
+    run = cli("plan", "run", "pick", f"@{doc}", "--input", "min=2")
     assert json.loads(run.stdout) == {"big": [2, 50], "first": 2}
-    run = graphchat("plan", "run", "pick", "-", "--input", "numbers=[7,70]", input='{"numbers": [1]}')
+    run = cli("plan", "run", "pick", "-", "--input", "numbers=[7,70]", input='{"numbers": [1]}')
     assert json.loads(run.stdout) == {"big": [70], "first": 70}
-    run = graphchat("plan", "run", str(plans / "pick.yaml"), "--input", "numbers=[5]", "--input", "min=5")
+    run = cli("plan", "run", str(plans / "pick.yaml"), "--input", "numbers=[5]", "--input", "min=5")
     assert json.loads(run.stdout) == {"big": [5], "first": 5}
 
 
-def test_exit_1_empty_data_in_output_mode(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", '{"numbers": [1, 2]}')
+def test_exit_1_empty_data_in_output_mode(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", '{"numbers": [1, 2]}')
     assert run.returncode == 1
     assert run.stdout == ""
     assert "error: plan failed at output: {{E0.items.0}}: E0.items is an empty array" in run.stderr
 
 
-def test_exit_1_unknown_plan(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "nope")
+def test_exit_1_unknown_plan(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "nope")
     assert run.returncode == 1 and run.stdout == ""
     assert "unknown plan 'nope'" in run.stderr
 
 
-def test_exit_3_inputs_missing_with_schema_on_stderr(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", '{"numbers": ["x"]}')
+def test_exit_3_inputs_missing_with_schema_on_stderr(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", '{"numbers": ["x"]}')
     assert run.returncode == 3
     assert run.stdout == ""
     assert "plan 'pick' needs inputs:" in run.stderr
     assert "'x' is not of type 'number'" in run.stderr
     assert '"required": [' in run.stderr  # the input schema
-    run = graphchat("plan", "run", "pick")
+    run = cli("plan", "run", "pick")
     assert run.returncode == 3 and "'numbers' is a required property" in run.stderr
 
 
-def test_exit_4_error_exit_fired(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[11,12,13,14]")
+def test_exit_4_error_exit_fired(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", "--input", "numbers=[11,12,13,14]")
     assert run.returncode == 4
     assert run.stdout == ""
     assert "✗ too many: 4" in run.stderr
 
 
-def test_success_exit_output_is_the_deliverable(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[11,12,13]")
+def test_success_exit_output_is_the_deliverable(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", "--input", "numbers=[11,12,13]")
     assert run.returncode == 0
     assert json.loads(run.stdout) == {"three": [11, 12, 13]}
     assert "✓ exactly three" in run.stderr
 
 
-def test_exit_2_usage_and_no_model(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", "--bogus")
+def test_exit_2_usage_and_no_model(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", "--bogus")
     assert run.returncode == 2 and run.stdout == ""
-    run = graphchat("plan", "run", "report")
+    run = cli("plan", "run", "report")
     assert run.returncode == 2 and run.stdout == ""
     assert "no model configured" in run.stderr
 
 
-def test_an_input_document_that_does_not_parse_is_invalid_input(
-    graphchat: GraphchatRunner, plans: Path
-) -> None:
-    run = graphchat("plan", "run", "pick", "{not json")
+def test_an_input_document_that_does_not_parse_is_invalid_input(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", "{not json")
     assert run.returncode == 3 and run.stdout == ""
     assert "invalid JSON" in run.stderr
-    run = graphchat("plan", "run", "pick", "@missing.json")
+    run = cli("plan", "run", "pick", "@missing.json")
     assert run.returncode == 3 and "cannot read" in run.stderr
 
 
-def test_json_envelope(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[10]", "--json")
+def test_json_envelope(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", "--input", "numbers=[10]", "--json")
     assert run.returncode == 0
     # graph's envelope (plan_cmd.rs): every key present (cli_contract.rs::
     # plan_run_json_envelope_carries_the_documented_keys)
@@ -194,7 +192,7 @@ def test_json_envelope(graphchat: GraphchatRunner, plans: Path) -> None:
         "exit": None,
         "usage": None,
     }
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[10,11,12,13]", "--json")
+    run = cli("plan", "run", "pick", "--input", "numbers=[10,11,12,13]", "--json")
     assert run.returncode == 4
     envelope = json.loads(run.stdout)
     # cli_contract.rs::a_fired_gate_adds_an_exit_block_to_the_envelope: `answer` is the exit's
@@ -208,35 +206,35 @@ def test_json_envelope(graphchat: GraphchatRunner, plans: Path) -> None:
     }
     assert envelope["answer"] == "too many: 4" and envelope["output"] is None
     assert envelope["steps_executed"] == 1
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[11,12,13]", "--json")
+    run = cli("plan", "run", "pick", "--input", "numbers=[11,12,13]", "--json")
     envelope = json.loads(run.stdout)
     assert run.returncode == 0 and envelope["output"] == {"three": [11, 12, 13]}
     assert envelope["exit"]["output"] == {"three": [11, 12, 13]} and envelope["steps_executed"] == 2
 
 
-def test_json_envelope_of_empty_data_and_input_flag_strings(graphchat: GraphchatRunner, plans: Path) -> None:
+def test_json_envelope_of_empty_data_and_input_flag_strings(cli: GraphchatRunner, plans: Path) -> None:
     # EmptyData in output mode: exit 1 and, as graph (plan_cmd.rs: a failed run emits no
     # envelope), nothing on stdout; the error is on stderr.
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[1]", "--json")
+    run = cli("plan", "run", "pick", "--input", "numbers=[1]", "--json")
     assert run.returncode == 1 and run.stdout == ""
     assert "plan failed at output: {{E0.items.0}}: E0.items is an empty array" in run.stderr
     # A flag value that is not JSON is a string: here the schema then rejects it (exit 3).
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[1]", "--input", "min=ten")
+    run = cli("plan", "run", "pick", "--input", "numbers=[1]", "--input", "min=ten")
     assert run.returncode == 3 and run.stdout == ""
     assert "'ten' is not of type 'number'" in run.stderr
 
 
-def test_silent_plan_and_progress(graphchat: GraphchatRunner, plans: Path) -> None:
+def test_silent_plan_and_progress(cli: GraphchatRunner, plans: Path) -> None:
     xs = [[1, -1]] * 40
-    run = graphchat("plan", "run", "quiet", json.dumps({"xs": xs}))
+    run = cli("plan", "run", "quiet", json.dumps({"xs": xs}))
     assert run.returncode == 0, run.stderr
     assert run.stdout == ""
     assert "✓ plan 'quiet' completed (41 steps)" in run.stderr
     assert "E0: 40/40" in run.stderr
 
 
-def test_events_jsonl(graphchat: GraphchatRunner, plans: Path) -> None:
-    run = graphchat("plan", "run", "pick", "--input", "numbers=[10]", env={"GRAPHCHAT_EVENTS": "jsonl"})
+def test_events_jsonl(cli: GraphchatRunner, plans: Path) -> None:
+    run = cli("plan", "run", "pick", "--input", "numbers=[10]", env={"GRAPHCHAT_EVENTS": "jsonl"})
     assert run.returncode == 0
     events = [json.loads(line) for line in run.stderr.splitlines() if line.strip()]
     assert {"event": "step_started", "step": "E0", "tool": "filter"} in events
@@ -244,13 +242,13 @@ def test_events_jsonl(graphchat: GraphchatRunner, plans: Path) -> None:
     assert json.loads(run.stdout)["first"] == 10
 
 
-def test_ask_unavailable_without_a_terminal(graphchat: GraphchatRunner, plans: Path) -> None:
-    parked = graphchat("plan", "run", "release")  # nobody here: the run waits for a person
+def test_ask_unavailable_without_a_terminal(cli: GraphchatRunner, plans: Path) -> None:
+    parked = cli("plan", "run", "release")  # nobody here: the run waits for a person
     assert parked.returncode == 5 and parked.stdout == "" and "waiting for a person" in parked.stderr
-    run = graphchat("plan", "run", "release", "--no-park")  # as graph does
+    run = cli("plan", "run", "release", "--no-park")  # as graph does
     assert run.returncode == 1 and run.stdout == ""
     assert "plan failed at step E0 (ask): the question was not answered (unavailable)" in run.stderr
-    run = graphchat("plan", "run", "release_default")
+    run = cli("plan", "run", "release_default")
     assert run.returncode == 0
     assert json.loads(run.stdout) == {
         "asked": {"answer": {"channel": "stable"}, "answered": False, "reason": "unavailable"}
@@ -262,24 +260,24 @@ def test_ask_unavailable_without_a_terminal(graphchat: GraphchatRunner, plans: P
     ]
 
 
-def test_ask_answers_file(graphchat: GraphchatRunner, plans: Path, tmp_path: Path) -> None:
+def test_ask_answers_file(cli: GraphchatRunner, plans: Path, tmp_path: Path) -> None:
     answers = tmp_path / "answers.yaml"
     answers.write_text("E0: {channel: beta, count: 2}\n")
-    run = graphchat("plan", "run", "release", "--answers", str(answers))
+    run = cli("plan", "run", "release", "--answers", str(answers))
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == {"asked": {"answer": {"channel": "beta", "count": 2}, "answered": True}}
     answers.write_text("'Which channel?': {channel: weekly}\n")  # by prompt; not in the enum
-    run = graphchat("plan", "run", "release", "--answers", str(answers))
+    run = cli("plan", "run", "release", "--answers", str(answers))
     assert run.returncode == 1 and "the answer does not fit the schema" in run.stderr
 
 
 def test_an_answers_key_that_matches_no_question_is_a_warning(
-    graphchat: GraphchatRunner, plans: Path, tmp_path: Path
+    cli: GraphchatRunner, plans: Path, tmp_path: Path
 ) -> None:
     """Issue 11 point 9: a misspelt --answers key must not pass silently."""
     answers = tmp_path / "answers.yaml"
     answers.write_text("E0: {channel: beta, count: 2}\nE9: {channel: stable}\n")
-    run = graphchat("plan", "run", "release", "--answers", str(answers))
+    run = cli("plan", "run", "release", "--answers", str(answers))
     assert run.returncode == 0, run.stderr
     assert "warning: --answers: 'E9' matched no question" in run.stderr
     assert "'E0'" not in run.stderr
@@ -297,6 +295,7 @@ def _spawn(workspace: Path, *args: str):  # type: ignore[no-untyped-def]
     )
 
 
+@pytest.mark.process
 def test_ask_on_a_terminal_reprompts_then_answers(workspace: Path, plans: Path) -> None:
     child = _spawn(workspace, "plan", "run", "release")
     child.expect_exact("? Which channel?")
@@ -316,6 +315,7 @@ def test_ask_on_a_terminal_reprompts_then_answers(workspace: Path, plans: Path) 
     assert child.exitstatus == 0
 
 
+@pytest.mark.process
 def test_a_pattern_miss_says_what_is_expected_with_an_example(workspace: Path) -> None:
     (workspace / "plans" / "tag.yaml").write_text(
         """identifier: tag
@@ -345,6 +345,7 @@ output: {tag: "{{E0.answer.tag}}"}
     assert child.exitstatus == 0
 
 
+@pytest.mark.process
 def test_ask_on_a_terminal_blank_declines(workspace: Path, plans: Path) -> None:
     child = _spawn(workspace, "plan", "run", "release_default")
     child.expect_exact("? Which channel?")
@@ -356,6 +357,7 @@ def test_ask_on_a_terminal_blank_declines(workspace: Path, plans: Path) -> None:
     assert child.exitstatus == 0
 
 
+@pytest.mark.process
 def test_ctrl_c_at_a_terminal_question_leaves_at_once(workspace: Path, plans: Path) -> None:
     # The reader blocked on stdin must not hold the exit until Enter is pressed.
     child = _spawn(workspace, "plan", "run", "release")
@@ -374,6 +376,7 @@ def pexpect_eof():  # type: ignore[no-untyped-def]
     return pexpect.EOF
 
 
+@pytest.mark.process
 def test_a_no_model_run_imports_neither_litellm_nor_mcp(workspace: Path, plans: Path) -> None:
     code = (
         "import sys, runpy\n"
@@ -397,12 +400,12 @@ def test_a_no_model_run_imports_neither_litellm_nor_mcp(workspace: Path, plans: 
     assert json.loads(run.stdout) == {"big": [12], "first": 12}
 
 
-def test_missing_required_servers_are_named(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_missing_required_servers_are_named(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "plans" / "clock.yaml").write_text(
         "identifier: clock\nname: Clock\ndescription: needs time\nrequires_servers: [time, calendar]\n"
         "steps:\n  - id: E0\n    tool_name: time__get_current_time\n    input: {timezone: UTC}\n"
     )
-    run = graphchat("plan", "run", "clock")
+    run = cli("plan", "run", "clock")
     assert run.returncode == 1 and run.stdout == ""
     assert "needs MCP servers that are not configured: time, calendar" in run.stderr
 
@@ -442,25 +445,25 @@ def _unread_plans(workspace: Path) -> None:
 
 
 def test_an_input_the_plan_never_reads_is_a_warning_and_strict_makes_it_exit_3(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """Issue 21 item 4: graph accepts such keys; graphchat says which keys the plan does read."""
     _unread_plans(workspace)
-    ran = graphchat("plan", "run", "reads_a", "--input", "a=1", "--input", "b=2")
+    ran = cli("plan", "run", "reads_a", "--input", "a=1", "--input", "b=2")
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == {"a": 1}
     assert "plan 'reads_a' never reads input 'b'; the inputs it reads: a (ignored)" in ran.stderr
-    strict = graphchat("plan", "run", "reads_a", "--input", "a=1", "--input", "b=2", "--strict")
+    strict = cli("plan", "run", "reads_a", "--input", "a=1", "--input", "b=2", "--strict")
     assert strict.returncode == 3 and strict.stdout == ""
     assert "plan 'reads_a' never reads input 'b'; the inputs it reads: a" in strict.stderr
-    quiet = graphchat("plan", "run", "reads_a", "--input", "a=1", "--strict")
+    quiet = cli("plan", "run", "reads_a", "--input", "a=1", "--strict")
     assert quiet.returncode == 0 and "never reads" not in quiet.stderr
 
-    none = graphchat("plan", "run", "no_inputs", "--input", "timezone=Europe/Paris")
+    none = cli("plan", "run", "no_inputs", "--input", "timezone=Europe/Paris")
     assert none.returncode == 0, none.stderr
     assert (
         "plan 'no_inputs' (it has no input_schema) never reads input 'timezone'; the inputs it reads: none"
         in none.stderr
     )
-    doc = graphchat("plan", "run", "no_inputs", '{"zone": "UTC"}', "--strict")
+    doc = cli("plan", "run", "no_inputs", '{"zone": "UTC"}', "--strict")
     assert doc.returncode == 3 and "never reads input 'zone'" in doc.stderr

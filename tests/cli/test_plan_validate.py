@@ -50,8 +50,8 @@ def reference_ws(workspace: Path) -> Path:
 
 
 @pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.stem)
-def test_malformed_plan_fails_validate(path: Path, graphchat: GraphchatRunner) -> None:
-    result = graphchat("plan", "validate", str(path), env=RUN_ENV)
+def test_malformed_plan_fails_validate(path: Path, cli: GraphchatRunner) -> None:
+    result = cli("plan", "validate", str(path), env=RUN_ENV)
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     want = expected_problem(path)
@@ -60,8 +60,8 @@ def test_malformed_plan_fails_validate(path: Path, graphchat: GraphchatRunner) -
 
 
 @pytest.mark.parametrize("path", MALFORMED, ids=lambda p: p.stem)
-def test_malformed_plan_fails_run_before_any_tool(path: Path, graphchat: GraphchatRunner) -> None:
-    result = graphchat("plan", "run", str(path), "{}", env=RUN_ENV)
+def test_malformed_plan_fails_run_before_any_tool(path: Path, cli: GraphchatRunner) -> None:
+    result = cli("plan", "run", str(path), "{}", env=RUN_ENV)
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     assert expected_problem(path) in result.stderr
@@ -72,24 +72,22 @@ def test_malformed_plan_fails_run_before_any_tool(path: Path, graphchat: Graphch
 # --- validate ---------------------------------------------------------------------------------------
 
 
-def test_validate_every_reference_plan(reference_ws: Path, graphchat: GraphchatRunner) -> None:
-    result = graphchat("plan", "validate")
+def test_validate_every_reference_plan(reference_ws: Path, cli: GraphchatRunner) -> None:
+    result = cli("plan", "validate")
     assert result.returncode == 0, result.stderr
     for path in REFERENCE:
         assert f"✓ plan '{path.stem}' ({reference_ws / 'plans' / path.name}) is valid" in result.stderr
-    result = graphchat("plan", "validate", "--json")
+    result = cli("plan", "validate", "--json")
     report = json.loads(result.stdout)
     assert report["ok"] is True
     assert sorted(p["identifier"] for p in report["plans"]) == sorted(p.stem for p in REFERENCE)
 
 
-def test_validate_all_reports_broken_and_duplicate_files(
-    reference_ws: Path, graphchat: GraphchatRunner
-) -> None:
+def test_validate_all_reports_broken_and_duplicate_files(reference_ws: Path, cli: GraphchatRunner) -> None:
     plans = reference_ws / "plans"
     shutil.copy(TESTS / "plans_malformed" / "29_map_concurrency_zero.yaml", plans / "zz_broken.yaml")
     shutil.copy(plans / "dst_gate.yaml", plans / "zz_dst_gate_copy.yaml")
-    result = graphchat("plan", "validate")
+    result = cli("plan", "validate")
     assert result.returncode == 1
     lines = result.stderr.splitlines()
     # every tier at once (issue 21): the load problem, and the tools of what did load (debug__sleep
@@ -107,7 +105,7 @@ def test_validate_all_reports_broken_and_duplicate_files(
     )
     assert "✓ plan 'world_clock'" in result.stderr
 
-    listing = graphchat("plan", "list")
+    listing = cli("plan", "list")
     assert listing.returncode == 0
     assert (
         f"✗ {plans / 'zz_broken.yaml'}: does not load (1 problem): step E1: input.concurrency"
@@ -119,17 +117,17 @@ def test_validate_all_reports_broken_and_duplicate_files(
 
 
 def test_validate_by_name_of_a_broken_file_prints_its_load_error(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     shutil.copy(TESTS / "plans_malformed" / "24_ask_nested_object.yaml", workspace / "plans" / "asker.yaml")
     for command in ("validate", "show"):
-        result = graphchat("plan", command, "ask_nested_object")
+        result = cli("plan", command, "ask_nested_object")
         assert result.returncode == 1, result.stderr
         assert "step E1: input.output_schema: property 'address' is a nested object" in result.stderr
 
 
-def test_unknown_plan_lists_the_known_ones(reference_ws: Path, graphchat: GraphchatRunner) -> None:
-    result = graphchat("plan", "validate", "world_clok")
+def test_unknown_plan_lists_the_known_ones(reference_ws: Path, cli: GraphchatRunner) -> None:
+    result = cli("plan", "validate", "world_clok")
     assert result.returncode == 1
     known = ", ".join(sorted(p.stem for p in REFERENCE))
     assert (
@@ -138,19 +136,19 @@ def test_unknown_plan_lists_the_known_ones(reference_ws: Path, graphchat: Graphc
 
 
 def test_missing_required_servers_are_a_note_for_a_file_and_a_problem_by_name(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     source = TESTS / "plans_reference" / "dst_gate.yaml"
-    by_path = graphchat("plan", "validate", str(source))
+    by_path = cli("plan", "validate", str(source))
     assert by_path.returncode == 0, by_path.stderr
     assert "note: requires_servers: time not configured here" in by_path.stderr
     shutil.copy(source, workspace / "plans" / "dst_gate.yaml")
-    by_name = graphchat("plan", "validate", "dst_gate")
+    by_name = cli("plan", "validate", "dst_gate")
     assert by_name.returncode == 1
     assert "requires_servers: MCP server(s) 'time' not configured" in by_name.stderr
 
 
-def test_unresolved_tools_fail_validate(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_unresolved_tools_fail_validate(workspace: Path, cli: GraphchatRunner) -> None:
     (workspace / "catalog" / "servers.yaml").write_text(TIME_SERVER)
     plan = {
         "identifier": "tools_check",
@@ -164,7 +162,7 @@ def test_unresolved_tools_fail_validate(workspace: Path, graphchat: GraphchatRun
         ],
     }
     (workspace / "plans" / "t.yaml").write_text(yaml.safe_dump(plan))
-    result = graphchat("plan", "validate", "tools_check", "--json")
+    result = cli("plan", "validate", "tools_check", "--json")
     assert result.returncode == 1
     report = json.loads(result.stdout)  # graph's single-plan envelope
     assert report["plan"] == "tools_check" and report["ok"] is False and report["steps"] == 4
@@ -175,6 +173,7 @@ def test_unresolved_tools_fail_validate(workspace: Path, graphchat: GraphchatRun
     ]
 
 
+@pytest.mark.process
 def test_validate_offline_imports_neither_litellm_nor_mcp(reference_ws: Path) -> None:
     """With --offline (or once every tool list is cached) validate starts nothing."""
     code = (
@@ -214,11 +213,11 @@ def _typo_plan(workspace: Path) -> None:
 
 
 def test_validate_in_a_fresh_workspace_reads_tool_lists_and_catches_typos(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """Issue 11 point 2: no cached tool list is no excuse for a ✓ over a misspelt tool."""
     _typo_plan(workspace)
-    result = graphchat("plan", "validate", "typos")
+    result = cli("plan", "validate", "typos")
     assert result.returncode == 1, result.stderr
     assert "starting 1 MCP server(s) to read their tools: t" in result.stderr
     assert "step E1: tool_name: server 't' has no tool 't__who_am_i'" in result.stderr
@@ -226,15 +225,13 @@ def test_validate_in_a_fresh_workspace_reads_tool_lists_and_catches_typos(
     assert "✓" not in result.stderr
 
 
-def test_validate_offline_says_which_tools_went_unchecked(
-    workspace: Path, graphchat: GraphchatRunner
-) -> None:
+def test_validate_offline_says_which_tools_went_unchecked(workspace: Path, cli: GraphchatRunner) -> None:
     _typo_plan(workspace)
-    offline = graphchat("plan", "validate", "typos", "--offline")
+    offline = cli("plan", "validate", "typos", "--offline")
     assert offline.returncode == 0, offline.stderr
     assert "starting" not in offline.stderr
     assert "note: tool names of MCP server 't' could not be checked" in offline.stderr
-    strict = graphchat("plan", "validate", "typos", "--offline", "--strict", "--json")
+    strict = cli("plan", "validate", "typos", "--offline", "--strict", "--json")
     assert strict.returncode == 1
     report = json.loads(strict.stdout)
     assert any("could not be checked" in p for p in report["problems"])
@@ -246,8 +243,8 @@ def test_validate_offline_says_which_tools_went_unchecked(
 # --- list and show -------------------------------------------------------------------------------
 
 
-def test_list_json(reference_ws: Path, graphchat: GraphchatRunner) -> None:
-    result = graphchat("plan", "list", "--json")
+def test_list_json(reference_ws: Path, cli: GraphchatRunner) -> None:
+    result = cli("plan", "list", "--json")
     assert result.returncode == 0, result.stderr
     listing = json.loads(result.stdout)
     by_id = {p["identifier"]: p for p in listing["plans"]}
@@ -259,12 +256,12 @@ def test_list_json(reference_ws: Path, graphchat: GraphchatRunner) -> None:
     assert by_id["world_clock"]["description"].startswith("Current time in each")
     assert listing["failed"] == [] and listing["skipped"] == [] and listing["hidden"] == []
     assert listing["count"] == len(REFERENCE) and by_id["world_clock"]["steps"] >= 1
-    text = graphchat("plan", "list").stdout.splitlines()
+    text = cli("plan", "list").stdout.splitlines()
     assert len(text) == len(REFERENCE) and text[0].startswith("clock_report")
 
 
-def test_show_json_and_text(reference_ws: Path, graphchat: GraphchatRunner) -> None:
-    result = graphchat("plan", "show", "world_clock", "--json")
+def test_show_json_and_text(reference_ws: Path, cli: GraphchatRunner) -> None:
+    result = cli("plan", "show", "world_clock", "--json")
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
     assert shown["tool_name"] == "plan__world_clock"
@@ -273,7 +270,7 @@ def test_show_json_and_text(reference_ws: Path, graphchat: GraphchatRunner) -> N
     assert do == {"tool_name": "time__get_current_time", "input": {"timezone": "{{item}}"}}
 
     # the camelCase plan is shown normalised, and what is shown loads again
-    text = graphchat("plan", "show", "plan__time_agent")
+    text = cli("plan", "show", "plan__time_agent")
     assert text.returncode == 0, text.stderr
     data = yaml.safe_load(text.stdout)
     agent = data["steps"][0]
@@ -282,13 +279,13 @@ def test_show_json_and_text(reference_ws: Path, graphchat: GraphchatRunner) -> N
     assert "inputSchema" not in data and data["input_schema"]["required"] == ["a", "b"]
     again = reference_ws / "shown.yaml"
     again.write_text(text.stdout)
-    assert graphchat("plan", "validate", str(again)).returncode == 0
+    assert cli("plan", "validate", str(again)).returncode == 0
 
-    default_schema = json.loads(graphchat("plan", "show", "release_channel", "--json").stdout)
+    default_schema = json.loads(cli("plan", "show", "release_channel", "--json").stdout)
     assert default_schema["input_schema"]["properties"]["fallback"]["default"] == "beta"
 
 
-def test_plan_problems_carry_file_and_line(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_plan_problems_carry_file_and_line(workspace: Path, cli: GraphchatRunner) -> None:
     """Issue 11 point 8: as config errors do, a plan problem names `<file>:<line>`."""
     path = workspace / "plans" / "bad.yaml"
     path.write_text(
@@ -297,16 +294,17 @@ def test_plan_problems_carry_file_and_line(workspace: Path, graphchat: Graphchat
         "  - id: E1\n    tool_name: map\n    input:\n      over: '{{E0.items}}'\n      concurrency: 0\n"
         "      do:\n        tool_name: builtin__infer\n        input: {instruction: '{{itm}}'}\n"
     )
-    result = graphchat("plan", "validate", "bad")
+    result = cli("plan", "validate", "bad")
     assert result.returncode == 1
     assert f"{path}:12: step E1: input.concurrency: must be at least 1" in result.stderr
     assert f"{path}:15: step E1/do: input.instruction: unknown root 'itm'" in result.stderr
-    run = graphchat("plan", "run", "bad")
+    run = cli("plan", "run", "bad")
     assert run.returncode == 1 and f"{path}:12: step E1: input.concurrency" in run.stderr
-    as_json = json.loads(graphchat("plan", "validate", "bad", "--json").stdout)
+    as_json = json.loads(cli("plan", "validate", "bad", "--json").stdout)
     assert as_json["problems"][0].startswith("step E1: input.concurrency")  # JSON: as before
 
 
+@pytest.mark.process
 def test_lists_fit_the_terminal_and_print_no_full_paths(reference_ws: Path) -> None:
     """Issue 11 point 14: `plan list` and `tools list` on an 80-column terminal."""
     pexpect = pytest.importorskip("pexpect")
@@ -326,7 +324,7 @@ def test_lists_fit_the_terminal_and_print_no_full_paths(reference_ws: Path) -> N
 
 
 def test_a_spliced_value_of_another_type_than_the_argument_is_caught(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """Issue 11 point 8: a whole-value splice keeps its type, so a value of known shape that the
     tool's input schema cannot take is a problem before the run — never on an unknown shape."""
@@ -362,11 +360,11 @@ def test_a_spliced_value_of_another_type_than_the_argument_is_caught(
     env = {"GRAPHCHAT_TEST_TOOLS": "1"}
     zones = "step E2: input.label: '{{input.zones}}' is array (per the plan's input_schema), but debug__sleep wants string"
     count = "step E4: input.label: '{{E3.count}}' is integer (E3 is a filter step's result), but debug__sleep wants string"
-    before = graphchat("plan", "validate", "typed", "--json", env=env)
+    before = cli("plan", "validate", "typed", "--json", env=env)
     assert json.loads(before.stdout)["problems"] == [zones, count]  # E0's shape is not known yet
-    assert graphchat("plan", "run", "warm", env=env).returncode == 0  # debug__sleep's shape is learned
+    assert cli("plan", "run", "warm", env=env).returncode == 0  # debug__sleep's shape is learned
     slept = "step E1: input.label: '{{E0.slept}}' is integer (E0's learned shape of debug__sleep), but debug__sleep wants string"
-    result = graphchat("plan", "validate", "typed", env=env)
+    result = cli("plan", "validate", "typed", env=env)
     assert result.returncode == 1, result.stderr
     located = f"{plans / 'typed.yaml'}:"  # `<file>:<line>: step …`
     lines = [line.split(": ", 1)[1] for line in result.stderr.splitlines() if line.startswith(located)]
@@ -375,7 +373,7 @@ def test_a_spliced_value_of_another_type_than_the_argument_is_caught(
         zones,
         count,
     ]
-    run = graphchat("plan", "run", "typed", '{"zones": ["UTC"]}', env={**env, "GRAPHCHAT_EVENTS": "jsonl"})
+    run = cli("plan", "run", "typed", '{"zones": ["UTC"]}', env={**env, "GRAPHCHAT_EVENTS": "jsonl"})
     # issue 21: what a learned shape says is a note before a run; the input's type is certain
     assert run.returncode == 1 and zones in run.stderr and f"note: {plans / 'typed.yaml'}:" in run.stderr
     assert not [e for e in events_in(run.stderr) if e.get("event") == "tool_started"]  # before the first step
