@@ -131,15 +131,15 @@ def spawn(workspace: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def test_a_headless_plan_parks_and_answering_resumes_it_without_rerunning_a_step(
-    graphchat: GraphchatRunner, ship: Path
+    cli: GraphchatRunner, ship: Path
 ) -> None:
     fifo = FifoReader(ship / "called.fifo")
     try:
-        run = graphchat("plan", "run", "ship", '{"wait": 0}')
+        run = cli("plan", "run", "ship", '{"wait": 0}')
         request_id = parked_id(run)
         assert run.stdout == ""
         assert "Which channel?" in run.stderr and f" answer {request_id} " in run.stderr
-        listed = graphchat("requests", "--json")
+        listed = cli("requests", "--json")
         assert listed.returncode == 0, listed.stderr
         doc = json.loads(listed.stdout)
         assert doc["count"] == 1
@@ -153,7 +153,7 @@ def test_a_headless_plan_parks_and_answering_resumes_it_without_rerunning_a_step
         assert record.stat().st_mode & 0o777 == 0o600
         assert (ship / "requests" / f"{request_id}.json").stat().st_mode & 0o777 == 0o600
 
-        answered = graphchat("answer", request_id, '{"channel": "beta"}')
+        answered = cli("answer", request_id, '{"channel": "beta"}')
         assert answered.returncode == 0, answered.stderr
         out = json.loads(answered.stdout)
         assert {k: out[k] for k in EXPECTED} == EXPECTED
@@ -161,17 +161,17 @@ def test_a_headless_plan_parks_and_answering_resumes_it_without_rerunning_a_step
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]  # once in total
         assert len(fifo.lines) == 1
         assert not list((ship / "requests" / "runs").glob("*.json"))  # the run ended
-        assert json.loads(graphchat("requests", "--json").stdout) == {"requests": [], "count": 0}
-        done = json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]
+        assert json.loads(cli("requests", "--json").stdout) == {"requests": [], "count": 0}
+        done = json.loads(cli("requests", "--all", "--json").stdout)["requests"]
         assert done[0]["state"] == "answered" and done[0]["answer"] == {"channel": "beta"}
-        again = graphchat("answer", request_id, '{"channel": "stable"}')
+        again = cli("answer", request_id, '{"channel": "stable"}')
         assert again.returncode == 1 and "already answered" in again.stderr
     finally:
         fifo.close()
 
 
-def test_json_parked_object_and_no_park(graphchat: GraphchatRunner, ship: Path) -> None:
-    run = graphchat("plan", "run", "ship", '{"wait": 0}', "--json")
+def test_json_parked_object_and_no_park(cli: GraphchatRunner, ship: Path) -> None:
+    run = cli("plan", "run", "ship", '{"wait": 0}', "--json")
     assert run.returncode == 5, run.stderr
     doc = json.loads(run.stdout)
     assert doc["parked"] is True and len(doc["requests"]) == 1
@@ -180,50 +180,51 @@ def test_json_parked_object_and_no_park(graphchat: GraphchatRunner, ship: Path) 
         rf"""graphchat (--home \S+ )?answer {doc["requests"][0]["id"]} '{{"channel": "stable", "count": 1}}'""",
         doc["resume"],
     )
-    run = graphchat("plan", "run", "ship", '{"wait": 0}', "--no-park")
+    run = cli("plan", "run", "ship", '{"wait": 0}', "--no-park")
     assert run.returncode == 1
     assert "the question was not answered (unavailable)" in run.stderr
 
 
 def test_an_invalid_answer_is_refused_naming_the_field_and_the_request_stays_open(
-    graphchat: GraphchatRunner, ship: Path
+    cli: GraphchatRunner, ship: Path
 ) -> None:
-    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
-    bad = graphchat("answer", request_id, '{"channel": "beta", "count": "many"}')
+    request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
+    bad = cli("answer", request_id, '{"channel": "beta", "count": "many"}')
     assert bad.returncode == 1, bad.stderr
     assert "field 'count'" in bad.stderr and "integer" in bad.stderr and "stays open" in bad.stderr
-    bad = graphchat("answer", request_id, '{"channel": "weekly"}')
+    bad = cli("answer", request_id, '{"channel": "weekly"}')
     assert bad.returncode == 1 and "field 'channel'" in bad.stderr
-    wrong = graphchat("permit", request_id)
+    wrong = cli("permit", request_id)
     assert wrong.returncode == 2 and f"graphchat answer {request_id}" in wrong.stderr
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     assert request["state"] == "open"
     assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
 
 
-def test_a_changed_plan_refuses_to_resume_naming_the_change(graphchat: GraphchatRunner, ship: Path) -> None:
-    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+def test_a_changed_plan_refuses_to_resume_naming_the_change(cli: GraphchatRunner, ship: Path) -> None:
+    request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
     plan = ship / "plans" / "ship.yaml"
     plan.write_text(SHIP.replace("count: 2}", "count: 3}"))
-    run = graphchat("answer", request_id, '{"channel": "beta"}')
+    run = cli("answer", request_id, '{"channel": "beta"}')
     assert run.returncode == 1
     assert "changed since the run parked" in run.stderr and "step E0 changed" in run.stderr
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     assert request["state"] == "open"  # the answer was refused, not used up
     plan.write_text(SHIP)
     fifo = FifoReader(ship / "called.fifo")
     try:
-        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        run = cli("answer", request_id, '{"channel": "beta"}')
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["channel"] == "beta"
     finally:
         fifo.close()
 
 
-def test_two_answers_at_once_resume_the_run_exactly_once(graphchat: GraphchatRunner, ship: Path) -> None:
+@pytest.mark.process
+def test_two_answers_at_once_resume_the_run_exactly_once(cli: GraphchatRunner, ship: Path) -> None:
     fifo = FifoReader(ship / "called.fifo")
     try:
-        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
         first = spawn(ship, "answer", request_id, '{"channel": "beta"}')
         second = spawn(ship, "answer", request_id, '{"channel": "stable"}')
         results = [p.communicate(timeout=60) + (p.returncode,) for p in (first, second)]
@@ -239,12 +240,13 @@ def test_two_answers_at_once_resume_the_run_exactly_once(graphchat: GraphchatRun
         fifo.close()
 
 
+@pytest.mark.process
 def test_a_resumed_run_killed_midway_resumes_again_without_running_a_finished_step_twice(
-    graphchat: GraphchatRunner, ship: Path
+    cli: GraphchatRunner, ship: Path
 ) -> None:
     fifo = FifoReader(ship / "called.fifo")
     try:
-        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 3}'))
+        request_id = parked_id(cli("plan", "run", "ship", '{"wait": 3}'))
         resuming = spawn(ship, "answer", request_id, '{"channel": "beta"}')
         assert fifo.event.wait(60), "the slow tool never started"
         resuming.send_signal(signal.SIGKILL)
@@ -254,41 +256,41 @@ def test_a_resumed_run_killed_midway_resumes_again_without_running_a_finished_st
             os.kill(server_pid, signal.SIGKILL)  # the killed run's orphaned server
         except ProcessLookupError:
             pass
-        (request,) = json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]
+        (request,) = json.loads(cli("requests", "--all", "--json").stdout)["requests"]
         assert request["state"] == "answered"
-        run = graphchat("resume", request_id)
+        run = cli("resume", request_id)
         assert run.returncode == 0, run.stderr
         out = json.loads(run.stdout)
         assert {k: out[k] for k in EXPECTED} == EXPECTED
         assert out["slept"]["result"].startswith("beta: slept 3")
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]  # never twice
         assert len(fifo.lines) == 2  # the killed call, then the resumed one
-        gone = graphchat("resume", request_id)
+        gone = cli("resume", request_id)
         assert gone.returncode == 1 and "not parked" in gone.stderr
     finally:
         fifo.close()
 
 
-def test_declining_a_plan_question_takes_the_unanswered_path(graphchat: GraphchatRunner, ship: Path) -> None:
-    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
-    run = graphchat("decline", request_id, "--reason", "not now")
+def test_declining_a_plan_question_takes_the_unanswered_path(cli: GraphchatRunner, ship: Path) -> None:
+    request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
+    run = cli("decline", request_id, "--reason", "not now")
     assert run.returncode == 1
     assert "the question was not answered (declined: not now)" in run.stderr
     assert not list((ship / "requests" / "runs").glob("*.json"))
 
 
-def test_prune_removes_finished_requests_whose_run_ended(graphchat: GraphchatRunner, ship: Path) -> None:
-    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
-    assert graphchat("decline", request_id, "--no-resume").returncode == 0
-    assert graphchat("resume", request_id).returncode == 1  # declined: the run ends
+def test_prune_removes_finished_requests_whose_run_ended(cli: GraphchatRunner, ship: Path) -> None:
+    request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
+    assert cli("decline", request_id, "--no-resume").returncode == 0
+    assert cli("resume", request_id).returncode == 1  # declined: the run ends
     assert not list((ship / "requests" / "runs").glob("*.json"))
     path = ship / "requests" / f"{request_id}.json"
     data = json.loads(path.read_text())
     data["settled_at"] = time.time() - 3 * 86400
     path.write_text(json.dumps(data))
-    assert graphchat("requests", "prune", "--older-than", "5").returncode == 0
+    assert cli("requests", "prune", "--older-than", "5").returncode == 0
     assert path.exists()
-    pruned = graphchat("requests", "prune", "--older-than", "2")
+    pruned = cli("requests", "prune", "--older-than", "2")
     assert pruned.returncode == 0 and "removed 1" in pruned.stderr
     assert not path.exists()
 
@@ -308,29 +310,29 @@ def tool_messages(body: dict[str, Any]) -> list[str]:
 
 
 def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
-    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+    cli: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
 ) -> None:
     target = tmp_path / "made.txt"
     model_server.push(
         {"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]},
         {"text": "I made the file."},
     )
-    run = graphchat("ask", "Make the file.", env=model_server.env())
+    run = cli("ask", "Make the file.", env=model_server.env())
     request_id = parked_id(run)
     assert run.stdout == "" and not target.exists()
     assert len(model_server.requests) == 1
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     assert request["kind"] == "approval" and request["mode"] == "approval"
     assert request["source"]["tool"] == "t__touch" and request["source"]["arguments"] == {"path": str(target)}
     thread_id = request["source"]["thread"]
-    shown = graphchat("threads", "show", thread_id)
+    shown = cli("threads", "show", thread_id)
     assert f"waiting for a person: request {request_id}" in shown.stdout, shown.stderr
-    busy = graphchat("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
+    busy = cli("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
     assert busy.returncode == 1 and f"waits on request {request_id}" in busy.stderr
-    wrong = graphchat("answer", request_id, "yes", env=model_server.env())
+    wrong = cli("answer", request_id, "yes", env=model_server.env())
     assert wrong.returncode == 2 and f"graphchat permit {request_id}" in wrong.stderr
 
-    permitted = graphchat("permit", request_id, "--always", env=model_server.env())
+    permitted = cli("permit", request_id, "--always", env=model_server.env())
     assert permitted.returncode == 0, permitted.stderr
     assert permitted.stdout == "I made the file.\n"
     assert target.exists()
@@ -341,20 +343,20 @@ def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
     ]
     # the thread goes on as any other
     model_server.push({"text": "Nothing else."})
-    more = graphchat("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
+    more = cli("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
     assert more.returncode == 0 and more.stdout == "Nothing else.\n", more.stderr
 
 
 def test_deny_gives_the_model_a_refusal(
-    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+    cli: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
 ) -> None:
     target = tmp_path / "made.txt"
     model_server.push(
         {"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]},
         {"text": "I was not allowed to."},
     )
-    request_id = parked_id(graphchat("ask", "Make the file.", env=model_server.env()))
-    denied = graphchat("deny", request_id, "--reason", "not today", env=model_server.env())
+    request_id = parked_id(cli("ask", "Make the file.", env=model_server.env()))
+    denied = cli("deny", request_id, "--reason", "not today", env=model_server.env())
     assert denied.returncode == 0, denied.stderr
     assert denied.stdout == "I was not allowed to.\n"
     assert not target.exists()
@@ -363,7 +365,7 @@ def test_deny_gives_the_model_a_refusal(
 
 
 def test_ask_user_with_options_parks_and_takes_a_free_answer_as_typed(
-    graphchat: GraphchatRunner, workspace: Path, model_server: Any
+    cli: GraphchatRunner, workspace: Path, model_server: Any
 ) -> None:
     model_server.push(
         {
@@ -373,20 +375,20 @@ def test_ask_user_with_options_parks_and_takes_a_free_answer_as_typed(
         },
         {"text": "Teal it is."},
     )
-    run = graphchat("ask", "Paint it.", env=model_server.env())
+    run = cli("ask", "Paint it.", env=model_server.env())
     request_id = parked_id(run)
     assert "1. red" in run.stderr and "2. blue" in run.stderr
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     assert request["mode"] == "options" and request["options"] == ["red", "blue"]
-    answered = graphchat("answer", request_id, '["teal", 2]', env=model_server.env())
+    answered = cli("answer", request_id, '["teal", 2]', env=model_server.env())
     assert answered.returncode == 0, answered.stderr
     assert answered.stdout == "Teal it is.\n"
     (result,) = tool_messages(model_server.requests[1])
     assert json.loads(result) == {"answer": '["teal", 2]', "answered": True}
 
 
-def test_jsonl_events_carry_the_request_and_stderr_stays_json(graphchat: GraphchatRunner, ship: Path) -> None:
-    run = graphchat("plan", "run", "ship", '{"wait": 0}', env={"GRAPHCHAT_EVENTS": "jsonl"})
+def test_jsonl_events_carry_the_request_and_stderr_stays_json(cli: GraphchatRunner, ship: Path) -> None:
+    run = cli("plan", "run", "ship", '{"wait": 0}', env={"GRAPHCHAT_EVENTS": "jsonl"})
     assert run.returncode == 5, run.stderr
     events = [json.loads(line) for line in run.stderr.splitlines()]
     (opened,) = [e for e in events if e["event"] == "request_opened"]
@@ -400,11 +402,11 @@ from tests.chat.test_pty import chat as chat  # noqa: E402,F401 - the pseudo-ter
 
 
 def test_chat_shows_waiting_requests_and_answers_one_inline(
-    graphchat: GraphchatRunner, ship: Path, chat: Spawn
+    cli: GraphchatRunner, ship: Path, chat: Spawn
 ) -> None:
     fifo = FifoReader(ship / "called.fifo")
     try:
-        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
         child = chat()
         child.expect_exact("1 request waits: /requests")
         send_message(child, "/requests")
@@ -414,7 +416,7 @@ def test_chat_shows_waiting_requests_and_answers_one_inline(
         out = leave(child)
         assert '"channel": "beta"' in out  # what the resumed run printed, as a block
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
-        assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+        assert json.loads(cli("requests", "--json").stdout)["count"] == 0
     finally:
         fifo.close()
 
@@ -446,17 +448,17 @@ output:
 
 
 def test_parking_inside_a_map_keeps_the_finished_items(
-    graphchat: GraphchatRunner, ship: Path, tmp_path: Path
+    cli: GraphchatRunner, ship: Path, tmp_path: Path
 ) -> None:
     (ship / "plans" / "pick.yaml").write_text(PICK)
     answers = tmp_path / "answers.yaml"
     answers.write_text("'Keep a?': {keep: true}\n'Keep c?': {keep: false}\n")
-    run = graphchat("plan", "run", "pick", "--answers", str(answers))
+    run = cli("plan", "run", "pick", "--answers", str(answers))
     request_id = parked_id(run)
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     assert request["question"] == "Keep b?" and request["source"]["step"] == "E0/do/Q[1]"
     assert sorted(c["args"]["id"] for c in shop_calls(ship)) == ["boo-0", "boo-1", "boo-2"]
-    answered = graphchat("answer", request_id, "yes")  # a one-field form takes a bare value
+    answered = cli("answer", request_id, "yes")  # a one-field form takes a bare value
     assert answered.returncode == 0, answered.stderr
     kept = [r["answer"]["keep"] for r in json.loads(answered.stdout)["kept"]]
     assert kept == [True, True, False]
@@ -465,46 +467,47 @@ def test_parking_inside_a_map_keeps_the_finished_items(
 
 
 def test_two_waiting_items_resume_when_the_last_is_answered(
-    graphchat: GraphchatRunner, ship: Path, tmp_path: Path
+    cli: GraphchatRunner, ship: Path, tmp_path: Path
 ) -> None:
     (ship / "plans" / "pick.yaml").write_text(PICK)
     answers = tmp_path / "answers.yaml"
     answers.write_text("'Keep a?': {keep: true}\n")
-    run = graphchat("plan", "run", "pick", "--answers", str(answers))
+    run = cli("plan", "run", "pick", "--answers", str(answers))
     assert run.returncode == 5, run.stderr
-    waiting = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    waiting = json.loads(cli("requests", "--json").stdout)["requests"]
     assert sorted(r["question"] for r in waiting) == ["Keep b?", "Keep c?"]
     by_question = {r["question"]: r["id"] for r in waiting}
-    first = graphchat("answer", by_question["Keep c?"], '{"keep": false}')
+    first = cli("answer", by_question["Keep c?"], '{"keep": false}')
     assert first.returncode == 0 and first.stdout == ""
     assert f"1 more still wait: {by_question['Keep b?']}" in first.stderr
-    last = graphchat("answer", by_question["Keep b?"], "no")
+    last = cli("answer", by_question["Keep b?"], "no")
     assert last.returncode == 0, last.stderr
     assert [r["answer"]["keep"] for r in json.loads(last.stdout)["kept"]] == [True, False, False]
 
 
-def test_an_expired_question_resumes_down_the_unanswered_path(graphchat: GraphchatRunner, ship: Path) -> None:
+def test_an_expired_question_resumes_down_the_unanswered_path(cli: GraphchatRunner, ship: Path) -> None:
     plan = SHIP.replace("      prompt: Which channel?", "      prompt: Which channel?\n      timeout: 0.001")
     plan = plan.replace(
         "        required: [channel]", "        required: [channel]\n      when_unanswered: fail"
     )
     (ship / "plans" / "ship.yaml").write_text(plan)
-    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
-    (request,) = json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]
+    request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
+    (request,) = json.loads(cli("requests", "--all", "--json").stdout)["requests"]
     assert request["id"] == request_id and request["state"] == "expired"
-    late = graphchat("answer", request_id, '{"channel": "beta"}')
+    late = cli("answer", request_id, '{"channel": "beta"}')
     assert late.returncode == 1 and "already expired" in late.stderr
-    run = graphchat("resume", request_id)
+    run = cli("resume", request_id)
     assert run.returncode == 1
     assert "the question was not answered (expired)" in run.stderr
 
 
-def test_answer_without_a_value_asks_on_the_terminal(graphchat: GraphchatRunner, ship: Path) -> None:
+@pytest.mark.process
+def test_answer_without_a_value_asks_on_the_terminal(cli: GraphchatRunner, ship: Path) -> None:
     import pexpect
 
     fifo = FifoReader(ship / "called.fifo")
     try:
-        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
         child = pexpect.spawn(
             sys.executable,
             ["-m", "graphchat", "--home", str(ship), "answer", request_id],
@@ -531,7 +534,7 @@ def test_answer_without_a_value_asks_on_the_terminal(graphchat: GraphchatRunner,
 
 
 def test_ask_on_a_parked_thread_refuses_naming_the_request_and_the_command_that_answers_it(
-    graphchat: GraphchatRunner, workspace: Path, model_server: Any
+    cli: GraphchatRunner, workspace: Path, model_server: Any
 ) -> None:
     model_server.push(
         {
@@ -540,11 +543,11 @@ def test_ask_on_a_parked_thread_refuses_naming_the_request_and_the_command_that_
             ]
         },
     )
-    request_id = parked_id(graphchat("ask", "Paint it.", env=model_server.env()))
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    request_id = parked_id(cli("ask", "Paint it.", env=model_server.env()))
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     thread_id = request["source"]["thread"]
     for how in (["--thread", thread_id], ["-c"]):
-        busy = graphchat("ask", *how, "Anything else?", env=model_server.env())
+        busy = cli("ask", *how, "Anything else?", env=model_server.env())
         assert busy.returncode == 1, busy.stderr
         assert f"thread {thread_id} waits on request {request_id}: Which color?" in busy.stderr
         assert re.search(rf"answer it: graphchat (--home \S+ )?answer {request_id} VALUE\n", busy.stderr)
@@ -552,14 +555,15 @@ def test_ask_on_a_parked_thread_refuses_naming_the_request_and_the_command_that_
         assert f"chat --thread {thread_id}" in busy.stderr and "…" not in busy.stderr
     assert len(model_server.requests) == 1  # nothing was sent for the refused questions
     # answered but not resumed: the command named is the one that resumes it
-    assert graphchat("answer", request_id, "blue", "--no-resume").returncode == 0
-    busy = graphchat("ask", "-c", "Anything else?", env=model_server.env())
+    assert cli("answer", request_id, "blue", "--no-resume").returncode == 0
+    busy = cli("ask", "-c", "Anything else?", env=model_server.env())
     assert busy.returncode == 1
     assert re.search(rf"resume the turn: graphchat (--home \S+ )?resume {request_id}\n", busy.stderr)
 
 
+@pytest.mark.process
 def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_gets_the_answer(
-    graphchat: GraphchatRunner, workspace: Path, model_server: Any, chat: Spawn
+    cli: GraphchatRunner, workspace: Path, model_server: Any, chat: Spawn
 ) -> None:
     model_server.push(
         {
@@ -570,8 +574,8 @@ def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_g
         {"text": "Blue it is."},
         {"text": "Nothing else to paint."},
     )
-    request_id = parked_id(graphchat("ask", "Paint it.", env=model_server.env()))
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    request_id = parked_id(cli("ask", "Paint it.", env=model_server.env()))
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     thread_id = request["source"]["thread"]
     child = chat("--thread", thread_id)
     child.expect_exact(f"this thread waits for your answer (request {request_id})")
@@ -585,7 +589,7 @@ def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_g
     assert len(model_server.requests) == 3
     (result,) = tool_messages(model_server.requests[1])
     assert json.loads(result) == {"answer": "blue", "answered": True}
-    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    assert json.loads(cli("requests", "--json").stdout)["count"] == 0
     assert not list((workspace / "requests" / "runs").glob("*.json"))
     # the next turn of the thread carries the answered call, not an "interrupted" one
     last = model_server.requests[2]["messages"]
@@ -634,46 +638,46 @@ def test_a_stale_claim_is_taken_over_by_the_next_answer(graphchat: GraphchatRunn
         fifo.close()
 
 
-def test_resume_finishes_the_answer_a_dead_claimer_recorded(graphchat: GraphchatRunner, ship: Path) -> None:
+def test_resume_finishes_the_answer_a_dead_claimer_recorded(cli: GraphchatRunner, ship: Path) -> None:
     fifo = FifoReader(ship / "called.fifo")
     try:
-        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
         write_claim(
             ship,
             request_id,
             {"pid": dead_pid(), "state": "answered", "answer": {"channel": "beta"}, "reason": None},
         )
-        run = graphchat("resume", request_id)
+        run = cli("resume", request_id)
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["channel"] == "beta"
-        done = json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]
+        done = json.loads(cli("requests", "--all", "--json").stdout)["requests"]
         assert done[0]["state"] == "answered" and done[0]["answer"] == {"channel": "beta"}
     finally:
         fifo.close()
 
 
 def test_a_live_claim_is_respected_and_a_reused_pid_is_not_taken_for_it(
-    graphchat: GraphchatRunner, ship: Path
+    cli: GraphchatRunner, ship: Path
 ) -> None:
-    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
     holder = subprocess.Popen(["sleep", "120"])
     try:
         write_claim(
             ship, request_id, {"pid": holder.pid, "start": start_time(holder.pid), "state": "answered"}
         )
-        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        run = cli("answer", request_id, '{"channel": "beta"}')
         assert run.returncode == 1, run.stderr
         assert f"already answered (process {holder.pid} is settling it)" in run.stderr
-        resumed = graphchat("resume", request_id)
+        resumed = cli("resume", request_id)
         assert resumed.returncode == 1 and "still open" in resumed.stderr
-        (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+        (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
         assert request["state"] == "open"
         assert shop_calls(ship) and len(shop_calls(ship)) == 1
         # the same pid with another start time is another process: the claim is stale
         write_claim(ship, request_id, {"pid": holder.pid, "start": "1", "state": "answered"})
         fifo = FifoReader(ship / "called.fifo")
         try:
-            run = graphchat("answer", request_id, '{"channel": "stable"}')
+            run = cli("answer", request_id, '{"channel": "stable"}')
             assert run.returncode == 0, run.stderr
             assert json.loads(run.stdout)["channel"] == "stable"
         finally:
@@ -683,20 +687,21 @@ def test_a_live_claim_is_respected_and_a_reused_pid_is_not_taken_for_it(
         holder.wait()
 
 
+@pytest.mark.process
 def test_a_resuming_answer_killed_before_it_settles_leaves_a_claim_the_next_answer_takes_over(
-    graphchat: GraphchatRunner, ship: Path
+    cli: GraphchatRunner, ship: Path
 ) -> None:
     """kill -9 of the process that claimed: its claim holds its pid and start time; once it is
     gone, the claim no longer blocks the request."""
-    request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+    request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     write_claim(ship, request_id, {"pid": sleeper.pid, "start": start_time(sleeper.pid), "state": "answered"})
-    assert graphchat("answer", request_id, '{"channel": "beta"}').returncode == 1
+    assert cli("answer", request_id, '{"channel": "beta"}').returncode == 1
     sleeper.send_signal(signal.SIGKILL)
     sleeper.wait()
     fifo = FifoReader(ship / "called.fifo")
     try:
-        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        run = cli("answer", request_id, '{"channel": "beta"}')
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["channel"] == "beta"
     finally:
@@ -707,9 +712,9 @@ def test_a_resuming_answer_killed_before_it_settles_leaves_a_claim_the_next_answ
 
 
 def test_a_parked_question_lists_its_allowed_values_and_the_exact_command(
-    graphchat: GraphchatRunner, ship: Path
+    cli: GraphchatRunner, ship: Path
 ) -> None:
-    run = graphchat("plan", "run", "ship", '{"wait": 0}')
+    run = cli("plan", "run", "ship", '{"wait": 0}')
     request_id = parked_id(run)
     assert "…" not in run.stderr
     assert re.search(
@@ -717,7 +722,7 @@ def test_a_parked_question_lists_its_allowed_values_and_the_exact_command(
         run.stderr,
     )
     assert "fields: channel (required): one of stable, beta — Release channel; count: integer" in run.stderr
-    listed = graphchat("requests")
+    listed = cli("requests")
     assert listed.returncode == 0 and "…" not in listed.stdout
     assert f"{request_id}  form     ship E1: Which channel?" in listed.stdout
     assert "one of stable, beta" in listed.stdout
@@ -726,7 +731,7 @@ def test_a_parked_question_lists_its_allowed_values_and_the_exact_command(
     assert command is not None
     fifo = FifoReader(ship / "called.fifo")
     try:
-        answered = graphchat("answer", request_id, command.group(1))
+        answered = cli("answer", request_id, command.group(1))
         assert answered.returncode == 0, answered.stderr
         assert json.loads(answered.stdout)["channel"] == "stable"
     finally:
@@ -734,15 +739,15 @@ def test_a_parked_question_lists_its_allowed_values_and_the_exact_command(
 
 
 def test_requests_text_shows_an_approvals_tool_and_every_argument(
-    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+    cli: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
 ) -> None:
     target = tmp_path / "notes.txt"
     arguments = {"path": str(target), "text": "first line\nsecond line"}
     model_server.push({"tool_calls": [{"name": "t__note", "arguments": arguments}]}, {"text": "Noted."})
-    run = graphchat("ask", "Note it.", env=model_server.env())
+    run = cli("ask", "Note it.", env=model_server.env())
     request_id = parked_id(run)
     assert "…" not in run.stderr and "tool: t__note" in run.stderr
-    listed = graphchat("requests")
+    listed = cli("requests")
     assert listed.returncode == 0, listed.stderr
     out = listed.stdout
     assert f"{request_id}  approval" in out and "Allow t__note (write) with these arguments?" in out
@@ -776,17 +781,18 @@ output:
 """
 
 
-def test_an_ask_steps_hint_is_shown_under_the_question(graphchat: GraphchatRunner, workspace: Path) -> None:
+@pytest.mark.process
+def test_an_ask_steps_hint_is_shown_under_the_question(cli: GraphchatRunner, workspace: Path) -> None:
     import pexpect
 
     plan = FEEDBACK.replace("      when_unanswered: default\n      default: {rating: 3}\n", "")
     (workspace / "plans" / "feedback.yaml").write_text(plan)
-    run = graphchat("plan", "run", "feedback", '{"who": "Ada"}')
+    run = cli("plan", "run", "feedback", '{"who": "Ada"}')
     request_id = parked_id(run)
     assert "How was it?\n    1 is poor, 5 is great (Ada)\n" in run.stderr
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     assert request["id"] == request_id and request["hint"] == "1 is poor, 5 is great (Ada)"
-    assert "How was it?\n    1 is poor, 5 is great (Ada)\n" in graphchat("requests").stdout
+    assert "How was it?\n    1 is poor, 5 is great (Ada)\n" in cli("requests").stdout
     child = pexpect.spawn(
         sys.executable,
         ["-m", "graphchat", "--home", str(workspace), "plan", "run", "feedback", '{"who": "Bo"}'],
@@ -804,8 +810,9 @@ def test_an_ask_steps_hint_is_shown_under_the_question(graphchat: GraphchatRunne
     assert '"rating": 4' in (child.before or "")
 
 
+@pytest.mark.process
 def test_a_declined_question_reaches_the_plan_as_declined_with_its_reason(
-    graphchat: GraphchatRunner, workspace: Path
+    cli: GraphchatRunner, workspace: Path
 ) -> None:
     import pexpect
 
@@ -829,7 +836,7 @@ def test_a_declined_question_reaches_the_plan_as_declined_with_its_reason(
     result = json.loads(out[out.index("{\n") :])["rating"]
     assert result == {"answer": {"rating": 3}, "answered": False, "declined": True, "reason": "declined"}
     # nobody to ask is not a decline
-    run = graphchat("plan", "run", "feedback", '{"who": "Ada"}')
+    run = cli("plan", "run", "feedback", '{"who": "Ada"}')
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["rating"] == {
         "answer": {"rating": 3},
@@ -838,77 +845,77 @@ def test_a_declined_question_reaches_the_plan_as_declined_with_its_reason(
     }
 
 
-def test_at_most_twenty_options(graphchat: GraphchatRunner, workspace: Path, model_server: Any) -> None:
+def test_at_most_twenty_options(cli: GraphchatRunner, workspace: Path, model_server: Any) -> None:
     many = [f"o{i}" for i in range(21)]
     plan = FEEDBACK.replace("rating: {type: integer}", f"rating: {{enum: {json.dumps(many)}}}")
     plan = plan.replace("default: {rating: 3}", "default: {rating: o0}")
     (workspace / "plans" / "feedback.yaml").write_text(plan)
-    checked = graphchat("plan", "validate", "feedback")
+    checked = cli("plan", "validate", "feedback")
     assert checked.returncode == 1, checked.stderr
     assert "property 'rating': at most 20 options, got 21" in checked.stderr
     model_server.push(
         {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which?", "options": many}}]},
         {"text": "I will ask with fewer."},
     )
-    run = graphchat("ask", "Pick one.", env=model_server.env())
+    run = cli("ask", "Pick one.", env=model_server.env())
     assert run.returncode == 0, run.stderr  # not parked: the model is told to ask with fewer
-    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    assert json.loads(cli("requests", "--json").stdout)["count"] == 0
     (result,) = tool_messages(model_server.requests[1])
     assert "ask_user takes at most 20 options, got 21" in result
 
 
-def test_requests_of_one_run_and_cancelling_a_parked_plan(graphchat: GraphchatRunner, ship: Path) -> None:
-    first = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
-    second = parked_id(graphchat("plan", "run", "ship", '{"wait": 1}'))
-    doc = json.loads(graphchat("requests", "--json").stdout)
+def test_requests_of_one_run_and_cancelling_a_parked_plan(cli: GraphchatRunner, ship: Path) -> None:
+    first = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
+    second = parked_id(cli("plan", "run", "ship", '{"wait": 1}'))
+    doc = json.loads(cli("requests", "--json").stdout)
     runs = {r["id"]: r["run"] for r in doc["requests"]}
     assert set(runs) == {first, second} and runs[first] != runs[second]
-    only = json.loads(graphchat("requests", "--run", runs[first], "--json").stdout)
+    only = json.loads(cli("requests", "--run", runs[first], "--json").stdout)
     assert [r["id"] for r in only["requests"]] == [first] and only["count"] == 1
-    text = graphchat("requests", "--run", runs[second]).stdout
+    text = cli("requests", "--run", runs[second]).stdout
     assert second in text and first not in text
-    unknown = graphchat("requests", "--run", "abcdef123456")
+    unknown = cli("requests", "--run", "abcdef123456")
     assert unknown.returncode == 1 and "no run or thread 'abcdef123456'" in unknown.stderr
 
-    cancelled = graphchat("cancel", runs[first])
+    cancelled = cli("cancel", runs[first])
     assert cancelled.returncode == 0, cancelled.stderr
     assert f"cancelled the parked run {runs[first]} (plan 'ship')" in cancelled.stderr
     assert f"requests cancelled: {first}" in cancelled.stderr
     assert not (ship / "requests" / "runs" / f"{runs[first]}.json").exists()
-    settled = {r["id"]: r for r in json.loads(graphchat("requests", "--all", "--json").stdout)["requests"]}
+    settled = {r["id"]: r for r in json.loads(cli("requests", "--all", "--json").stdout)["requests"]}
     assert settled[first]["state"] == "cancelled" and settled[second]["state"] == "open"
-    late = graphchat("answer", first, '{"channel": "beta"}')
+    late = cli("answer", first, '{"channel": "beta"}')
     assert late.returncode == 1 and "already cancelled" in late.stderr
-    gone = graphchat("cancel", runs[first])
+    gone = cli("cancel", runs[first])
     assert gone.returncode == 1 and "no parked run" in gone.stderr
     # a request id names its run too
-    assert graphchat("cancel", second).returncode == 0
-    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 0
+    assert cli("cancel", second).returncode == 0
+    assert json.loads(cli("requests", "--json").stdout)["count"] == 0
     assert [c["tool"] for c in shop_calls(ship)] == ["list_items", "list_items"]
 
 
 def test_cancelling_a_parked_ask_turn_is_recorded_in_its_thread_which_goes_on(
-    graphchat: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
+    cli: GraphchatRunner, tools: Path, model_server: Any, tmp_path: Path
 ) -> None:
     target = tmp_path / "made.txt"
     model_server.push(
         {"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]},
         {"text": "Something else, then."},
     )
-    request_id = parked_id(graphchat("ask", "Make the file.", env=model_server.env()))
-    (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+    request_id = parked_id(cli("ask", "Make the file.", env=model_server.env()))
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
     thread_id = request["source"]["thread"]
     assert [
-        r["id"] for r in json.loads(graphchat("requests", "--run", thread_id, "--json").stdout)["requests"]
+        r["id"] for r in json.loads(cli("requests", "--run", thread_id, "--json").stdout)["requests"]
     ] == [request_id]
-    cancelled = graphchat("cancel", thread_id)
+    cancelled = cli("cancel", thread_id)
     assert cancelled.returncode == 0, cancelled.stderr
     assert f"ask turn of thread {thread_id}" in cancelled.stderr
     assert not list((tools / "requests" / "runs").glob("*.json"))
-    shown = graphchat("threads", "show", thread_id, "--json")
+    shown = cli("threads", "show", thread_id, "--json")
     assert shown.returncode == 0, shown.stderr
     assert "cancelled (graphchat cancel): requests " + request_id in shown.stdout
     assert not target.exists()
-    more = graphchat("ask", "--thread", thread_id, "Do something else.", env=model_server.env())
+    more = cli("ask", "--thread", thread_id, "Do something else.", env=model_server.env())
     assert more.returncode == 0 and more.stdout == "Something else, then.\n", more.stderr
     assert len(model_server.requests) == 2

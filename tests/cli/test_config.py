@@ -16,7 +16,7 @@ GRAPH_FILE = {"path", "exists"}
 
 
 def test_config_show_json_is_graphs_envelope_merged_masked_and_sourced(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     (workspace / "graphchat.yaml").write_text(
         "models:\n  default: {model: openai/gpt-4o-mini, api_key: sk-literal-secret}\n"
@@ -34,7 +34,7 @@ def test_config_show_json_is_graphs_envelope_merged_masked_and_sourced(
             }
         },
     )
-    done = graphchat("config", "show", "--json", env={"GRAPHCHAT_API_BASE": "http://127.0.0.1:1/v1"})
+    done = cli("config", "show", "--json", env={"GRAPHCHAT_API_BASE": "http://127.0.0.1:1/v1"})
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert GRAPH_SHOW <= set(body) and set(body) - GRAPH_SHOW == {"value_sources"}
@@ -57,13 +57,13 @@ def test_config_show_json_is_graphs_envelope_merged_masked_and_sourced(
     }  # a ${VAR} is no secret
     assert origins["mcpServers.web.url"] == servers_path
     assert "sk-literal-secret" not in done.stdout and "plain-key" not in done.stdout
-    text = graphchat("config", "show")
+    text = cli("config", "show")
     assert text.returncode == 0 and f"# merged from {yaml_path}" in text.stderr
     assert "max_agent_iterations: 7  # " + yaml_path in text.stdout and "sk-literal-secret" not in text.stdout
 
 
-def test_config_path_json_is_graphs_envelope(workspace: Path, graphchat: GraphchatRunner) -> None:
-    done = graphchat("config", "path", "--json")
+def test_config_path_json_is_graphs_envelope(workspace: Path, cli: GraphchatRunner) -> None:
+    done = cli("config", "path", "--json")
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert set(body) == GRAPH_PATH and body["count"] == len(body["files"]) == 2
@@ -72,13 +72,13 @@ def test_config_path_json_is_graphs_envelope(workspace: Path, graphchat: Graphch
         {"path": str(workspace / "graphchat.yaml"), "exists": True},
         {"path": str(workspace / "catalog" / "servers.yaml"), "exists": False},
     ]
-    text = graphchat("config", "path").stdout
+    text = cli("config", "path").stdout
     assert (
         text == f"{workspace / 'graphchat.yaml'}\texists\n{workspace / 'catalog' / 'servers.yaml'}\tmissing\n"
     )
 
 
-def test_a_bad_configuration_is_exit_2_for_config_show(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_a_bad_configuration_is_exit_2_for_config_show(workspace: Path, cli: GraphchatRunner) -> None:
     (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iteration: 3\n")
-    done = graphchat("config", "show", "--json")
+    done = cli("config", "show", "--json")
     assert done.returncode == 2 and done.stdout == "" and "graphchat.yaml:2" in done.stderr

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.conftest import GraphchatRunner, clean_env
+from tests.conftest import GraphchatRunner
+from tests.inprocess import run_cli
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "graphchat", *args],
-        env=clean_env(home=cwd),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=str(cwd),
-        input="",
-    )
+    return run_cli(args, home=cwd, cwd=cwd, input="")
 
 
 def test_init_writes_a_workspace_whose_plan_validates(tmp_path: Path) -> None:
@@ -59,15 +51,15 @@ def test_no_model_error_names_the_workspace_and_init(tmp_path: Path) -> None:
     assert "graphchat init" in done.stderr
 
 
-def test_where_names_workspace_model_and_servers(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_where_names_workspace_model_and_servers(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "catalog" / "servers.yaml").write_text(
         "mcpServers:\n  clock: {command: python3, args: [-m, mcp_server_time]}\n"
     )
-    done = graphchat("where", env={"GRAPHCHAT_MODEL": "openai/gpt-4o-mini"})
+    done = cli("where", env={"GRAPHCHAT_MODEL": "openai/gpt-4o-mini"})
     assert done.returncode == 0, done.stderr
     assert f"workspace  {workspace.resolve()}" in done.stdout
     assert "openai/gpt-4o-mini" in done.stdout and "clock" in done.stdout
-    as_json = json.loads(graphchat("where", "--json").stdout)
+    as_json = json.loads(cli("where", "--json").stdout)
     assert as_json["workspace"] == str(workspace.resolve())
     assert as_json["models"]["default"] is None and as_json["servers"] == ["clock"]
 
@@ -83,9 +75,9 @@ def test_home_that_is_not_a_workspace_is_an_error_naming_init(tmp_path: Path) ->
     assert not (tmp_path / "typo").exists()  # nothing was created by mistake
 
 
-def test_an_unknown_setting_lists_the_valid_ones(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_an_unknown_setting_lists_the_valid_ones(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iteration: 3\n")
-    done = graphchat("where")
+    done = cli("where")
     assert done.returncode == 2
     line = done.stderr.splitlines()[0]
     assert "graphchat.yaml:2" in line and "did you mean max_agent_iterations?" in line

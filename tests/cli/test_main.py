@@ -10,18 +10,16 @@ from tests.conftest import GraphchatRunner
 
 
 @pytest.mark.parametrize("args", [(), ("plan",), ("tools",), ("threads",), ("ask",), ("plan", "run")])
-def test_missing_command_is_a_usage_error(graphchat: GraphchatRunner, args: tuple[str, ...]) -> None:
-    result = graphchat(*args)
+def test_missing_command_is_a_usage_error(cli: GraphchatRunner, args: tuple[str, ...]) -> None:
+    result = cli(*args)
     assert result.returncode == 2
     assert result.stdout == ""
     assert "usage:" in result.stderr
 
 
-def test_bad_graphchat_yaml_is_one_line_naming_file_and_line(
-    graphchat: GraphchatRunner, workspace: Path
-) -> None:
+def test_bad_graphchat_yaml_is_one_line_naming_file_and_line(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "graphchat.yaml").write_text("models:\n  default: openai/x\n  boss: openai/y\n")
-    result = graphchat("ask", "hi")
+    result = cli("ask", "hi")
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -30,19 +28,18 @@ def test_bad_graphchat_yaml_is_one_line_naming_file_and_line(
     assert "Traceback" not in result.stderr
 
 
-def test_version_and_help_go_to_stdout(graphchat: GraphchatRunner) -> None:
-    version = graphchat("--version")
+def test_version_and_help_go_to_stdout(cli: GraphchatRunner) -> None:
+    version = cli("--version")
     assert version.returncode == 0 and version.stdout.startswith("graphchat ")
-    helped = graphchat("--help")
+    helped = cli("--help")
     assert helped.returncode == 0 and "ask" in helped.stdout and "plan" in helped.stdout
 
 
 def test_global_options_work_after_the_sub_command(tmp_path: Path) -> None:
     """`graphchat where --home DIR` and `graphchat tools list -v` (issue 11 point 10)."""
     import subprocess
-    import sys
 
-    from tests.conftest import clean_env
+    from tests.inprocess import run_cli
 
     one, two = tmp_path / "one", tmp_path / "two"
     for ws in (one, two):
@@ -50,14 +47,7 @@ def test_global_options_work_after_the_sub_command(tmp_path: Path) -> None:
         (ws / "graphchat.yaml").write_text("settings: {}\n")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "graphchat", *args],
-            env=clean_env(home=tmp_path),
-            capture_output=True,
-            text=True,
-            cwd=str(one),
-            timeout=60,
-        )
+        return run_cli(args, home=tmp_path, cwd=one)
 
     after = run("where", "--home", str(two))
     assert after.returncode == 0, after.stderr

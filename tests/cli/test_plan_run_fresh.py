@@ -26,29 +26,29 @@ output:
 
 
 def test_plan_run_starts_a_configured_server_whose_tools_were_never_listed(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     write_servers(workspace, {"t": stdio()})
     (workspace / "plans" / "stamps.yaml").write_text(PLAN)
     assert not (workspace / "catalog" / "cache").exists()  # nothing cached: a fresh workspace
-    result = graphchat("plan", "run", "stamps")
+    result = cli("plan", "run", "stamps")
     assert result.returncode == 0, result.stderr
     output = json.loads(result.stdout)
     assert output["count"] == 2 and output["first"]
 
 
 def test_plan_run_of_an_unconfigured_server_fails_before_any_step(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     (workspace / "plans" / "stamps.yaml").write_text(PLAN)
-    result = graphchat("plan", "run", "stamps", env={"GRAPHCHAT_EVENTS": "jsonl"})
+    result = cli("plan", "run", "stamps", env={"GRAPHCHAT_EVENTS": "jsonl"})
     assert result.returncode == 1 and result.stdout == ""
     assert "not configured: t\n" in result.stderr
     assert '"event":"tool_started"' not in result.stderr
 
 
 def test_a_plan_calling_plans_runs_headless_on_a_fresh_workspace(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """graph (no approvals: pipeline/mod.rs invoke_plan) runs a plan calling plans on a fresh
     workspace; here the plan tools' family must not count an MCP tool whose list was never
@@ -64,7 +64,7 @@ def test_a_plan_calling_plans_runs_headless_on_a_fresh_workspace(
         "identifier: quiet\nname: Quiet\ndescription: silent\nsteps:\n  - {id: E0, tool_name: t__stamp, input: {n: 1}}\n"
     )
     assert not (workspace / "catalog" / "cache").exists()
-    result = graphchat("plan", "run", "outer")
+    result = cli("plan", "run", "outer")
     assert result.returncode == 0, result.stderr
     # a silent sub-plan called as a tool returns graph's {ok: true, steps_executed}
     assert json.loads(result.stdout) == {"count": 2, "quiet": {"ok": True, "steps_executed": 1}}

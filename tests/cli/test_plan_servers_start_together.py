@@ -26,19 +26,17 @@ output: {first: "{{first}}", second: "{{second}}"}
 """
 
 
-def test_the_servers_of_a_plan_start_together_at_its_start(
-    graphchat: GraphchatRunner, workspace: Path
-) -> None:
+def test_the_servers_of_a_plan_start_together_at_its_start(cli: GraphchatRunner, workspace: Path) -> None:
     marker = workspace / "started"
     meet = workspace / "meet"
     env = {"GRAPHCHAT_TEST_RENDEZVOUS": f"{meet}:3"}
     write_servers(workspace, {name: stdio(marker=marker, env=env) for name in ("a", "b", "c")})
     (workspace / "plans" / "three.yaml").write_text(PLAN)
-    assert graphchat("tools", "list").returncode == 0  # every tool list cached: nothing to wait for
+    assert cli("tools", "list").returncode == 0  # every tool list cached: nothing to wait for
     meet.unlink()
     marker.unlink()
     started = time.monotonic()
-    done = graphchat("plan", "run", "three", "--yes")
+    done = cli("plan", "run", "three", "--yes")
     took = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     assert len(pids(marker)) == 3  # c too, which no step calls

@@ -56,40 +56,38 @@ def said(text: str, kind: str) -> None:
     assert "unknown tool" not in text, text
 
 
-def test_plan_run_and_tools_call_name_the_server_and_the_reason(
-    graphchat: GraphchatRunner, broken: str
-) -> None:
-    run = graphchat("plan", "run", "clock")
+def test_plan_run_and_tools_call_name_the_server_and_the_reason(cli: GraphchatRunner, broken: str) -> None:
+    run = cli("plan", "run", "clock")
     assert run.returncode == 1 and run.stdout == ""
     said(run.stderr, broken)
     assert len([line for line in run.stderr.splitlines() if line.startswith("error:")]) == 1
-    call = graphchat("tools", "call", "time__get_current_time", "--input", "timezone=UTC")
+    call = cli("tools", "call", "time__get_current_time", "--input", "timezone=UTC")
     assert call.returncode == 1 and call.stdout == ""
     said(call.stderr, broken)
     assert call.stderr.count("\n") == 1, call.stderr  # one line
 
 
 def test_plan_validate_names_the_server_and_the_reason(
-    graphchat: GraphchatRunner, broken: str, workspace: Path
+    cli: GraphchatRunner, broken: str, workspace: Path
 ) -> None:
-    graphchat("plan", "run", "clock")  # a failed start, remembered
-    done = graphchat("plan", "validate", "clock")
+    cli("plan", "run", "clock")  # a failed start, remembered
+    done = cli("plan", "validate", "clock")
     said(done.stderr, broken)
     import shutil
 
     shutil.rmtree(workspace / "catalog" / "cache", ignore_errors=True)  # nothing remembered: found anyway
-    fresh = graphchat("plan", "validate", "clock")
+    fresh = cli("plan", "validate", "clock")
     said(fresh.stderr, broken)
 
 
 def test_the_model_gets_the_same_line_as_the_tool_result(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, broken: str
+    cli: GraphchatRunner, model_server: ScriptedModelServer, broken: str
 ) -> None:
     model_server.push(
         {"tool_calls": [{"name": "time__get_current_time", "arguments": {"timezone": "UTC"}}]},
         {"text": "the clock is broken"},
     )
-    done = graphchat("ask", "what time is it?", env=model_server.env())
+    done = cli("ask", "what time is it?", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == "the clock is broken\n"
     tool = [m for m in model_server.requests[1]["messages"] if m.get("role") == "tool"]

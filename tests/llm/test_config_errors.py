@@ -7,11 +7,11 @@ from tests.scripted_server import ScriptedModelServer
 
 
 def test_no_api_key_is_exit_2_at_once_naming_the_variable(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     env = model_server.env()
     del env["GRAPHCHAT_API_KEY"]  # and the test environment carries no OPENAI_API_KEY
-    done = graphchat("ask", "hi", env=env)
+    done = cli("ask", "hi", env=env)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     first = done.stderr.splitlines()[0]
@@ -21,19 +21,19 @@ def test_no_api_key_is_exit_2_at_once_naming_the_variable(
 
 
 def test_a_key_in_the_provider_variable_is_enough(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     env = model_server.env()
     env["OPENAI_API_KEY"] = env.pop("GRAPHCHAT_API_KEY")
     model_server.push({"text": "fine"})
-    done = graphchat("ask", "hi", env=env)
+    done = cli("ask", "hi", env=env)
     assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
 
 
 def test_a_misspelt_model_is_exit_2_with_close_matches(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
-    done = graphchat("ask", "hi", env={"GRAPHCHAT_MODEL": "gpt-4o-mni", "OPENAI_API_KEY": "sk-x"})
+    done = cli("ask", "hi", env={"GRAPHCHAT_MODEL": "gpt-4o-mni", "OPENAI_API_KEY": "sk-x"})
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     lines = done.stderr.splitlines()
@@ -43,10 +43,10 @@ def test_a_misspelt_model_is_exit_2_with_close_matches(
 
 
 def test_a_rejected_key_is_asked_once_and_is_exit_2(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     model_server.push({"error": 401}, {"error": 401}, {"error": 401})
-    done = graphchat("ask", "hi", env=model_server.env())
+    done = cli("ask", "hi", env=model_server.env())
     assert done.returncode == 2, done.stderr
     assert "GRAPHCHAT_API_KEY" in done.stderr
     assert len(model_server.requests) == 1  # no retry of a configuration mistake

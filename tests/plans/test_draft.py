@@ -47,10 +47,10 @@ def plan_files(workspace: Path) -> list[str]:
 
 
 def test_a_forward_reference_is_sent_back_and_the_second_draft_is_saved(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     model_server.push({"json": FORWARD}, {"json": two_pass()})
-    result = graphchat("plan", "draft", GOAL, env=model_server.env())
+    result = cli("plan", "draft", GOAL, env=model_server.env())
     assert result.returncode == 0, result.stderr
     saved = workspace / "plans" / "two_pass.yaml"
     assert result.stdout == f"{saved}\n"
@@ -69,19 +69,19 @@ def test_a_forward_reference_is_sent_back_and_the_second_draft_is_saved(
     doc = yaml.safe_load(saved.read_text())
     assert [s["id"] for s in doc["steps"]] == ["E0", "E1"]
     assert saved.read_text().startswith(f"# Drafted by `graphchat plan draft` for: {GOAL}\n")
-    check = graphchat("plan", "validate", "two_pass")
+    check = cli("plan", "validate", "two_pass")
     assert check.returncode == 0, check.stderr
     assert "✓ plan 'two_pass'" in check.stderr
     # And it runs: two builtin__infer calls, the second reading the first.
     model_server.push({"text": "Tides follow the moon."}, {"text": "Moon."})
-    ran = graphchat("plan", "run", "two_pass", "--input", "topic=tides", env=model_server.env())
+    ran = cli("plan", "run", "two_pass", "--input", "topic=tides", env=model_server.env())
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == {"summary": "Moon."}
     assert "Shorten: Tides follow the moon." in request_text(model_server.requests[-1])
 
 
 def test_three_bad_drafts_exit_1_with_the_problems_and_leave_no_file(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     unknown_tool = two_pass()
     unknown_tool["steps"][0]["tool_name"] = "nope__search"
@@ -91,7 +91,7 @@ def test_three_bad_drafts_exit_1_with_the_problems_and_leave_no_file(
         {"json": FORWARD},
         {"json": two_pass()},  # never asked for: three attempts in all
     )
-    result = graphchat("plan", "draft", GOAL, "--json", env=model_server.env())
+    result = cli("plan", "draft", GOAL, "--json", env=model_server.env())
     assert result.returncode == 1
     assert len(model_server.requests) == 3
     second, third = model_server.requests[1:]
@@ -114,10 +114,10 @@ def test_three_bad_drafts_exit_1_with_the_problems_and_leave_no_file(
 
 
 def test_the_planner_sees_a_learned_shape_after_a_tools_call(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     write_servers(workspace, {"t": stdio()})
-    called = graphchat("tools", "call", "t__shaped", "--input", "variant=1")
+    called = cli("tools", "call", "t__shaped", "--input", "variant=1")
     assert called.returncode == 0, called.stderr
     plan = {
         "identifier": "shaped_score",
@@ -127,7 +127,7 @@ def test_the_planner_sees_a_learned_shape_after_a_tools_call(
         "output": {"score": "{{E0.score}}"},
     }
     model_server.push({"json": plan})
-    result = graphchat("plan", "draft", "get the score", "--stdout", env=model_server.env())
+    result = cli("plan", "draft", "get the score", "--stdout", env=model_server.env())
     assert result.returncode == 0, result.stderr
     sent = request_text(model_server.requests[0])
     entries = {chunk.split("\n", 1)[0]: chunk for chunk in sent.split("\n## ")}
@@ -148,11 +148,11 @@ def test_the_planner_sees_a_learned_shape_after_a_tools_call(
 
 
 def test_a_fenced_yaml_reply_without_structured_output_is_accepted(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     text = "Here is the plan:\n\n```yaml\n" + yaml.safe_dump(two_pass()) + "```\nIt runs two model calls."
     model_server.push({"text": text})
-    result = graphchat(
+    result = cli(
         "plan",
         "draft",
         GOAL,
@@ -178,18 +178,18 @@ def test_a_fenced_yaml_reply_without_structured_output_is_accepted(
 
 
 def test_an_existing_plan_is_never_overwritten_without_force(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     existing = workspace / "plans" / "taken.yaml"
     existing.write_text(yaml.safe_dump(two_pass(identifier="taken")))
     before = existing.read_text()
-    refused = graphchat("plan", "draft", GOAL, "--name", "taken", env=model_server.env())
+    refused = cli("plan", "draft", GOAL, "--name", "taken", env=model_server.env())
     assert refused.returncode == 1
     assert f"error: {existing} already exists" in refused.stderr
     assert model_server.requests == []  # refused before any model call
     # The planner picking a taken identifier (here: starting from that plan) is told to change it.
     model_server.push({"json": two_pass(identifier="taken")}, {"json": two_pass(identifier="taken_v2")})
-    result = graphchat("plan", "draft", "the same, shorter", "--from-plan", "taken", env=model_server.env())
+    result = cli("plan", "draft", "the same, shorter", "--from-plan", "taken", env=model_server.env())
     assert result.returncode == 0, result.stderr
     first, second = model_server.requests
     assert "# The plan to start from (taken)" in request_text(first)
@@ -199,27 +199,27 @@ def test_an_existing_plan_is_never_overwritten_without_force(
     assert result.stdout == f"{workspace / 'plans' / 'taken_v2.yaml'}\n"
     # --force replaces the file.
     model_server.push({"json": two_pass(identifier="other")})
-    forced = graphchat("plan", "draft", GOAL, "--name", "taken", "--force", env=model_server.env())
+    forced = cli("plan", "draft", GOAL, "--name", "taken", "--force", env=model_server.env())
     assert forced.returncode == 0, forced.stderr
     assert existing.read_text() != before
     assert yaml.safe_load(existing.read_text())["identifier"] == "taken"
 
 
 def test_from_thread_gives_the_planner_the_exchange(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     model_server.push({"text": "Tides are caused by the moon."})
-    asked = graphchat("ask", "why are there tides in Brittany?", "--json", env=model_server.env())
+    asked = cli("ask", "why are there tides in Brittany?", "--json", env=model_server.env())
     assert asked.returncode == 0, asked.stderr
     thread_id = json.loads(asked.stdout)["thread_id"]
     model_server.push({"json": two_pass()})
-    result = graphchat("plan", "draft", GOAL, "--from-thread", thread_id, "--stdout", env=model_server.env())
+    result = cli("plan", "draft", GOAL, "--from-thread", thread_id, "--stdout", env=model_server.env())
     assert result.returncode == 0, result.stderr
     sent = request_text(model_server.requests[-1])
     assert f"# The conversation to start from (thread {thread_id})" in sent
     assert "user: why are there tides in Brittany?" in sent
     assert "assistant: Tides are caused by the moon." in sent
-    unknown = graphchat("plan", "draft", GOAL, "--from-thread", "ffffffff", env=model_server.env())
+    unknown = cli("plan", "draft", GOAL, "--from-thread", "ffffffff", env=model_server.env())
     assert unknown.returncode == 1
     assert "unknown thread" in unknown.stderr
     assert len(model_server.requests) == 2
@@ -332,12 +332,12 @@ def test_the_prompts_example_plan_loads() -> None:
 
 
 def test_three_problems_of_three_tiers_come_back_in_one_retry(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     """Issue 21: a load problem (an unknown op), a tool problem (a misspelt tool) and a data-flow
     problem (a misspelt field of a map's result) are all sent back on the first retry."""
     write_servers(workspace, {"t": stdio()})
-    assert graphchat("tools", "call", "t__whoami").returncode == 0  # t's tool list is known
+    assert cli("tools", "call", "t__whoami").returncode == 0  # t's tool list is known
 
     def doc(op: str, tool: str, field: str) -> dict[str, Any]:
         return {
@@ -357,7 +357,7 @@ def test_three_problems_of_three_tiers_come_back_in_one_retry(
         }  # fmt: skip
 
     model_server.push({"json": doc("less", "t__stmap", "cont")}, {"json": doc("lt", "t__stamp", "count")})
-    result = graphchat("plan", "draft", "stamp two shaped records", env=model_server.env())
+    result = cli("plan", "draft", "stamp two shaped records", env=model_server.env())
     assert result.returncode == 0, result.stderr
     assert "✗ draft 1: 3 problems; sent back to the planner" in result.stderr
     assert len(model_server.requests) == 2

@@ -163,11 +163,11 @@ solver:
 
 
 def test_plan_run_solver_streams_only_the_report(
-    graphchat: GraphchatRunner, workspace: Path, model_server: ScriptedModelServer
+    cli: GraphchatRunner, workspace: Path, model_server: ScriptedModelServer
 ) -> None:
     (workspace / "plans" / "report.yaml").write_text(SOLVER_PLAN)
     model_server.push({"text": "Two numbers are above one: 2 and 3."})
-    run = graphchat("plan", "run", "report", env=model_server.env())
+    run = cli("plan", "run", "report", env=model_server.env())
     assert run.returncode == 0, run.stderr
     assert run.stdout == "Two numbers are above one: 2 and 3.\n"
     assert "[\n  2,\n  3\n]" in model_server.requests[0]["messages"][-1]["content"]

@@ -318,7 +318,7 @@ def frozen_plan(done: subprocess.CompletedProcess[str]) -> tuple[Path, dict[str,
 
 
 def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_takes_typed_inputs(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     log = shop(workspace)
     model_server.push(
@@ -326,7 +326,7 @@ def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_take
         {"tool_calls": [{"name": "shop__get_item", "arguments": {"id": "boo-0"}}]},
         {"text": "The first book costs 30."},
     )
-    asked = graphchat("ask", "What does the first item of the books category cost?", env=model_server.env())
+    asked = cli("ask", "What does the first item of the books category cost?", env=model_server.env())
     assert asked.returncode == 0, asked.stderr
     chat_calls = take_calls(log)
     assert chat_calls == [
@@ -334,7 +334,7 @@ def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_take
         {"tool": "get_item", "args": {"id": "boo-0"}},
     ]
 
-    path, plan = frozen_plan(graphchat("plan", "freeze", "--finish", "output"))
+    path, plan = frozen_plan(cli("plan", "freeze", "--finish", "output"))
     name = plan["identifier"]
     assert path == workspace / "plans" / f"{name}.yaml"
     assert [s["tool_name"] for s in plan["steps"]] == ["shop__list_items", "shop__get_item"]
@@ -344,17 +344,17 @@ def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_take
     assert plan["requires_servers"] == ["shop"]
     assert plan["output"] == {"E0": "{{E0}}", "E1": "{{E1}}"}
     assert plan["exemplars"] == ["What does the first item of the books category cost?"]
-    assert graphchat("plan", "validate", name).returncode == 0
+    assert cli("plan", "validate", name).returncode == 0
 
     # the plan runs without a model and makes exactly the chat's calls
-    ran = graphchat("plan", "run", name)
+    ran = cli("plan", "run", name)
     assert ran.returncode == 0, ran.stderr
     assert take_calls(log) == chat_calls
     assert json.loads(ran.stdout)["E1"]["id"] == "boo-0"
     assert len(model_server.requests) == 3  # the chat's three; the plan asked no model
 
     # another input changes the call's argument, and the reference follows the new result
-    ran = graphchat("plan", "run", name, "--input", "category=games")
+    ran = cli("plan", "run", name, "--input", "category=games")
     assert ran.returncode == 0, ran.stderr
     assert take_calls(log) == [
         {"tool": "list_items", "args": {"category": "games", "count": 3}},
@@ -363,18 +363,18 @@ def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_take
 
     # freezing twice gives the same bytes; an existing file needs --force
     first = path.read_bytes()
-    again = graphchat("plan", "freeze", "--finish", "output", "--stdout")
+    again = cli("plan", "freeze", "--finish", "output", "--stdout")
     assert again.returncode == 0, again.stderr
     assert again.stdout.encode() == first
-    refused = graphchat("plan", "freeze", "--finish", "output")
+    refused = cli("plan", "freeze", "--finish", "output")
     assert refused.returncode == 1
     assert refused.stderr.startswith(f"error: {path} already exists\n")
-    forced = graphchat("plan", "freeze", "--finish", "output", "--force")
+    forced = cli("plan", "freeze", "--finish", "output", "--force")
     assert forced.returncode == 0, forced.stderr
     assert path.read_bytes() == first
     # the default finish: the chat ended in a written answer, so a solver over every result, asked
     # the question with the input in it
-    solver = yaml.safe_load(graphchat("plan", "freeze", "--stdout").stdout)["solver"]
+    solver = yaml.safe_load(cli("plan", "freeze", "--stdout").stdout)["solver"]
     assert solver == {
         "query_to_answer": "What does the first item of the {{input.category}} category cost?",
         "data": {"E0": "{{E0}}", "E1": "{{E1}}"},
@@ -382,7 +382,7 @@ def test_a_two_round_chat_freezes_into_a_plan_that_makes_the_same_calls_and_take
 
 
 def test_a_round_of_calls_over_an_earlier_array_freezes_into_one_map_over_every_element(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     log = shop(workspace)
     model_server.push(
@@ -394,11 +394,11 @@ def test_a_round_of_calls_over_an_earlier_array_freezes_into_one_map_over_every_
         },
         {"text": "They cost 32, 30 and 31."},
     )
-    asked = graphchat("ask", "What do the 3 tools cost?", env=model_server.env())
+    asked = cli("ask", "What do the 3 tools cost?", env=model_server.env())
     assert asked.returncode == 0, asked.stderr
     assert len(take_calls(log)) == 4
 
-    _, plan = frozen_plan(graphchat("plan", "freeze", "--name", "tool_prices", "--finish", "output"))
+    _, plan = frozen_plan(cli("plan", "freeze", "--name", "tool_prices", "--finish", "output"))
     steps = plan["steps"]
     assert [s["tool_name"] for s in steps] == ["shop__list_items", "map"]
     assert steps[0]["input"] == {"category": "{{input.category}}", "count": "{{input.count}}"}
@@ -408,7 +408,7 @@ def test_a_round_of_calls_over_an_earlier_array_freezes_into_one_map_over_every_
         "do": {"tool_name": "shop__get_item", "input": {"id": "{{item.id}}"}},
     }
 
-    ran = graphchat("plan", "run", "tool_prices", "--input", "count=5")
+    ran = cli("plan", "run", "tool_prices", "--input", "count=5")
     assert ran.returncode == 0, ran.stderr
     calls = take_calls(log)
     assert calls[0] == {"tool": "list_items", "args": {"category": "tools", "count": 5}}
@@ -419,7 +419,7 @@ def test_a_round_of_calls_over_an_earlier_array_freezes_into_one_map_over_every_
 
 
 def test_an_answered_ask_user_freezes_into_an_ask_step_that_answers_files_answer(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     log = shop(workspace)
     chat_answers = workspace / "chat_answers.yaml"
@@ -429,11 +429,11 @@ def test_an_answered_ask_user_freezes_into_an_ask_step_that_answers_files_answer
         {"tool_calls": [{"name": "shop__list_items", "arguments": {"category": "garden", "count": 2}}]},
         {"text": "Two garden items."},
     )
-    asked = graphchat("ask", "List a category I pick", "--answers", str(chat_answers), env=model_server.env())
+    asked = cli("ask", "List a category I pick", "--answers", str(chat_answers), env=model_server.env())
     assert asked.returncode == 0, asked.stderr
     take_calls(log)
 
-    _, plan = frozen_plan(graphchat("plan", "freeze", "--name", "pick", "--finish", "output"))
+    _, plan = frozen_plan(cli("plan", "freeze", "--name", "pick", "--finish", "output"))
     ask, listing = plan["steps"]
     assert ask["tool_name"] == "ask"
     assert ask["input"]["prompt"] == "Which category?"
@@ -442,16 +442,16 @@ def test_an_answered_ask_user_freezes_into_an_ask_step_that_answers_files_answer
 
     plan_answers = workspace / "plan_answers.yaml"
     plan_answers.write_text("E0: {answer: kitchen}\n")
-    ran = graphchat("plan", "run", "pick", "--answers", str(plan_answers))
+    ran = cli("plan", "run", "pick", "--answers", str(plan_answers))
     assert ran.returncode == 0, ran.stderr
     assert take_calls(log) == [{"tool": "list_items", "args": {"category": "kitchen", "count": 2}}]
     assert json.loads(ran.stdout)["E0"] == {"answer": {"answer": "kitchen"}, "answered": True}
 
 
 def test_freeze_refuses_unknown_threads_and_threads_without_a_successful_call(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
-    none_yet = graphchat("plan", "freeze")
+    none_yet = cli("plan", "freeze")
     assert none_yet.returncode == 1
     assert none_yet.stderr.startswith("error: there are no threads yet")
     log = shop(workspace)
@@ -459,18 +459,18 @@ def test_freeze_refuses_unknown_threads_and_threads_without_a_successful_call(
         {"tool_calls": [{"name": "shop__broken", "arguments": {"reason": "jammed"}}]},
         {"text": "The tool is broken."},
     )
-    asked = graphchat("ask", "try the broken tool", env=model_server.env())
+    asked = cli("ask", "try the broken tool", env=model_server.env())
     assert asked.returncode == 0, asked.stderr
     assert take_calls(log) == [{"tool": "broken", "args": {"reason": "jammed"}}]
-    refused = graphchat("plan", "freeze")
+    refused = cli("plan", "freeze")
     assert refused.returncode == 1
     assert refused.stderr.startswith("error: thread ") and "has no successful tool call" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert list((workspace / "plans").iterdir()) == []
-    unknown = graphchat("plan", "freeze", "0123456789ab")
+    unknown = cli("plan", "freeze", "0123456789ab")
     assert unknown.returncode == 1
     assert unknown.stderr.startswith("error: unknown thread '0123456789ab'")
-    bad = graphchat("plan", "freeze", "--turns", "3..1")
+    bad = cli("plan", "freeze", "--turns", "3..1")
     assert bad.returncode == 2 and "--turns" in bad.stderr
 
 
@@ -641,7 +641,7 @@ CLOCKS = "what time is it in Asia/Tokyo and America/Lima? which one is earlier?"
 
 
 def test_a_frozen_chat_asks_the_solver_the_new_question_with_a_short_name_and_a_description_of_its_inputs(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     time_server(workspace)
     model_server.push(
@@ -654,10 +654,10 @@ def test_a_frozen_chat_asks_the_solver_the_new_question_with_a_short_name_and_a_
         {"text": "Lima is 14 hours behind Tokyo."},
         {"text": "Paris is 3.5 hours behind Kolkata."},  # the frozen plan's solver, when it runs
     )
-    asked = graphchat("ask", CLOCKS, env=model_server.env())
+    asked = cli("ask", CLOCKS, env=model_server.env())
     assert asked.returncode == 0, asked.stderr
 
-    path, plan = frozen_plan(graphchat("plan", "freeze"))
+    path, plan = frozen_plan(cli("plan", "freeze"))
     assert plan["name"] == "What time is it in Asia/Tokyo and America/Lima"  # the first clause, ≤ 60
     assert plan["description"] == (
         'Answers "what time is it in <timezone> and <timezone_2>? which one is earlier?" '
@@ -672,7 +672,7 @@ def test_a_frozen_chat_asks_the_solver_the_new_question_with_a_short_name_and_a_
     }
     assert "Nothing was left out" in path.read_text()
 
-    ran = graphchat(
+    ran = cli(
         "plan", "run", plan["identifier"], "--input", "timezone=Europe/Paris", "--input", "timezone_2=Asia/Kolkata",
         env=model_server.env(),
     )  # fmt: skip
@@ -685,28 +685,28 @@ def test_a_frozen_chat_asks_the_solver_the_new_question_with_a_short_name_and_a_
     assert "Asia/Tokyo" not in solver and "America/Lima" not in solver
 
     # the plan as the model and the planner see it: plan__<id>, described in terms of its inputs
-    shown = graphchat("tools", "show", f"plan__{plan['identifier']}")
+    shown = cli("tools", "show", f"plan__{plan['identifier']}")
     assert shown.returncode == 0, shown.stderr
     assert "<timezone> and <timezone_2>" in shown.stdout
     # deterministic: the same bytes again, and no model call
     before = len(model_server.requests)
-    again = graphchat("plan", "freeze", "--stdout")
+    again = cli("plan", "freeze", "--stdout")
     assert again.returncode == 0 and again.stdout.encode() == path.read_bytes()
     assert len(model_server.requests) == before
 
 
 def test_a_value_typed_in_another_form_is_named_and_a_plan_without_inputs_warns_about_input(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     time_server(workspace)
     model_server.push(
         {"tool_calls": [{"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]},
         {"text": "It is 21:00 in Tokyo."},
     )
-    asked = graphchat("ask", "what time is it in Tokyo right now?", env=model_server.env())
+    asked = cli("ask", "what time is it in Tokyo right now?", env=model_server.env())
     assert asked.returncode == 0, asked.stderr
 
-    froze = graphchat("plan", "freeze", "--finish", "output")
+    froze = cli("plan", "freeze", "--finish", "output")
     path, plan = frozen_plan(froze)
     note = "'Tokyo' was typed, the tool took 'Asia/Tokyo': left as a literal"
     assert f"  note: E0 timezone: {note}\n" in froze.stderr
@@ -717,14 +717,14 @@ def test_a_value_typed_in_another_form_is_named_and_a_plan_without_inputs_warns_
     assert "input_schema" not in plan and plan["steps"][0]["input"] == {"timezone": "Asia/Tokyo"}
     assert plan["name"] == "What time is it in Tokyo right now"
 
-    ran = graphchat("plan", "run", plan["identifier"], "--input", "timezone=Europe/Paris")
+    ran = cli("plan", "run", plan["identifier"], "--input", "timezone=Europe/Paris")
     assert ran.returncode == 0, ran.stderr  # exit unchanged: graph passes the key through
     assert (
         f"warning: plan '{plan['identifier']}' (it has no input_schema) never reads input 'timezone'; "
         "the inputs it reads: none (ignored)\n" in ran.stderr
     )
     assert json.loads(ran.stdout)["E0"]["timezone"] == "Asia/Tokyo"
-    quiet = graphchat("plan", "run", plan["identifier"])
+    quiet = cli("plan", "run", plan["identifier"])
     assert quiet.returncode == 0 and "warning" not in quiet.stderr
 
 

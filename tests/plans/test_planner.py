@@ -60,11 +60,11 @@ GOAL = "what does the first book cost?"
 
 
 def test_a_broken_reference_is_replanned_keeping_the_step_that_ran(
-    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, tmp_path: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     log = shop(workspace, tmp_path)
     model_server.push({"json": price_plan("products.0.id")}, {"json": price_plan("items.0.id")})
-    result = graphchat("plan", "go", GOAL, env=model_server.env())
+    result = cli("plan", "go", GOAL, env=model_server.env())
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"price": 50, "id": "boo-0"}
     assert "replanning after E1: {{E0.products.0.id}}: no key 'products'" in result.stderr
@@ -79,12 +79,12 @@ def test_a_broken_reference_is_replanned_keeping_the_step_that_ran(
 
 
 def test_the_replan_is_an_event_and_the_budget_ends_in_a_one_line_error(
-    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, tmp_path: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     log = shop(workspace, tmp_path)
     model_server.push(*({"json": price_plan(f"wrong{n}.id")} for n in range(3)))
     env = {**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"}
-    result = graphchat("plan", "go", GOAL, "--json", env=env)
+    result = cli("plan", "go", GOAL, "--json", env=env)
     assert result.returncode == 1
     assert len(model_server.requests) == 3  # the draft and planning_attempts (2) replans
     events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
@@ -105,7 +105,7 @@ def test_the_replan_is_an_event_and_the_budget_ends_in_a_one_line_error(
 
 
 def test_empty_data_goes_to_the_solver_without_replanning(
-    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, tmp_path: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     shop(workspace, tmp_path)
     (workspace / "graphchat.yaml").write_text("user:\n  name: Ada\n  preferences: prices in euros\n")
@@ -114,7 +114,7 @@ def test_empty_data_goes_to_the_solver_without_replanning(
     del plan["output"]
     plan["solver"] = {"query_to_answer": GOAL, "data": {"item": "{{E1}}"}}
     model_server.push({"json": plan}, {"text": "There are no books."})
-    result = graphchat("plan", "go", GOAL, "--json", env=model_server.env())
+    result = cli("plan", "go", GOAL, "--json", env=model_server.env())
     assert result.returncode == 0, result.stderr
     assert len(model_server.requests) == 2
     assert is_planner(model_server.requests[0]) and not is_planner(model_server.requests[1])
@@ -128,35 +128,35 @@ def test_empty_data_goes_to_the_solver_without_replanning(
 
 
 def test_plan_go_save_writes_a_plan_that_validates_and_reruns_without_the_planner(
-    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, tmp_path: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     log = shop(workspace, tmp_path)
     model_server.push({"json": price_plan("products.0.id")}, {"json": price_plan("items.0.id")})
-    result = graphchat("plan", "go", GOAL, "--save", "book_price", env=model_server.env())
+    result = cli("plan", "go", GOAL, "--save", "book_price", env=model_server.env())
     assert result.returncode == 0, result.stderr
     saved = workspace / "plans" / "book_price.yaml"
     assert f"✓ plan saved to {saved}" in result.stderr
     doc = yaml.safe_load(saved.read_text())
     assert doc["identifier"] == "book_price"
     assert doc["steps"][1]["input"] == {"id": "{{E0.items.0.id}}"}  # the final, repaired plan
-    check = graphchat("plan", "validate", "book_price")
+    check = cli("plan", "validate", "book_price")
     assert check.returncode == 0, check.stderr
     planner_calls = len(model_server.requests)
-    again = graphchat("plan", "run", "book_price", env=model_server.env())
+    again = cli("plan", "run", "book_price", env=model_server.env())
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == json.loads(result.stdout)
     assert len(model_server.requests) == planner_calls  # no planner (nor any model) call
     assert [c["tool"] for c in calls(log)] == ["list_items", "get_item"] * 2
-    taken = graphchat("plan", "go", GOAL, "--save", "book_price", env=model_server.env())
+    taken = cli("plan", "go", GOAL, "--save", "book_price", env=model_server.env())
     assert taken.returncode == 1 and "already exists" in taken.stderr
     assert len(model_server.requests) == planner_calls  # refused before any model call
 
 
 def test_the_chat_model_calls_plan_and_execute_with_the_learned_shape_and_answers(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     write_servers(workspace, {"t": stdio()})
-    called = graphchat("tools", "call", "t__shaped", "--input", "variant=1")  # learns its shape
+    called = cli("tools", "call", "t__shaped", "--input", "variant=1")  # learns its shape
     assert called.returncode == 0, called.stderr
     plan = {
         "identifier": "shaped_score",
@@ -170,7 +170,7 @@ def test_the_chat_model_calls_plan_and_execute_with_the_learned_shape_and_answer
         {"json": plan},
         {"text": "The score is in."},
     )
-    result = graphchat("ask", "what is the shaped score?", "--json", env=model_server.env())
+    result = cli("ask", "what is the shaped score?", "--json", env=model_server.env())
     assert result.returncode == 0, result.stderr
     chat, planner, answer = model_server.requests
     assert "plan_and_execute" in [t["function"]["name"] for t in chat["tools"]]
@@ -193,7 +193,7 @@ def test_the_chat_model_calls_plan_and_execute_with_the_learned_shape_and_answer
 
 
 def test_an_exhausted_budget_is_an_error_result_for_the_chat_not_a_crash(
-    workspace: Path, tmp_path: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, tmp_path: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     shop(workspace, tmp_path)
     (workspace / "graphchat.yaml").write_text("settings:\n  planning_attempts: 1\n")
@@ -203,7 +203,7 @@ def test_an_exhausted_budget_is_an_error_result_for_the_chat_not_a_crash(
         {"json": price_plan("still_wrong.id")},
         {"text": "The planner could not do it."},
     )
-    result = graphchat("ask", GOAL, env=model_server.env())
+    result = cli("ask", GOAL, env=model_server.env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "The planner could not do it."
     assert len(model_server.requests) == 4  # planning_attempts: 1 → one replan
@@ -338,7 +338,7 @@ def test_not_offered_in_agent_steps_and_a_plan_it_runs_cannot_start_it_again(wor
     assert missing.is_error and "requires a 'query'" in missing.error_message
 
 
-def test_a_plan_file_may_call_plan_and_execute(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_a_plan_file_may_call_plan_and_execute(workspace: Path, cli: GraphchatRunner) -> None:
     plan = {
         "identifier": "delegate",
         "name": "Delegate",
@@ -347,7 +347,7 @@ def test_a_plan_file_may_call_plan_and_execute(workspace: Path, graphchat: Graph
         "output": {"answer": "{{E0.answer}}"},
     }
     (workspace / "plans" / "delegate.yaml").write_text(yaml.safe_dump(plan))
-    check = graphchat("plan", "validate", "delegate")
+    check = cli("plan", "validate", "delegate")
     assert check.returncode == 0, check.stderr
     # but a plan the planner writes for plan_and_execute may not: that goes back to the planner
     from graphchat.plans.loader import load_plan_data
@@ -361,22 +361,22 @@ def test_a_plan_file_may_call_plan_and_execute(workspace: Path, graphchat: Graph
 def test_plan_go_is_kept_in_a_thread_that_plan_freeze_and_chat_freeze_turn_into_the_plan_it_ran(
     workspace: Path,
     tmp_path: Path,
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     chat: Spawn,
     model_server: ScriptedModelServer,
 ) -> None:
     log = shop(workspace, tmp_path)
     model_server.push({"json": price_plan("products.0.id")}, {"json": price_plan("items.0.id")})
-    went = graphchat("plan", "go", GOAL, env=model_server.env())
+    went = cli("plan", "go", GOAL, env=model_server.env())
     assert went.returncode == 0, went.stderr
     last = went.stderr.splitlines()[-1]
     assert last.startswith("✓ kept in thread ") and last.endswith(" saves this plan")
     thread_id = last.split()[4].rstrip(":")
     assert last == f"✓ kept in thread {thread_id}: `graphchat plan freeze {thread_id}` saves this plan"
-    listed = json.loads(graphchat("threads", "list", "--json").stdout)["threads"]
+    listed = json.loads(cli("threads", "list", "--json").stdout)["threads"]
     assert [(t["id"], t["title"]) for t in listed] == [(thread_id, GOAL)]
 
-    froze = graphchat("plan", "freeze", thread_id, "--name", "go_price")
+    froze = cli("plan", "freeze", thread_id, "--name", "go_price")
     assert froze.returncode == 0, froze.stderr
     doc = yaml.safe_load((workspace / "plans" / "go_price.yaml").read_text())
     final = price_plan("items.0.id")  # the repaired plan, not the first draft
@@ -385,19 +385,19 @@ def test_plan_go_is_kept_in_a_thread_that_plan_freeze_and_chat_freeze_turn_into_
     ]
     assert doc["output"] == final["output"]  # it ends as the plan that ran ended
     planner_calls = len(model_server.requests)
-    ran = graphchat("plan", "run", "go_price", env=model_server.env())
+    ran = cli("plan", "run", "go_price", env=model_server.env())
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == json.loads(went.stdout) == {"price": 50, "id": "boo-0"}
     assert len(model_server.requests) == planner_calls  # no model call
     # the latest thread is the plan go's: a plain `plan freeze` finds it, byte for byte the same plan
-    again = graphchat("plan", "freeze", "--name", "go_price", "--stdout")
+    again = cli("plan", "freeze", "--name", "go_price", "--stdout")
     assert again.stdout == (workspace / "plans" / "go_price.yaml").read_text()
 
     # a failed plan go is kept too, and says nothing about freezing
     model_server.push(*({"json": price_plan(f"wrong{n}.id")} for n in range(3)))
-    failed = graphchat("plan", "go", "the price, wrongly", env=model_server.env())
+    failed = cli("plan", "go", "the price, wrongly", env=model_server.env())
     assert failed.returncode == 1 and "kept in thread" not in failed.stderr
-    refused = graphchat("plan", "freeze")
+    refused = cli("plan", "freeze")
     assert refused.returncode == 1 and "has no successful tool call" in refused.stderr
 
     # /freeze in a chat continuing the plan go's thread writes the same plan
