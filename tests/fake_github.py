@@ -11,9 +11,11 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote
+
+from tests.scripted_server import LoopbackHTTPServer
 
 
 class FakeGithub:
@@ -32,7 +34,7 @@ class FakeGithub:
         self.delays: dict[str, float] = {}  # "METHOD /path" → seconds to wait before answering
         self._next_id = 100
         self.lock = threading.Lock()
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.http = LoopbackHTTPServer(("127.0.0.1", 0), _handler(self))
         self.http.daemon_threads = True
         self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
 

@@ -73,7 +73,7 @@ def _reset_process_state() -> None:
 
 
 @contextmanager
-def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: str) -> Iterator[tuple[Any, Any]]:
+def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: bytes) -> Iterator[tuple[Any, Any]]:
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_argv = sys.argv
@@ -90,6 +90,9 @@ def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: str) -
     # a fresh process has no root handler (pytest's would swallow what `logging.lastResort`
     # writes to stderr) and shows warnings on stderr (pytest's recorder would keep them)
     root.handlers[:] = []
+    for name in _ROUTED_LOGGERS:  # routed afresh to this run's workspace
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True
     caught = warnings.catch_warnings()
     caught.__enter__()
     warnings.showwarning = warnings._showwarning_orig  # type: ignore[attr-defined]
@@ -97,7 +100,7 @@ def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: str) -
     os.environ.update(env)
     os.chdir(cwd)
     sys.argv = ["graphchat", *argv]
-    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape")
     sys.stdout, sys.stderr = out, err
     try:
         yield out, err
@@ -126,7 +129,7 @@ def run_cli(
     argv: Sequence[str],
     *,
     env: dict[str, str] | None = None,
-    input: str | None = None,
+    input: str | bytes | None = None,
     cwd: Path | None = None,
     home: Path | None = None,
     timeout: float = 60,
@@ -134,8 +137,8 @@ def run_cli(
     """Run `graphchat ARGV` in this process: its exit code, stdout and stderr.
 
     `env` is added to the clean environment a test's graphchat runs in (`clean_env`, with
-    `XDG_DATA_HOME` under `home` when given); `input` is stdin (empty when None, a pipe's
-    content, never a terminal); `cwd` the working directory (the current one when None). A
+    `XDG_DATA_HOME` under `home` when given); `input` is stdin (empty when None; text or
+    bytes, a pipe's content, never a terminal); `cwd` the working directory (the current one when None). A
     run longer than `timeout` raises `subprocess.TimeoutExpired`, as the process runner does.
     """
     from graphchat.cli.main import main
@@ -147,7 +150,8 @@ def run_cli(
     def expire(signum: int, frame: FrameType | None) -> None:
         raise _CliTimeout
 
-    with _isolated(environment, where, args, input or "") as (out, err):
+    stdin = input.encode("utf-8") if isinstance(input, str) else (input or b"")
+    with _isolated(environment, where, args, stdin) as (out, err):
         signal.signal(signal.SIGALRM, expire)
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:

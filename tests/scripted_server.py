@@ -37,13 +37,28 @@ from typing import Any
 Reply = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """A test's HTTP server: a request it fails to serve (a client that hung up) is reported on
+    the test process's own stderr, never on a `run_cli` capture of graphchat's."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+        import traceback
+
+        if sys.__stderr__ is not None:
+            print(f"{type(self).__name__}: error serving {client_address}", file=sys.__stderr__)
+            traceback.print_exc(file=sys.__stderr__)
+
+
 class ScriptedModelServer:
     def __init__(self, script: list[Reply] | None = None, *, port: int = 0) -> None:
         self.script: list[Reply] = list(script or [])
         self.requests: list[dict[str, Any]] = []
         self.default: Reply = {"text": "(scripted server: script exhausted)"}
         self.lock = threading.Lock()
-        self.http = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self.http = LoopbackHTTPServer(("127.0.0.1", port), _handler_for(self))
         self.http.daemon_threads = True
         self.port = self.http.server_address[1]
         self.thread: threading.Thread | None = None

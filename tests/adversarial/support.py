@@ -8,9 +8,11 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.scripted_server import LoopbackHTTPServer
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -45,7 +47,7 @@ class Tripwire:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.http.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
 

@@ -31,35 +31,35 @@ def setup(workspace: Path, calls: Path, approvals: str) -> str:
 
 @pytest.mark.parametrize("rule", ["*__delete_*", f"{SERVER}__*", f"{SERVER}__{TOOL}"])
 def test_deny_on_the_real_name_refuses_the_shortened_tool(
-    graphchat: GraphchatRunner, workspace: Path, tmp_path: Path, rule: str
+    cli: GraphchatRunner, workspace: Path, tmp_path: Path, rule: str
 ) -> None:
     calls = tmp_path / "calls.jsonl"
     name = setup(workspace, calls, f"approvals:\n  mode: auto\n  deny: [{json.dumps(rule)}]\n")
-    done = graphchat("tools", "call", name, "--yes", timeout=60)
+    done = cli("tools", "call", name, "--yes", timeout=60)
     assert done.returncode == 1, done.stderr
     assert "denies it" in done.stderr and rule in done.stderr
     assert not calls.exists()  # the tool never ran
 
 
 def test_deny_wins_over_allow_of_the_catalog_name(
-    graphchat: GraphchatRunner, workspace: Path, tmp_path: Path
+    cli: GraphchatRunner, workspace: Path, tmp_path: Path
 ) -> None:
     calls = tmp_path / "calls.jsonl"
     from graphchat.catalog.naming import tool_name
 
     name = tool_name(SERVER, TOOL)
     setup(workspace, calls, f'approvals:\n  allow: ["{name}"]\n  deny: ["*__delete_*"]\n')
-    done = graphchat("tools", "call", name, timeout=60)
+    done = cli("tools", "call", name, timeout=60)
     assert done.returncode == 1 and "denies it" in done.stderr, done.stderr
     assert not calls.exists()
 
 
 def test_allow_on_the_real_name_runs_without_asking(
-    graphchat: GraphchatRunner, workspace: Path, tmp_path: Path
+    cli: GraphchatRunner, workspace: Path, tmp_path: Path
 ) -> None:
     calls = tmp_path / "calls.jsonl"
     name = setup(workspace, calls, f'approvals:\n  allow: ["{SERVER}__delete_*"]\n')
-    done = graphchat("tools", "call", name, timeout=60)  # no --yes and nobody to ask
+    done = cli("tools", "call", name, timeout=60)  # no --yes and nobody to ask
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"deleted": 1}
     assert len(calls.read_text().splitlines()) == 1

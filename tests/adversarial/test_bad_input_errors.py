@@ -5,13 +5,12 @@ found")."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import GraphchatRunner, clean_env
+from tests.conftest import GraphchatRunner
+from tests.inprocess import run_cli
 from tests.scripted_server import ScriptedModelServer
 
 LATIN1 = "# caf\xe9 au lait\n".encode("latin-1")
@@ -25,19 +24,19 @@ def the_error(stderr: str) -> str:
 
 @pytest.mark.parametrize("target", ["graphchat.yaml", "catalog/servers.yaml"])
 def test_a_non_utf8_config_file_is_a_config_error_naming_it(
-    graphchat: GraphchatRunner, workspace: Path, target: str
+    cli: GraphchatRunner, workspace: Path, target: str
 ) -> None:
     path = workspace / target
     body = b"mcpServers: {}\n" if "servers" in target else b"settings: {}\n"
     path.write_bytes(body + LATIN1)
-    done = graphchat("tools", "list")
+    done = cli("tools", "list")
     assert done.returncode == 2, done.stderr
     line = the_error(done.stderr)
     assert line.startswith(f"error: {path}:2:") and "UTF-8" in line
 
 
 def test_a_non_utf8_answers_file_is_a_config_error_naming_it(
-    graphchat: GraphchatRunner, workspace: Path, tmp_path: Path
+    cli: GraphchatRunner, workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "plans" / "q.yaml").write_text(
         "identifier: q\nname: Q\ndescription: asks\nsteps:\n"
@@ -46,16 +45,16 @@ def test_a_non_utf8_answers_file_is_a_config_error_naming_it(
     )
     answers = tmp_path / "answers.yaml"
     answers.write_bytes(b"E0: {drink: caf\xe9}\n")
-    done = graphchat("plan", "run", "q", "--answers", str(answers))
+    done = cli("plan", "run", "q", "--answers", str(answers))
     assert done.returncode == 2, done.stderr
     line = the_error(done.stderr)
     assert str(answers) in line and "UTF-8" in line
 
 
-def test_a_non_utf8_plan_is_skipped_by_plan_list(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_a_non_utf8_plan_is_skipped_by_plan_list(cli: GraphchatRunner, workspace: Path) -> None:
     path = workspace / "plans" / "latin.yaml"
     path.write_bytes(b"identifier: latin\n" + LATIN1)
-    done = graphchat("plan", "list")
+    done = cli("plan", "list")
     assert done.returncode == 0, done.stderr
     assert str(path) in done.stderr and "UTF-8" in done.stderr and "Traceback" not in done.stderr
 
@@ -64,37 +63,36 @@ def test_a_non_utf8_plan_is_skipped_by_plan_list(graphchat: GraphchatRunner, wor
 def test_binary_piped_stdin_to_ask_is_refused_and_nothing_is_written(
     workspace: Path, model_server: ScriptedModelServer, data: bytes
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "what is this?"],
-        env=clean_env(model_server.env(), workspace.parent),
+    done = run_cli(
+        ["--home", str(workspace), "ask", "what is this?"],
+        env=model_server.env(),
         input=data,
-        capture_output=True,
-        timeout=60,
-        cwd=str(workspace),
+        home=workspace.parent,
+        cwd=workspace,
     )
-    stderr = done.stderr.decode()
+    stderr = done.stderr
     assert done.returncode == 2, stderr
     assert "stdin" in the_error(stderr) and "binary" in stderr
     assert model_server.requests == []
     assert [p for p in (workspace / "threads").iterdir() if not p.name.startswith(".")] == []
-    assert done.stdout == b""
+    assert done.stdout == ""
 
 
 def test_utf8_piped_stdin_still_reaches_the_model(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     model_server.push({"text": "a diff"})
-    done = graphchat("ask", "review this", input="caf\u00e9\r\nline two\n", env=model_server.env())
+    done = cli("ask", "review this", input="caf\u00e9\r\nline two\n", env=model_server.env())
     assert done.returncode == 0, done.stderr
     content = model_server.requests[0]["messages"][-1]["content"]
     assert content.startswith("review this\n\n") and content.endswith("caf\u00e9\nline two")
 
 
-def test_a_missing_server_cwd_is_reported_as_such(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_a_missing_server_cwd_is_reported_as_such(cli: GraphchatRunner, workspace: Path) -> None:
     from tests.servers.support import stdio, write_servers
 
     write_servers(workspace, {"t": stdio(cwd="no/such/folder")})
-    done = graphchat("tools", "call", "t__echo", "--input", "text=hi")
+    done = cli("tools", "call", "t__echo", "--input", "text=hi")
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert f"cwd {workspace / 'no' / 'such' / 'folder'} does not exist" in done.stderr

@@ -79,11 +79,11 @@ def thread_events(workspace: Path) -> list[dict[str, Any]]:
 
 
 def test_a_plan_mapping_infer_over_150_items_stops_at_max_model_calls(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     configure(workspace, {"max_model_calls": 100})
     write_plan(workspace, infer_map())
-    done = graphchat("plan", "run", "infer_many", env=model_server.env(), timeout=120)
+    done = cli("plan", "run", "infer_many", env=model_server.env(), timeout=120)
     assert done.returncode == 1, done.stderr
     line = error_line(done.stderr)
     assert "settings.max_model_calls (100 model calls)" in line, line
@@ -94,26 +94,26 @@ def test_a_plan_mapping_infer_over_150_items_stops_at_max_model_calls(
 
 
 def test_a_planner_reply_mapping_infer_over_150_items_stops_at_max_model_calls(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     # The planner's own call counts too: 1 planner request + 99 infer requests.
     configure(workspace, {"max_model_calls": 100})
     model_server.push({"json": infer_map()})
-    done = graphchat("plan", "go", "say each of these things", env=model_server.env(), timeout=120)
+    done = cli("plan", "go", "say each of these things", env=model_server.env(), timeout=120)
     assert done.returncode == 1, done.stderr
     assert "settings.max_model_calls (100 model calls)" in error_line(done.stderr)
     assert len(model_server.requests) == 100
 
 
 def test_a_turn_of_150_infer_calls_stops_at_max_model_calls_and_keeps_what_was_done(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     # One model reply asks for 150 builtin__infer calls at once: the chat call and 99 of them
     # are made, the others fail without a request, and the turn's next model call is refused.
     configure(workspace, {"max_model_calls": 100})
     calls = [{"name": "builtin__infer", "arguments": {"instruction": f"Say {item}"}} for item in ITEMS]
     model_server.push({"tool_calls": calls})
-    done = graphchat("ask", "say all of these", "--yes", env=model_server.env(), timeout=120)
+    done = cli("ask", "say all of these", "--yes", env=model_server.env(), timeout=120)
     assert done.returncode == 1, done.stderr
     assert "the turn reached settings.max_model_calls (100 model calls)" in error_line(done.stderr)
     assert len(model_server.requests) == 100
@@ -129,12 +129,12 @@ def test_a_turn_of_150_infer_calls_stops_at_max_model_calls_and_keeps_what_was_d
 
 
 def test_an_endless_stream_is_cut_off_at_max_output_tokens(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     configure(workspace, {"max_output_tokens": 2000})
     model_server.push({"endless": True})
     started = time.monotonic()
-    done = graphchat("ask", "tell me everything", env=model_server.env(), timeout=120)
+    done = cli("ask", "tell me everything", env=model_server.env(), timeout=120)
     elapsed = time.monotonic() - started
     assert done.returncode == 1, done.stderr
     line = error_line(done.stderr)
@@ -146,12 +146,12 @@ def test_an_endless_stream_is_cut_off_at_max_output_tokens(
 
 
 def test_a_stalled_stream_ends_after_model_timeout(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     configure(workspace, {"model_timeout": 1})
     model_server.push({"text": "Let me think", "stall": 30})
     started = time.monotonic()
-    done = graphchat("ask", "think hard", env=model_server.env(), timeout=60)
+    done = cli("ask", "think hard", env=model_server.env(), timeout=60)
     elapsed = time.monotonic() - started
     assert done.returncode == 1, done.stderr
     line = error_line(done.stderr)
@@ -161,11 +161,11 @@ def test_a_stalled_stream_ends_after_model_timeout(
 
 
 def test_a_reply_that_never_starts_ends_after_model_timeout(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     configure(workspace, {"model_timeout": "1s"})
     model_server.push({"text": "late", "delay": 30})
-    done = graphchat("ask", "hello", env=model_server.env(), timeout=60)
+    done = cli("ask", "hello", env=model_server.env(), timeout=60)
     assert done.returncode == 1, done.stderr
     assert "settings.model_timeout" in error_line(done.stderr)
 
@@ -174,11 +174,11 @@ def test_a_reply_that_never_starts_ends_after_model_timeout(
 
 
 def test_a_map_over_more_than_max_map_items_fails_at_the_step(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     configure(workspace, {"max_map_items": 100})
     write_plan(workspace, infer_map())
-    done = graphchat("plan", "run", "infer_many", env=model_server.env())
+    done = cli("plan", "run", "infer_many", env=model_server.env())
     assert done.returncode == 1, done.stderr
     line = error_line(done.stderr)
     assert "step E0 (map): `over` has 150 items, more than settings.max_map_items (100)" in line, line
@@ -186,7 +186,7 @@ def test_a_map_over_more_than_max_map_items_fails_at_the_step(
 
 
 def test_max_cost_usd_stops_a_run_once_the_known_price_is_spent(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     # Each call: 1,000 input tokens at $0.000001 = $0.001; the budget holds 10 of them.
     model = {"model": "openai/scripted", "input_cost_per_token": 0.000001, "output_cost_per_token": 0.0}
@@ -194,7 +194,7 @@ def test_max_cost_usd_stops_a_run_once_the_known_price_is_spent(
     model_server.default = {"text": "ok", "usage": {"prompt_tokens": 1000, "completion_tokens": 0}}
     write_plan(workspace, infer_map())
     env = {"GRAPHCHAT_API_BASE": model_server.url, "GRAPHCHAT_API_KEY": "sk-test"}
-    done = graphchat("plan", "run", "infer_many", env=env, timeout=120)
+    done = cli("plan", "run", "infer_many", env=env, timeout=120)
     assert done.returncode == 1, done.stderr
     line = error_line(done.stderr)
     # the cost of a request is known only once it is answered: the items in flight (4) may
@@ -204,12 +204,12 @@ def test_max_cost_usd_stops_a_run_once_the_known_price_is_spent(
 
 
 def test_max_run_seconds_ends_a_turn_and_the_thread_says_why(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     configure(workspace, {"max_run_seconds": 1})
     model_server.push({"text": "slow", "delay": 20})
     started = time.monotonic()
-    done = graphchat("ask", "hello", env=model_server.env(), timeout=60)
+    done = cli("ask", "hello", env=model_server.env(), timeout=60)
     assert time.monotonic() - started < 15
     assert done.returncode == 1, done.stderr
     assert "the turn reached settings.max_run_seconds (1 s)" in error_line(done.stderr)
@@ -219,14 +219,14 @@ def test_max_run_seconds_ends_a_turn_and_the_thread_says_why(
 
 
 def test_max_run_seconds_cancels_a_running_tool_and_the_thread_says_why(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     # The turn's clock starts with the message (the model library's import counts): 20 s leave
     # room for it on a loaded machine, and the tool would sleep far longer.
     configure(workspace, {"max_run_seconds": 20})
     model_server.push({"tool_calls": [{"name": "debug__sleep", "arguments": {"seconds": 300}}]})
     env = {**model_server.env(), "GRAPHCHAT_TEST_TOOLS": "1"}
-    done = graphchat("ask", "wait", "--yes", env=env, timeout=120)
+    done = cli("ask", "wait", "--yes", env=env, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "the turn reached settings.max_run_seconds (20 s)" in error_line(done.stderr)
     events = thread_events(workspace)
@@ -236,12 +236,12 @@ def test_max_run_seconds_cancels_a_running_tool_and_the_thread_says_why(
 
 
 def test_max_run_seconds_ends_a_plan_run(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     configure(workspace, {"max_run_seconds": 1})
     model_server.default = {"text": "slow", "delay": 20}
     write_plan(workspace, infer_map(items=["a", "b"]))
-    done = graphchat("plan", "run", "infer_many", env=model_server.env(), timeout=60)
+    done = cli("plan", "run", "infer_many", env=model_server.env(), timeout=60)
     assert done.returncode == 1, done.stderr
     line = error_line(done.stderr)
     assert line.startswith("error: plan failed at step E0 (map): the run reached settings.max_run_seconds"), (

@@ -102,6 +102,7 @@ def held(model_server: ScriptedModelServer, workspace: Path, thread_id: str) -> 
         turn.kill()
 
 
+@pytest.mark.process
 def test_a_second_writer_waits_and_then_replays_the_first_turn_whole(
     model_server: ScriptedModelServer, workspace: Path, thread_id: str, held: HeldTurn
 ) -> None:
@@ -138,7 +139,7 @@ def test_a_second_writer_waits_and_then_replays_the_first_turn_whole(
 
 
 def test_no_wait_fails_at_once_with_one_clear_line_and_writes_nothing(
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     model_server: ScriptedModelServer,
     workspace: Path,
     thread_id: str,
@@ -146,7 +147,7 @@ def test_no_wait_fails_at_once_with_one_clear_line_and_writes_nothing(
 ) -> None:
     requests_before = len(model_server.requests)
     events_before = thread_events(workspace, thread_id)
-    done = graphchat("ask", "--no-wait", "--thread", thread_id, "impatient", env=env_for(model_server))
+    done = cli("ask", "--no-wait", "--thread", thread_id, "impatient", env=env_for(model_server))
     assert done.returncode == 1
     assert done.stdout == ""
     lines = done.stderr.splitlines()
@@ -162,18 +163,18 @@ def test_no_wait_fails_at_once_with_one_clear_line_and_writes_nothing(
 
 
 def test_threads_rm_during_a_turn_does_not_crash_it(
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     model_server: ScriptedModelServer,
     workspace: Path,
     thread_id: str,
     held: HeldTurn,
 ) -> None:
-    removed = graphchat("threads", "rm", thread_id)
+    removed = cli("threads", "rm", thread_id)
     assert removed.returncode == 0, removed.stderr
     code, stdout, stderr = held.finish()
     assert code == 0, stderr
     assert stdout == "first writer done\n"
     assert "error" not in stderr and "Traceback" not in stderr
     assert not (workspace / "threads" / thread_id).exists()  # and the turn did not bring it back
-    listed = graphchat("threads", "list", "--json")
+    listed = cli("threads", "list", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout)["threads"] == []

@@ -48,12 +48,12 @@ def no_crash(stderr: str) -> None:
 
 @pytest.mark.parametrize("how", ["only_meta", *DAMAGE])
 def test_threads_list_and_show_survive_a_damaged_thread(
-    graphchat: GraphchatRunner, workspace: Path, how: str
+    cli: GraphchatRunner, workspace: Path, how: str
 ) -> None:
     good = make_thread(workspace, "good question")
     bad = make_thread(workspace, "damaged question")
     damage(workspace, bad, how)
-    listed = graphchat("threads", "list", "--json")
+    listed = cli("threads", "list", "--json")
     no_crash(listed.stderr)
     assert listed.returncode == 0, listed.stderr
     rows = {row["id"]: row for row in json.loads(listed.stdout)["threads"]}
@@ -64,9 +64,9 @@ def test_threads_list_and_show_survive_a_damaged_thread(
         assert isinstance(row["updated_at"], str) and isinstance(row["title"], str)
         expected = 0 if how == "only_meta" else 2
         assert row["message_count"] == expected
-    plain = graphchat("threads", "list")
+    plain = cli("threads", "list")
     assert plain.returncode == 0 and good in plain.stdout, plain.stderr
-    shown = graphchat("threads", "show", bad)
+    shown = cli("threads", "show", bad)
     no_crash(shown.stderr)
     assert shown.returncode == 0, shown.stderr
     if how != "only_meta":
@@ -76,13 +76,13 @@ def test_threads_list_and_show_survive_a_damaged_thread(
 @pytest.mark.parametrize("how", ["only_meta", "updated_at_int", "count_string", "list"])  # the cases
 @pytest.mark.parametrize("flag", ["latest", "id"])
 def test_ask_continues_a_damaged_thread(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, how: str, flag: str
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, how: str, flag: str
 ) -> None:
     bad = make_thread(workspace, "damaged question")
     damage(workspace, bad, how)
     model_server.push({"text": "continued"})
     args = ["--thread"] if flag == "latest" else ["--thread", bad]
-    done = graphchat("ask", "and then?", *args, env=model_server.env())
+    done = cli("ask", "and then?", *args, env=model_server.env())
     no_crash(done.stderr)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "continued\n"
@@ -91,7 +91,7 @@ def test_ask_continues_a_damaged_thread(
     if how != "only_meta":
         assert sent[0] == {"role": "user", "content": "damaged question"}
     # the thread's meta.json is sound again
-    listed = graphchat("threads", "list", "--json")
+    listed = cli("threads", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     [row] = json.loads(listed.stdout)["threads"]
     assert row["id"] == bad

@@ -129,9 +129,7 @@ def test_a_plan_in_a_read_only_workspace_uses_a_server_it_never_saw(workspace: P
     assert "Errno" not in done.stderr and "internal error" not in done.stderr
 
 
-def test_a_run_that_cannot_park_leaves_no_open_request_behind(
-    workspace: Path, graphchat: GraphchatRunner
-) -> None:
+def test_a_run_that_cannot_park_leaves_no_open_request_behind(workspace: Path, cli: GraphchatRunner) -> None:
     """The request is written, the run record is not (its folder is full): the request goes
     too (was: an open request that no run waits on, listed by `graphchat requests`)."""
     (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
@@ -141,17 +139,17 @@ def test_a_run_that_cannot_park_leaves_no_open_request_behind(
     one_line(done.stderr, r"error: no space left on device: requests/runs/[0-9a-f]+\.json")
     assert done.files() == {}
     assert not list((workspace / "requests").glob("*.json"))
-    listed = graphchat("requests")
+    listed = cli("requests")
     assert listed.returncode == 0 and "no requests wait" in listed.stderr + listed.stdout
 
 
 def test_answering_on_a_full_disk_leaves_the_request_open_and_unclaimed(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """The claim cannot be written: one line naming it, and no empty claim is left (was: a
     0-byte `.claim` that made every later answer 'already answered', and no path said)."""
     (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
-    parked = graphchat("plan", "run", "ship")
+    parked = cli("plan", "run", "ship")
     assert parked.returncode == 5, parked.stderr
     match = re.search(r"request ([0-9a-f]{6,}): ", parked.stderr)
     assert match, parked.stderr

@@ -107,14 +107,14 @@ def check_quiet(text: str) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[path.stem for path in CASES])
 def test_tools_call(
-    case: Path, workspace: Path, graphchat: GraphchatRunner, apis: tuple[FakeGithub, FakeGithub]
+    case: Path, workspace: Path, cli: GraphchatRunner, apis: tuple[FakeGithub, FakeGithub]
 ) -> None:
     api, elsewhere = apis
     spec = load(case, api, elsewhere)
     workspace_for(workspace)
 
     started = time.monotonic()
-    done = graphchat(
+    done = cli(
         "tools", "call", "--yes", spec["call"]["tool"], json.dumps(spec["call"]["arguments"]),
         env=env_for(api), timeout=60,
     )  # fmt: skip
@@ -136,7 +136,7 @@ def test_tools_call(
 def test_ask(
     case: Path,
     workspace: Path,
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     apis: tuple[FakeGithub, FakeGithub],
     model_server: ScriptedModelServer,
 ) -> None:
@@ -157,7 +157,7 @@ def test_ask(
     )
     env = {**env_for(api), **model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"}
 
-    done = graphchat("ask", "--yes", "use the tools", env=env, timeout=60)
+    done = cli("ask", "--yes", "use the tools", env=env, timeout=60)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "Done."
     check_quiet(done.stdout + done.stderr)

@@ -68,8 +68,9 @@ def wait_until_fast_call_is_recorded(workspace: Path, proc: subprocess.Popen[str
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+@pytest.mark.process
 def test_an_interrupted_parallel_round_is_replayed_with_what_completed(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, sig: signal.Signals
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, sig: signal.Signals
 ) -> None:
     model_server.push(
         {
@@ -92,7 +93,7 @@ def test_an_interrupted_parallel_round_is_replayed_with_what_completed(
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130)
 
     thread_id = only_thread(workspace)
-    done = graphchat("ask", "--thread", thread_id, "go on", env=env_for(model_server))
+    done = cli("ask", "--thread", thread_id, "go on", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "picking up where we left off\n"
 
@@ -113,7 +114,7 @@ def test_an_interrupted_parallel_round_is_replayed_with_what_completed(
 
 
 def test_an_old_format_thread_stays_readable(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     """Threads written before results carried their call ids reliably: results in call order,
     provider ids repeating across turns, an interruption named only in the error text."""
@@ -160,7 +161,7 @@ def test_an_old_format_thread_stays_readable(
     ]
     (folder / "messages.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     model_server.push({"text": "fine"})
-    done = graphchat("ask", "--thread", thread_id, "fourth", env=env_for(model_server))
+    done = cli("ask", "--thread", thread_id, "fourth", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     sent = model_server.requests[-1]["messages"]
     assert [m["role"] for m in sent] == [
@@ -175,5 +176,5 @@ def test_an_old_format_thread_stays_readable(
         ("call_0", '{"error": "cancelled (Ctrl-C) before it finished"}'),
         ("call_1", '{"label": "d"}'),
     ]
-    shown = graphchat("threads", "show", thread_id)
+    shown = cli("threads", "show", thread_id)
     assert shown.returncode == 0, shown.stderr

@@ -33,7 +33,7 @@ def one_line_error(stderr: str) -> str:
 
 @pytest.mark.parametrize("where", ["root", "nested"])
 def test_ask_model_cannot_make_infer_fetch_a_url(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, where: str
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, where: str
 ) -> None:
     with tripwire() as wire:
         ref = f"{wire.url}/schema.json"
@@ -47,7 +47,7 @@ def test_ask_model_cannot_make_infer_fetch_a_url(
             {"json": {"label": "bug"}},  # only served if graphchat wrongly went ahead
             {"text": "could not label it"},
         )
-        done = graphchat("ask", "label this", env=model_server.env(), timeout=60)
+        done = cli("ask", "label this", env=model_server.env(), timeout=60)
         assert wire.hits == []
     assert done.returncode == 0, done.stderr
     # the infer call never reached the model; its error result names the reference
@@ -58,7 +58,7 @@ def test_ask_model_cannot_make_infer_fetch_a_url(
 
 
 def test_plan_infer_step_with_a_remote_output_schema_is_refused(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     with tripwire() as wire:
         ref = f"{wire.url}/label.json"
@@ -69,7 +69,7 @@ def test_plan_infer_step_with_a_remote_output_schema_is_refused(
             "output: {label: '{{E0.label}}'}\n"
         )
         model_server.push({"json": {"label": "bug"}})
-        done = graphchat("plan", "run", "labeler", env=model_server.env(), timeout=60)
+        done = cli("plan", "run", "labeler", env=model_server.env(), timeout=60)
         assert wire.hits == []
     assert done.returncode == 1, done.stderr
     assert ref in one_line_error(done.stderr)
@@ -77,7 +77,7 @@ def test_plan_infer_step_with_a_remote_output_schema_is_refused(
 
 
 def test_plan_agent_output_schema_with_a_file_ref_is_refused(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, tmp_path: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, tmp_path: Path
 ) -> None:
     secret = tmp_path / "secret.json"
     secret.write_text('{"type": "object"}')
@@ -89,17 +89,17 @@ def test_plan_agent_output_schema_with_a_file_ref_is_refused(
         "output: {x: '{{E0.x}}'}\n"
     )
     model_server.push({"json": {"x": 1}}, {"json": {"x": 1}})
-    done = graphchat("plan", "run", "agentic", env=model_server.env(), timeout=60)
+    done = cli("plan", "run", "agentic", env=model_server.env(), timeout=60)
     assert done.returncode == 1, done.stderr
     assert "agentic.yaml" in one_line_error(done.stderr)  # the plan does not load, naming …
     assert ref in done.stderr and "refused" in done.stderr  # … the reference
     assert model_server.requests == []
-    validated = graphchat("plan", "validate", timeout=60)
+    validated = cli("plan", "validate", timeout=60)
     assert validated.returncode == 1 and ref in validated.stderr + validated.stdout
 
 
 def test_mcp_tool_input_schema_with_a_remote_ref_is_refused_without_fetching(
-    graphchat: GraphchatRunner, workspace: Path, tmp_path: Path
+    cli: GraphchatRunner, workspace: Path, tmp_path: Path
 ) -> None:
     calls = tmp_path / "calls.jsonl"
     with tripwire() as wire:
@@ -118,7 +118,7 @@ def test_mcp_tool_input_schema_with_a_remote_ref_is_refused_without_fetching(
                 )
             },
         )
-        done = graphchat("tools", "call", "evil__probe", "--input", "a=1", timeout=60)
+        done = cli("tools", "call", "evil__probe", "--input", "a=1", timeout=60)
         assert wire.hits == []
     assert done.returncode == 1, done.stderr
     line = one_line_error(done.stderr)
@@ -127,13 +127,13 @@ def test_mcp_tool_input_schema_with_a_remote_ref_is_refused_without_fetching(
 
 
 def test_mcp_tool_output_schema_with_a_remote_ref_is_not_fetched(
-    graphchat: GraphchatRunner, workspace: Path
+    cli: GraphchatRunner, workspace: Path
 ) -> None:
     with tripwire() as wire:
         ref = f"{wire.url}/out.json"
         tool = {"name": "probe", "output_schema": {"$ref": ref}, "result": {"a": 1}}
         write_servers(workspace, {"evil": hostile([tool])})
-        done = graphchat("tools", "call", "evil__probe", "--json", timeout=60)
+        done = cli("tools", "call", "evil__probe", "--json", timeout=60)
         assert wire.hits == []
     assert "Traceback" not in done.stderr
     if done.returncode == 0:
@@ -180,9 +180,7 @@ def test_a_schema_nested_beyond_the_limit_is_refused_not_a_crash() -> None:
     assert "nests deeper than" in (first_error(schema, {}) or "")
 
 
-def test_a_plan_input_schema_with_a_remote_ref_does_not_load(
-    graphchat: GraphchatRunner, workspace: Path
-) -> None:
+def test_a_plan_input_schema_with_a_remote_ref_does_not_load(cli: GraphchatRunner, workspace: Path) -> None:
     with tripwire() as wire:
         ref = f"{wire.url}/input.json"
         (workspace / "plans" / "remote_input.yaml").write_text(
@@ -190,8 +188,8 @@ def test_a_plan_input_schema_with_a_remote_ref_does_not_load(
             f"input_schema: {{type: object, properties: {{a: {{$ref: '{ref}'}}}}}}\n"
             "steps:\n  - id: E0\n    tool_name: filter\n    input: {over: [1], where: {value: '{{item}}', op: gt, to: 0}}\n"
         )
-        listed = graphchat("plan", "list", timeout=60)
-        ran = graphchat("plan", "run", "remote_input", "--input", "a=1", timeout=60)
+        listed = cli("plan", "list", timeout=60)
+        ran = cli("plan", "run", "remote_input", "--input", "a=1", timeout=60)
         assert wire.hits == []
     assert listed.returncode == 0 and ref in listed.stderr, listed.stderr
     assert ran.returncode == 1 and ref in ran.stderr, ran.stderr

@@ -14,15 +14,15 @@ from tests.conftest import GraphchatRunner
 
 
 def test_prune_keeps_an_answered_request_whose_run_has_not_resumed_and_every_run_record(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
-    parked = graphchat("plan", "run", "ship")
+    parked = cli("plan", "run", "ship")
     assert parked.returncode == 5, parked.stderr
     match = re.search(r"request ([0-9a-f]{6,}): ", parked.stderr)
     assert match, parked.stderr
     request_id = match.group(1)
-    assert graphchat("answer", request_id, "beta", "--no-resume").returncode == 0
+    assert cli("answer", request_id, "beta", "--no-resume").returncode == 0
     path = workspace / "requests" / f"{request_id}.json"
     data = json.loads(path.read_text())
     data["settled_at"] = time.time() - 90 * 86400
@@ -30,17 +30,17 @@ def test_prune_keeps_an_answered_request_whose_run_has_not_resumed_and_every_run
     runs = sorted((workspace / "requests" / "runs").iterdir())
     assert runs
 
-    pruned = graphchat("requests", "prune", "--older-than", "1")
+    pruned = cli("requests", "prune", "--older-than", "1")
     assert pruned.returncode == 0 and "removed 0" in pruned.stderr
     assert path.exists() and sorted((workspace / "requests" / "runs").iterdir()) == runs
 
-    resumed = graphchat("resume", request_id)  # the answer is still there to resume with
+    resumed = cli("resume", request_id)  # the answer is still there to resume with
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"channel": "beta"}
     assert not list((workspace / "requests" / "runs").glob("*.json"))  # the run ended
     data = json.loads(path.read_text())
     data["settled_at"] = time.time() - 90 * 86400
     path.write_text(json.dumps(data))
-    pruned = graphchat("requests", "prune", "--older-than", "1")
+    pruned = cli("requests", "prune", "--older-than", "1")
     assert pruned.returncode == 0 and "removed 1" in pruned.stderr
     assert not path.exists()

@@ -26,22 +26,22 @@ output:
 
 @pytest.mark.parametrize("name", ["plan", "builtin", "User", "core"])
 def test_a_server_may_not_take_a_namespace_of_graphchat(
-    workspace: Path, graphchat: GraphchatRunner, name: str
+    workspace: Path, cli: GraphchatRunner, name: str
 ) -> None:
     write_servers(workspace, {name: {"command": sys.executable, "args": [HOSTILE]}})
     (workspace / "plans" / "ok.yaml").write_text(PLAN)
-    listed = graphchat("tools", "list")
+    listed = cli("tools", "list")
     assert listed.returncode == 0, listed.stderr
     assert f"server name '{name}' is reserved" in listed.stderr
     assert "servers.yaml" in listed.stderr
     assert f"{name}__evil" not in listed.stdout and f"{name.lower()}__evil" not in listed.stdout
     if name == "plan":
         # the server's `ok` tool would have been plan__ok: it is the workspace's plan that runs
-        ran = graphchat("tools", "call", "plan__ok")
+        ran = cli("tools", "call", "plan__ok")
         assert ran.returncode == 0, ran.stderr
         assert '"mine"' in ran.stdout and "fine" not in ran.stdout
         assert "is reserved" in ran.stderr
-        shown = graphchat("tools", "show", "plan__ok")
+        shown = cli("tools", "show", "plan__ok")
         assert "is reserved" in shown.stderr
-        validated = graphchat("plan", "validate", "ok")
+        validated = cli("plan", "validate", "ok")
         assert "is reserved" in validated.stderr

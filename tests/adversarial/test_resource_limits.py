@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import write_servers
@@ -26,9 +28,9 @@ def hostile(workspace: Path, **env: str) -> None:
     write_servers(workspace, {"h": body})
 
 
-def test_a_flooding_server_leaves_capped_logs(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_a_flooding_server_leaves_capped_logs(workspace: Path, cli: GraphchatRunner) -> None:
     hostile(workspace)
-    done = graphchat("tools", "call", "h__flood", '{"lines": 20000}', timeout=120)  # ~2.3 MB each way
+    done = cli("tools", "call", "h__flood", '{"lines": 20000}', timeout=120)  # ~2.3 MB each way
     assert done.returncode == 0, done.stderr
     assert "flooded" in done.stdout
     logs = workspace / "catalog" / "logs"
@@ -42,7 +44,7 @@ def test_a_flooding_server_leaves_capped_logs(workspace: Path, graphchat: Graphc
 
 
 def test_the_thread_keeps_a_big_result_cut_with_a_note(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     hostile(workspace)
     (workspace / "graphchat.yaml").write_text("settings:\n  max_thread_result_chars: 100000\n")
@@ -50,7 +52,7 @@ def test_the_thread_keeps_a_big_result_cut_with_a_note(
         {"tool_calls": [{"name": "h__huge", "arguments": {"mb": 0.5}}]},
         {"text": "Big."},
     )
-    done = graphchat("ask", "go", env=model_server.env())
+    done = cli("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
     messages = next((workspace / "threads").iterdir()) / "messages.jsonl"
     assert messages.stat().st_size < 200_000  # not the whole half megabyte
@@ -61,10 +63,10 @@ def test_the_thread_keeps_a_big_result_cut_with_a_note(
 
 
 def test_piped_stdin_over_the_limit_is_a_clear_error(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     model_server.push({"text": "a summary"})
-    done = graphchat("ask", "summarize this", input="y\n" * 2_000_001, env=model_server.env())
+    done = cli("ask", "summarize this", input="y\n" * 2_000_001, env=model_server.env())
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith("error: piped input is too long"), done.stderr
@@ -74,12 +76,12 @@ def test_piped_stdin_over_the_limit_is_a_clear_error(
 
 
 def test_the_tools_offered_to_the_model_are_capped(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     hostile(workspace, HOSTILE_TOOLS="400")
-    assert graphchat("tools", "list").returncode == 0  # reads the 400 tools into the cache
+    assert cli("tools", "list").returncode == 0  # reads the 400 tools into the cache
     model_server.push({"text": "ok"})
-    done = graphchat("ask", "what does the bigint tool say?", env=model_server.env())
+    done = cli("ask", "what does the bigint tool say?", env=model_server.env())
     assert done.returncode == 0, done.stderr
     names = [t["function"]["name"] for t in model_server.requests[-1]["tools"]]
     assert len(names) == 128
@@ -88,18 +90,18 @@ def test_the_tools_offered_to_the_model_are_capped(
     assert "settings.max_tools_offered" in done.stderr
 
 
-def test_threads_show_of_a_10_mb_message_shows_a_cut(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_threads_show_of_a_10_mb_message_shows_a_cut(workspace: Path, cli: GraphchatRunner) -> None:
     from graphchat.threads import lines as ev
     from graphchat.threads.store import ThreadStore
 
     thread = ThreadStore(workspace / "threads").create()
     thread.append(dict(ev.user("word " * 2_000_000)))
     thread.append(dict(ev.assistant("**answer** " * 1_000_000)))
-    shown = graphchat("threads", "show", thread.id, timeout=120)
+    shown = cli("threads", "show", thread.id, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert len(shown.stdout) < 400_000
     assert shown.stdout.count("more characters") == 2, shown.stdout[-2000:]
-    exported = graphchat("threads", "export", thread.id, "--format", "md", timeout=120)
+    exported = cli("threads", "export", thread.id, "--format", "md", timeout=120)
     assert exported.stdout.count("word ") >= 2_000_000  # export keeps it whole (the title has some)
 
 
@@ -121,6 +123,7 @@ output:
 """
 
 
+@pytest.mark.process
 def test_concurrent_plan_runs_lose_no_shape_update(workspace: Path) -> None:
     (workspace / "plans" / "many.yaml").write_text(MAP_PLAN)
     command = [sys.executable, "-m", "graphchat", "--home", str(workspace), "plan", "run", "many"]

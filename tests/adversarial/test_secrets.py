@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.adversarial.support import hostile
 from tests.conftest import GraphchatRunner, clean_env
@@ -24,11 +25,11 @@ def escaped(text: str) -> str:
     return "".join(f"\\u{ord(c):04x}" for c in text)
 
 
-def test_shape_cache_examples_are_redacted(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_shape_cache_examples_are_redacted(cli: GraphchatRunner, workspace: Path) -> None:
     server = hostile([{"name": "whoami", "result": {"user": "me", "token": SECRET}}])
     server["env"]["SERVICE_TOKEN"] = "${LEAKY_SERVICE_TOKEN}"  # a ${VAR} of servers.yaml is a secret
     write_servers(workspace, {"svc": server})
-    done = graphchat("tools", "call", "svc__whoami", env={"LEAKY_SERVICE_TOKEN": SECRET})
+    done = cli("tools", "call", "svc__whoami", env={"LEAKY_SERVICE_TOKEN": SECRET})
     assert done.returncode == 0, done.stderr
     [shape] = (workspace / "catalog" / "shapes").glob("*.json")
     text = shape.read_text()
@@ -37,34 +38,35 @@ def test_shape_cache_examples_are_redacted(graphchat: GraphchatRunner, workspace
 
 
 def test_a_secret_spelled_with_escapes_in_arguments_never_reaches_the_thread(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     arguments = '{"seconds": 0, "label": "' + escaped(SECRET) + '"}'
     model_server.push({"tool_calls": [{"name": "debug__sleep", "arguments": arguments}]}, {"text": "done"})
     env = {**model_server.env(), "GRAPHCHAT_TEST_TOOLS": "1", "LEAKY_API_KEY": SECRET}
-    done = graphchat("ask", "sleep", env=env)
+    done = cli("ask", "sleep", env=env)
     assert done.returncode == 0, done.stderr
     [thread] = [p for p in (workspace / "threads").iterdir() if not p.name.startswith(".")]
     stored = (thread / "messages.jsonl").read_text()
     assert escaped(SECRET) not in stored and SECRET not in stored
     assert "[redacted]" in stored
     for fmt in ("md", "json"):
-        exported = graphchat("threads", "export", thread.name, "--format", fmt)
+        exported = cli("threads", "export", thread.name, "--format", fmt)
         assert exported.returncode == 0, exported.stderr
         assert SECRET not in exported.stdout and escaped(SECRET) not in exported.stdout
 
 
 def test_an_error_line_echoing_the_key_is_redacted(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     model_server.push({"error": 401, "message": f"Incorrect API key provided: {SECRET}"})
     env = {**model_server.env(), "GRAPHCHAT_API_KEY": SECRET}
-    done = graphchat("ask", "hi", env=env)
+    done = cli("ask", "hi", env=env)
     assert done.returncode == 2  # a rejected key is a configuration mistake (issue 11 point 4)
     assert "401" in done.stderr and "[redacted]" in done.stderr
     assert SECRET not in done.stderr and SECRET not in done.stdout
 
 
+@pytest.mark.process
 def test_chat_history_is_private_and_scrubbed(workspace: Path, model_server: ScriptedModelServer) -> None:
     history = workspace / ".graphchat_history"
     history.write_text("\n# 2026-01-01 00:00:00\n+an old line\n")

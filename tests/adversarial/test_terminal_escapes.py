@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
@@ -32,50 +33,51 @@ def raw_controls(text: str) -> list[str]:
 
 
 def test_tools_list_show_and_mcp_list_escape_a_hostile_description(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     hostile(workspace)
-    listed = graphchat("tools", "list")
+    listed = cli("tools", "list")
     assert listed.returncode == 0, listed.stderr
     assert "h__evil" in listed.stdout
     assert raw_controls(listed.stdout) == [] and raw_controls(listed.stderr) == []
     assert "\\x1b]0;pwned-title\\x07" in listed.stdout  # shown, escaped
-    shown = graphchat("tools", "show", "h__evil")
+    shown = cli("tools", "show", "h__evil")
     assert shown.returncode == 0, shown.stderr
     assert raw_controls(shown.stdout) == [] and "\\x1b]52;" in shown.stdout
     write_servers(workspace, {"h": {"command": sys.executable, "args": [HOSTILE, f"{ESC}]0;x\x07"]}})
-    servers = graphchat("mcp", "list")
+    servers = cli("mcp", "list")
     assert servers.returncode == 0, servers.stderr
     assert raw_controls(servers.stdout) == [] and "\\x1b]0;x" in servers.stdout
 
 
 def test_ask_tools_and_threads_escape_what_a_person_reads(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     hostile(workspace)
     model_server.push(
         {"tool_calls": [{"name": "h__evil", "arguments": {}}, {"name": "h__fail", "arguments": {}}]},
         {"text": ANSWER},
     )
-    done = graphchat("ask", "go", env=model_server.env())
+    done = cli("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == ANSWER + "\n"  # the deliverable on a pipe: byte for byte, ending its line
     assert raw_controls(done.stderr) == [], done.stderr  # activity lines: escaped
     assert "✗ h__fail" in done.stderr and "\\x1b[1A" in done.stderr
-    called = graphchat("tools", "call", "h__fail")
+    called = cli("tools", "call", "h__fail")
     assert called.returncode == 1 and raw_controls(called.stderr) == []
     assert "error: it broke \\x1b]0;pwned-title" in called.stderr
 
-    thread = json.loads(graphchat("threads", "list", "--json").stdout)["threads"][0]["id"]
-    shown = graphchat("threads", "show", thread)
+    thread = json.loads(cli("threads", "list", "--json").stdout)["threads"][0]["id"]
+    shown = cli("threads", "show", thread)
     assert shown.returncode == 0, shown.stderr
     assert raw_controls(shown.stdout) == [] and "Done.\\x1b]0;answer-title" in shown.stdout
     assert "h__evil" in shown.stdout and "pwned-title" in shown.stdout, shown.stdout
-    exported = graphchat("threads", "export", thread, "--format", "md")
+    exported = cli("threads", "export", thread, "--format", "md")
     assert exported.returncode == 0, exported.stderr
     assert raw_controls(exported.stdout) == [] and "\\x1b]52;c;c2VjcmV0" in exported.stdout
 
 
+@pytest.mark.process
 def test_ask_on_a_terminal_escapes_the_answer_and_the_activity(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:
@@ -104,6 +106,7 @@ def test_ask_on_a_terminal_escapes_the_answer_and_the_activity(
     assert "Done.\\x1b]0;answer-title" in out
 
 
+@pytest.mark.process
 def test_chat_escapes_the_answer_and_tool_errors(workspace: Path, model_server: ScriptedModelServer) -> None:
     from tests.chat.test_pty import TIMEOUT
 

@@ -25,7 +25,7 @@ def tool_messages(request: dict) -> list[str]:
 
 
 def test_a_deep_or_huge_integer_result_does_not_fail_the_turn(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     hostile(workspace)
     model_server.push(
@@ -39,7 +39,7 @@ def test_a_deep_or_huge_integer_result_does_not_fail_the_turn(
         },
         {"text": "All four answered."},
     )
-    done = graphchat("ask", "go", env=model_server.env())
+    done = cli("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == "All four answered.\n"
     assert "cancelled" not in done.stderr and "internal error" not in done.stderr
@@ -49,18 +49,18 @@ def test_a_deep_or_huge_integer_result_does_not_fail_the_turn(
     assert BIG in results[1] and BIG in results[2]  # exact, not 1.8446744073709552e+19
     assert "e+19" not in results[1] + results[2]
     assert "fine" in results[3]
-    thread = json.loads(graphchat("threads", "list", "--json").stdout)["threads"][0]["id"]
-    events = json.loads(graphchat("threads", "show", thread, "--json").stdout)
+    thread = json.loads(cli("threads", "list", "--json").stdout)["threads"][0]["id"]
+    events = json.loads(cli("threads", "show", thread, "--json").stdout)
     stored = [e for e in events if e.get("kind") == "tool_result"]
     assert len(stored) == 4 and BIG in json.dumps(stored)
 
 
-def test_tools_call_and_plan_run_keep_big_integers_exact(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_tools_call_and_plan_run_keep_big_integers_exact(workspace: Path, cli: GraphchatRunner) -> None:
     hostile(workspace)
-    called = graphchat("tools", "call", "h__bigint")
+    called = cli("tools", "call", "h__bigint")
     assert called.returncode == 0, called.stderr
     assert BIG in called.stdout and "e+19" not in called.stdout
-    deep = graphchat("tools", "call", "h__deep", '{"depth": 300}')
+    deep = cli("tools", "call", "h__deep", '{"depth": 300}')
     assert deep.returncode == 0, deep.stderr
     assert "internal error" not in deep.stderr
     (workspace / "plans" / "big.yaml").write_text(
@@ -68,16 +68,14 @@ def test_tools_call_and_plan_run_keep_big_integers_exact(workspace: Path, graphc
         "steps:\n  - id: E0\n    tool_name: h__bigint\n    input: {structured: true}\n"
         'output:\n  got: "{{E0}}"\n'
     )
-    ran = graphchat("plan", "run", "big")
+    ran = cli("plan", "run", "big")
     assert ran.returncode == 0, ran.stderr
     assert BIG in ran.stdout
 
 
-def test_an_answer_the_sdk_cannot_read_fails_the_call_at_once(
-    workspace: Path, graphchat: GraphchatRunner
-) -> None:
+def test_an_answer_the_sdk_cannot_read_fails_the_call_at_once(workspace: Path, cli: GraphchatRunner) -> None:
     hostile(workspace, timeout_s=600)  # waiting it out would outlast this test's 60 s limit
-    called = graphchat("tools", "call", "h__deep", '{"depth": 1000, "structured": true}')
+    called = cli("tools", "call", "h__deep", '{"depth": 1000, "structured": true}')
     assert called.returncode == 1
     assert "could not be read" in called.stderr and "nested too deep" in called.stderr
     assert "did not answer within" not in called.stderr

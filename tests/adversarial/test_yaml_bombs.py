@@ -38,21 +38,21 @@ def bomb_plan(workspace: Path) -> Path:
     return path
 
 
-def test_plan_list_and_tools_list_survive_a_bomb_plan(graphchat: GraphchatRunner, bomb_plan: Path) -> None:
-    listed = graphchat("plan", "list", timeout=TIMEOUT)
+def test_plan_list_and_tools_list_survive_a_bomb_plan(cli: GraphchatRunner, bomb_plan: Path) -> None:
+    listed = cli("plan", "list", timeout=TIMEOUT)
     assert listed.returncode == 0, listed.stderr
     assert "fine" in listed.stdout and "bomb" not in listed.stdout
     assert str(bomb_plan) in listed.stderr and "alias" in listed.stderr
-    tools = graphchat("tools", "list", timeout=TIMEOUT)
+    tools = cli("tools", "list", timeout=TIMEOUT)
     assert tools.returncode == 0, tools.stderr
     assert "plan__fine" in tools.stdout and "plan__bomb" not in tools.stdout
 
 
 def test_ask_survives_a_bomb_plan(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, bomb_plan: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, bomb_plan: Path
 ) -> None:
     model_server.push({"text": "fine"})
-    done = graphchat("ask", "hello", env=model_server.env(), timeout=TIMEOUT)
+    done = cli("ask", "hello", env=model_server.env(), timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "fine\n"
     offered = [t["function"]["name"] for t in model_server.requests[0].get("tools", [])]
@@ -61,9 +61,9 @@ def test_ask_survives_a_bomb_plan(
 
 @pytest.mark.parametrize("command", [("plan", "run", "bomb"), ("plan", "validate")])
 def test_running_or_validating_the_bomb_plan_is_one_error_naming_it(
-    graphchat: GraphchatRunner, bomb_plan: Path, command: tuple[str, ...]
+    cli: GraphchatRunner, bomb_plan: Path, command: tuple[str, ...]
 ) -> None:
-    done = graphchat(*command, timeout=TIMEOUT)
+    done = cli(*command, timeout=TIMEOUT)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert str(bomb_plan) in done.stderr and "alias" in done.stderr
@@ -72,19 +72,17 @@ def test_running_or_validating_the_bomb_plan_is_one_error_naming_it(
 @pytest.mark.parametrize("bomb", [LAUGHS, RECURSIVE], ids=["laughs", "recursive"])
 @pytest.mark.parametrize("target", ["graphchat.yaml", "catalog/servers.yaml"])
 def test_a_bomb_in_a_config_file_is_a_config_error_naming_it(
-    graphchat: GraphchatRunner, workspace: Path, target: str, bomb: str
+    cli: GraphchatRunner, workspace: Path, target: str, bomb: str
 ) -> None:
     path = workspace / target
     path.write_text(bomb + ("mcpServers: {}\n" if "servers" in target else "settings: {}\n"))
-    done = graphchat("tools", "list", timeout=TIMEOUT)
+    done = cli("tools", "list", timeout=TIMEOUT)
     assert done.returncode == 2, done.stderr
     [line] = error_lines(done.stderr)
     assert line.startswith(f"error: {path}") and "alias" in line
 
 
-def test_a_bomb_answers_file_is_a_config_error(
-    graphchat: GraphchatRunner, workspace: Path, tmp_path: Path
-) -> None:
+def test_a_bomb_answers_file_is_a_config_error(cli: GraphchatRunner, workspace: Path, tmp_path: Path) -> None:
     answers = tmp_path / "answers.yaml"
     answers.write_text(LAUGHS + "E0: {ok: true}\n")
     (workspace / "plans" / "q.yaml").write_text(
@@ -92,24 +90,22 @@ def test_a_bomb_answers_file_is_a_config_error(
         "  - id: E0\n    tool_name: ask\n    input:\n      prompt: Sure?\n"
         "      output_schema: {type: object, properties: {ok: {type: boolean}}}\n"
     )
-    done = graphchat("plan", "run", "q", "--answers", str(answers), timeout=TIMEOUT)
+    done = cli("plan", "run", "q", "--answers", str(answers), timeout=TIMEOUT)
     assert done.returncode == 2, done.stderr
     [line] = error_lines(done.stderr)
     assert str(answers) in line and "alias" in line
 
 
-def test_an_input_yaml_file_bomb_is_refused(
-    graphchat: GraphchatRunner, tmp_path: Path, bomb_plan: Path
-) -> None:
+def test_an_input_yaml_file_bomb_is_refused(cli: GraphchatRunner, tmp_path: Path, bomb_plan: Path) -> None:
     data = tmp_path / "input.yaml"
     data.write_text(LAUGHS)
-    done = graphchat("plan", "run", "fine", f"@{data}", timeout=TIMEOUT)
+    done = cli("plan", "run", "fine", f"@{data}", timeout=TIMEOUT)
     assert done.returncode == 3, done.stderr  # the plan's input is invalid
     [line] = error_lines(done.stderr)
     assert str(data) in line and "alias" in line
 
 
-def test_anchors_within_the_budget_still_work(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_anchors_within_the_budget_still_work(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "plans" / "anchors.yaml").write_text(
         "identifier: anchors\nname: Anchors\ndescription: reuses a mapping\n"
         "steps:\n"
@@ -117,5 +113,5 @@ def test_anchors_within_the_budget_still_work(graphchat: GraphchatRunner, worksp
         "  - id: E1\n    tool_name: filter\n    input: *f\n"
         "output: {a: '{{E0}}', b: '{{E1}}'}\n"
     )
-    done = graphchat("plan", "run", "anchors", timeout=TIMEOUT)
+    done = cli("plan", "run", "anchors", timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr

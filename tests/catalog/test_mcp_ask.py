@@ -33,7 +33,7 @@ def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_eight_calls_to_one_slow_server_take_one_round_of_about_one_calls_time(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     marker = workspace / "starts"
     write_servers(workspace, {"t": stdio(marker=marker)})
@@ -47,7 +47,7 @@ def test_eight_calls_to_one_slow_server_take_one_round_of_about_one_calls_time(
         },
         {"text": "all done"},
     )
-    done = graphchat("ask", "go", env=model_server.env())
+    done = cli("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == "all done\n"
     assert len(model_server.requests) == 3  # the 8 calls were one round
@@ -62,7 +62,7 @@ def test_eight_calls_to_one_slow_server_take_one_round_of_about_one_calls_time(
 
 
 def test_a_server_crashing_mid_call_is_an_error_and_the_turn_still_answers(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     write_servers(workspace, {"t": stdio()})
     seed_cache(workspace)  # as a first `tools list` would
@@ -76,7 +76,7 @@ def test_a_server_crashing_mid_call_is_an_error_and_the_turn_still_answers(
         {"tool_calls": [{"name": "t__whoami", "arguments": {}}]},
         {"text": "recovered"},
     )
-    done = graphchat("ask", "go", env=model_server.env())
+    done = cli("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == "recovered\n"
     slow, crash = tool_messages(model_server.requests[1])
@@ -87,7 +87,7 @@ def test_a_server_crashing_mid_call_is_an_error_and_the_turn_still_answers(
 
 
 def test_a_destructive_tool_in_a_headless_ask_is_refused_and_the_model_is_told(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     victim = workspace / "victim.txt"
     victim.write_text("precious")
@@ -96,7 +96,7 @@ def test_a_destructive_tool_in_a_headless_ask_is_refused_and_the_model_is_told(
     call = {"tool_calls": [{"name": "t__delete_file", "arguments": {"path": str(victim)}}]}
     model_server.push(call, {"text": "I could not delete it."})
     # --no-park: refused at once (without it the turn parks for a person: test_requests.py)
-    done = graphchat("ask", "delete it", "--no-park", env=model_server.env())
+    done = cli("ask", "delete it", "--no-park", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == "I could not delete it.\n"
     told = tool_messages(model_server.requests[1])[0]["content"]
@@ -104,20 +104,20 @@ def test_a_destructive_tool_in_a_headless_ask_is_refused_and_the_model_is_told(
     assert victim.exists()
 
     model_server.push(call, {"text": "deleted"})
-    done = graphchat("ask", "delete it", "--yes", env=model_server.env())
+    done = cli("ask", "delete it", "--yes", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "deleted" in tool_messages(model_server.requests[-1])[0]["content"]
     assert not victim.exists()
 
 
 def test_no_server_is_left_running_after_ask_ends_by_error(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     marker = workspace / "starts"
     write_servers(workspace, {"t": stdio(marker=marker)})
     seed_cache(workspace)  # as a first `tools list` would
     model_server.push({"tool_calls": [{"name": "t__whoami", "arguments": {}}]}, {"error": 401})
-    done = graphchat("ask", "go", env=model_server.env())
+    done = cli("ask", "go", env=model_server.env())
     assert done.returncode != 0
     assert len(pids(marker)) == 1
     assert [p for p in pids(marker) if alive(p)] == []

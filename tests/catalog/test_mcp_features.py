@@ -36,68 +36,66 @@ def everything(workspace: Path, **extra: object) -> None:
 
 
 @needs_everything
-def test_roots_name_the_workspace_and_can_be_turned_off(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_roots_name_the_workspace_and_can_be_turned_off(workspace: Path, cli: GraphchatRunner) -> None:
     everything(workspace)
-    done = graphchat("tools", "call", "everything__get-roots-list", "{}")
+    done = cli("tools", "call", "everything__get-roots-list", "{}")
     assert done.returncode == 0, done.stderr
     text = json.loads(done.stdout)["text"]
     assert workspace.resolve().as_uri() in text and "workspace" in text
 
     (workspace / "graphchat.yaml").write_text("settings:\n  mcp_roots: [elsewhere]\n")
-    done = graphchat("tools", "call", "everything__get-roots-list", "{}")
+    done = cli("tools", "call", "everything__get-roots-list", "{}")
     assert (workspace / "elsewhere").resolve().as_uri() in done.stdout
     assert f"{workspace.resolve().as_uri()}\\n" not in done.stdout  # mcp_roots replaces the defaults
 
     everything(workspace, capabilities={"roots": False})
-    listed = graphchat("tools", "list", "--json", "--refresh")
+    listed = cli("tools", "list", "--json", "--refresh")
     names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
     assert "everything__echo" in names and "everything__get-roots-list" not in names
 
 
 @needs_everything
-def test_prompts_and_resources_on_the_command_line(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_prompts_and_resources_on_the_command_line(workspace: Path, cli: GraphchatRunner) -> None:
     everything(workspace)
-    done = graphchat("mcp", "prompts", "--json")
+    done = cli("mcp", "prompts", "--json")
     assert done.returncode == 0, done.stderr
     prompts = {p["name"]: p for p in json.loads(done.stdout)["prompts"]}
     assert {"simple-prompt", "args-prompt", "resource-prompt", "completable-prompt"} <= set(prompts)
     assert [a["name"] for a in prompts["args-prompt"]["arguments"]] == ["city", "state"]
 
-    done = graphchat("mcp", "prompt", "everything", "simple-prompt")
+    done = cli("mcp", "prompt", "everything", "simple-prompt")
     assert done.returncode == 0 and done.stdout.startswith("user: ")
-    done = graphchat("mcp", "prompt", "everything", "args-prompt", "--arg", "city=Lima", "--json")
+    done = cli("mcp", "prompt", "everything", "args-prompt", "--arg", "city=Lima", "--json")
     body = json.loads(done.stdout)
     assert body["messages"][0]["role"] == "user" and "Lima" in body["messages"][0]["content"]
 
-    done = graphchat("mcp", "resources", "--json")
+    done = cli("mcp", "resources", "--json")
     listed = json.loads(done.stdout)
     assert listed["count"] > 0 and listed["templates"]
     uri = next(r["uri"] for r in listed["resources"] if r["mime_type"] == "text/markdown")
-    done = graphchat("mcp", "read", "everything", uri)
+    done = cli("mcp", "read", "everything", uri)
     assert done.returncode == 0 and done.stdout.startswith("#")
-    done = graphchat(
-        "tools", "call", "builtin__read_resource", json.dumps({"server": "everything", "uri": uri})
-    )
+    done = cli("tools", "call", "builtin__read_resource", json.dumps({"server": "everything", "uri": uri}))
     assert done.returncode == 0 and json.loads(done.stdout)["contents"][0]["text"].startswith("#")
 
-    done = graphchat("mcp", "prompt", "evrything", "simple-prompt")
+    done = cli("mcp", "prompt", "evrything", "simple-prompt")
     assert done.returncode == 1 and "did you mean everything" in done.stderr
 
 
 @needs_everything
-def test_a_deny_rule_on_the_server_covers_read_resource(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_a_deny_rule_on_the_server_covers_read_resource(workspace: Path, cli: GraphchatRunner) -> None:
     everything(workspace)
     (workspace / "graphchat.yaml").write_text("approvals:\n  deny: ['everything__*']\n")
-    done = graphchat(
+    done = cli(
         "tools", "call", "builtin__read_resource", json.dumps({"server": "everything", "uri": "demo://x"})
     )
     assert done.returncode == 1 and "deny: 'everything__*'" in done.stderr
 
 
 @needs_everything
-def test_progress_notifications_are_events_of_the_call(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_progress_notifications_are_events_of_the_call(workspace: Path, cli: GraphchatRunner) -> None:
     everything(workspace)
-    done = graphchat(
+    done = cli(
         "tools",
         "call",
         "everything__trigger-long-running-operation",
@@ -142,7 +140,7 @@ def _tool_texts(request: dict[str, object]) -> list[str]:
 
 @needs_everything
 def test_sampling_is_served_by_the_model_and_counted_in_the_turn(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     everything(workspace)
     model_server.push(
@@ -150,7 +148,7 @@ def test_sampling_is_served_by_the_model_and_counted_in_the_turn(
         {"text": "autumn moon rises", "usage": {"prompt_tokens": 30, "completion_tokens": 7}},  # the sampling
         {"text": "the server's model said it"},
     )
-    done = graphchat("ask", "sample", "--yes", "--json", env=model_server.env())
+    done = cli("ask", "sample", "--yes", "--json", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert len(model_server.requests) == 3
     sampling = model_server.requests[1]
@@ -172,7 +170,7 @@ def test_sampling_is_served_by_the_model_and_counted_in_the_turn(
     prompt = "Allow MCP server everything to use your model (sampling, at most 42 tokens) with this prompt?"
     answers.write_text(json.dumps({prompt: "always"}))
     model_server.push({"tool_calls": [SAMPLE]}, {"text": "sampled again"}, {"text": "done"})
-    done = graphchat("ask", "sample", "--answers", str(answers), env=model_server.env())
+    done = cli("ask", "sample", "--answers", str(answers), env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "sampled again" in _tool_texts(model_server.requests[-1])[0]
     assert "sampling:everything" in (workspace / "graphchat.yaml").read_text()
@@ -205,7 +203,7 @@ def test_sampling_is_asked_in_chat_with_the_server_the_cap_and_the_prompt(
 
 @needs_everything
 def test_headless_sampling_is_refused_even_when_the_tool_is_allowed(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     everything(workspace)
     # the tool itself is allowed (a wildcard too, and mode auto): none of them covers sampling
@@ -213,7 +211,7 @@ def test_headless_sampling_is_refused_even_when_the_tool_is_allowed(
         "approvals:\n  mode: auto\n  allow: [everything__trigger-sampling-request, '*']\n"
     )
     model_server.push({"tool_calls": [SAMPLE]}, {"text": "no sample"})
-    done = graphchat("ask", "sample", "--no-park", env=model_server.env())
+    done = cli("ask", "sample", "--no-park", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert len(model_server.requests) == 2  # the model was never asked for the sample
     [result] = _tool_texts(model_server.requests[1])
@@ -224,7 +222,7 @@ def test_headless_sampling_is_refused_even_when_the_tool_is_allowed(
         "approvals:\n  allow: [everything__trigger-sampling-request, 'sampling:everything']\n"
     )
     model_server.push({"tool_calls": [SAMPLE]}, {"text": "sampled"}, {"text": "done"})
-    done = graphchat("ask", "sample", "--no-park", env=model_server.env())
+    done = cli("ask", "sample", "--no-park", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "sampled" in _tool_texts(model_server.requests[-1])[0]
 
@@ -234,19 +232,19 @@ def test_headless_sampling_is_refused_even_when_the_tool_is_allowed(
     )
     model_server.push({"tool_calls": [SAMPLE]}, {"text": "denied"})
     before = len(model_server.requests)
-    done = graphchat("ask", "sample", "--yes", env=model_server.env())
+    done = cli("ask", "sample", "--yes", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert len(model_server.requests) == before + 2
     assert "deny: 'sampling:*'" in _tool_texts(model_server.requests[-1])[0]
 
 
 @needs_everything
-def test_sampling_is_declared_and_can_be_turned_off(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_sampling_is_declared_and_can_be_turned_off(workspace: Path, cli: GraphchatRunner) -> None:
     everything(workspace)
-    listed = graphchat("tools", "list", "--json")
+    listed = cli("tools", "list", "--json")
     assert "everything__trigger-sampling-request" in {t["name"] for t in json.loads(listed.stdout)["tools"]}
     everything(workspace, capabilities={"sampling": False})
-    listed = graphchat("tools", "list", "--json")
+    listed = cli("tools", "list", "--json")
     names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
     assert "everything__echo" in names and "everything__trigger-sampling-request" not in names
 
@@ -261,13 +259,13 @@ def _model(workspace: Path, model_server: ScriptedModelServer, **extra: object) 
 
 @needs_everything
 def test_an_image_result_reaches_a_model_that_accepts_images_as_an_image_part(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     everything(workspace)
     image_call = {"tool_calls": [{"name": "everything__get-tiny-image", "arguments": {}}]}
     _model(workspace, model_server, vision=True)
     model_server.push(image_call, {"text": "the MCP logo"})
-    done = graphchat("ask", "show me the image")
+    done = cli("ask", "show me the image")
     assert done.returncode == 0, done.stderr
     messages = model_server.requests[1]["messages"]
     tool, shown = messages[-2], messages[-1]
@@ -283,11 +281,11 @@ def test_an_image_result_reaches_a_model_that_accepts_images_as_an_image_part(
     # a model that does not accept images gets the description only; a later turn's replay too
     _model(workspace, model_server, vision=False)
     model_server.push(image_call, {"text": "an image of some bytes"}, {"text": "still"})
-    done = graphchat("ask", "show me the image")
+    done = cli("ask", "show me the image")
     assert done.returncode == 0, done.stderr
     last = model_server.requests[-1]["messages"][-1]
     assert last["role"] == "tool" and '"bytes"' in last["content"] and "iVBORw0KGgo" not in last["content"]
-    done = graphchat("ask", "-c", "and again?")
+    done = cli("ask", "-c", "and again?")
     assert done.returncode == 0, done.stderr
     replayed = json.dumps(model_server.requests[-1]["messages"])
     assert "iVBORw0KGgo" not in replayed and "image_url" not in replayed and "bytes" in replayed
@@ -300,12 +298,12 @@ DOC = "demo://resource/static/document/architecture.md"
 
 @needs_everything
 def test_ask_attach_puts_resources_in_the_message(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     everything(workspace)
     (workspace / "graphchat.yaml").write_text("settings:\n  max_tool_result_chars: 300\n")
     model_server.push({"text": "read them"})
-    done = graphchat(
+    done = cli(
         "ask",
         "what are these?",
         "--attach",
@@ -328,9 +326,9 @@ def test_ask_attach_puts_resources_in_the_message(
         sent,
     ), sent[-200:]
 
-    done = graphchat("ask", "x", "--attach", "no-colon", env=model_server.env())
+    done = cli("ask", "x", "--attach", "no-colon", env=model_server.env())
     assert done.returncode == 2 and "expected SERVER:URI" in done.stderr
-    done = graphchat("ask", "x", "--attach", "nowhere:demo://x", env=model_server.env())
+    done = cli("ask", "x", "--attach", "nowhere:demo://x", env=model_server.env())
     assert done.returncode == 1 and "no MCP server 'nowhere'" in done.stderr
     assert len(model_server.requests) == 1  # nothing was sent without its attachment
 
@@ -357,14 +355,14 @@ def test_chat_mentions_attach_resources_and_server_prompts_are_sent(
 
 @needs_everything
 def test_a_servers_sampling_counts_against_the_turns_max_model_calls(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     """Issue 18 build 4: every paid request counts, a server's sampling included. With a budget
     of 2, the round that called the tool and the sampling spend it: the next round is not sent."""
     everything(workspace)
     (workspace / "graphchat.yaml").write_text("settings:\n  max_model_calls: 2\n")
     model_server.push({"tool_calls": [SAMPLE]}, {"text": "autumn moon rises"}, {"text": "never sent"})
-    done = graphchat("ask", "sample", "--yes", env=model_server.env())
+    done = cli("ask", "sample", "--yes", env=model_server.env())
     assert done.returncode == 1, done.stderr
     assert "settings.max_model_calls" in done.stderr
     assert len(model_server.requests) == 2  # the round, the sampling; the third was refused unsent

@@ -46,7 +46,7 @@ async def test_mcp_server_time_from_pypi(workspace: Path) -> None:
     assert result.value["target"]["datetime"].endswith("T20:00:00+09:00")
 
 
-def test_the_repositorys_bundled_servers_list_real_tools(tmp_path: Path, graphchat: GraphchatRunner) -> None:
+def test_the_repositorys_bundled_servers_list_real_tools(tmp_path: Path, cli: GraphchatRunner) -> None:
     workspace = tmp_path / "repo-copy"
     (workspace / "catalog").mkdir(parents=True)
     (workspace / "graphchat.yaml").write_text("")
@@ -55,16 +55,14 @@ def test_the_repositorys_bundled_servers_list_real_tools(tmp_path: Path, graphch
     import subprocess
 
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    listed = graphchat("tools", "list", "--json", home=workspace)
+    listed = cli("tools", "list", "--json", home=workspace)
     assert listed.returncode == 0, listed.stderr
     names = {t["name"]: t["family"] for t in json.loads(listed.stdout)["tools"]}
     assert names["time__get_current_time"] == "read"
     assert names["git__git_status"] == "read"
     assert names["git__git_commit"] == "write"
     assert names["git__git_reset"] == "destructive"
-    status = graphchat(
-        "tools", "call", "git__git_status", "--input", f"repo_path={workspace}", home=workspace
-    )
+    status = cli("tools", "call", "git__git_status", "--input", f"repo_path={workspace}", home=workspace)
     assert status.returncode == 0, status.stderr
     assert "Repository status" in status.stdout
 

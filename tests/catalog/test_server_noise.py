@@ -11,10 +11,10 @@ from tests.servers.support import stdio, write_servers
 
 
 def test_a_careless_servers_output_and_sdk_complaints_stay_off_the_terminal(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     write_servers(workspace, {"s": stdio(env={"GRAPHCHAT_TEST_STRAY_STDOUT": "1"})})
-    done = graphchat("tools", "call", "s__whoami")
+    done = cli("tools", "call", "s__whoami")
     assert done.returncode == 0, done.stderr
     assert isinstance(json.loads(done.stdout)["pid"], int)
     for noise in ("STRAY", "Failed to parse", "Traceback", "tools_server"):

@@ -17,7 +17,7 @@ DECLARED = {
 
 
 def test_filters_and_overrides_are_honoured_by_list_show_call_and_shapes(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     write_servers(
         workspace,
@@ -35,7 +35,7 @@ def test_filters_and_overrides_are_honoured_by_list_show_call_and_shapes(
             "low": stdio(LOWLEVEL_SERVER, env={"TOOL_COUNT": "3"}, include_tools=["tool_001"]),
         },
     )
-    listed = graphchat("tools", "list", "--json")
+    listed = cli("tools", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     tools = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}
     assert [n for n in tools if n.startswith("low__")] == ["low__tool_001"]
@@ -43,24 +43,24 @@ def test_filters_and_overrides_are_honoured_by_list_show_call_and_shapes(
     assert tools["t__shaped"]["description"] == "Shaped, by override."
     assert tools["t__shaped"]["family"] == "write"  # the server says read-only
 
-    refused = graphchat("tools", "call", "t__shaped", "--input", "variant=1")
+    refused = cli("tools", "call", "t__shaped", "--input", "variant=1")
     assert refused.returncode == 1 and "was not run" in refused.stderr  # the override's family counts
-    assert graphchat("tools", "call", "t__shaped", "--input", "variant=2", "--yes").returncode == 0
-    assert graphchat("tools", "call", "t__stamp", "--input", "n=2").returncode == 0
+    assert cli("tools", "call", "t__shaped", "--input", "variant=2", "--yes").returncode == 0
+    assert cli("tools", "call", "t__stamp", "--input", "n=2").returncode == 0
 
-    shown = json.loads(graphchat("tools", "show", "t__shaped", "--json").stdout)
+    shown = json.loads(cli("tools", "show", "t__shaped", "--json").stdout)
     assert shown["output_schema"] == DECLARED and shown["output_schema_source"] == "declared"
     assert shown["observed_schema"]["properties"]["tags"]["type"] == "array"  # learned as well
     assert shown["example"] == {"id": "two", "tags": ["x", "y"], "score": 2}
-    text = graphchat("tools", "show", "t__stamp").stdout
+    text = cli("tools", "show", "t__stamp").stdout
     assert "output schema (declared):" in text and "observed output shape (1 calls):" in text
     assert '"total": 4' in text  # the example
-    stored = json.loads(graphchat("shapes", "show", "t__shaped", "--json").stdout)
+    stored = json.loads(cli("shapes", "show", "t__shaped", "--json").stdout)
     assert stored["source"] == "declared" and stored["schema"] == DECLARED
 
 
 def test_filter_and_override_names_the_server_does_not_have_are_warnings(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """graph: docs/tools/mcp-servers.mdx "Filtering and overrides" (include_tools, exclude_tools,
     tool_overrides name a server's tools); issue 12, tools #5: a name the server does not have is
@@ -75,13 +75,13 @@ def test_filter_and_override_names_the_server_does_not_have_are_warnings(
             )
         },
     )
-    listed = graphchat("tools", "list", "--json")
+    listed = cli("tools", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert {t["name"] for t in json.loads(listed.stdout)["tools"] if t["name"].startswith("t__")} == {
         "t__stamp",
         "t__shaped",
     }
-    warned = graphchat("tools", "list").stderr
+    warned = cli("tools", "list").stderr
     assert (
         "MCP server 't': tool_overrides names 'shapd', which the server does not have (did you mean 'shaped'"
         in warned

@@ -12,7 +12,7 @@ from tests.servers.support import LOWLEVEL_SERVER, alive, pids, stdio, write_ser
 
 
 def test_uncached_servers_are_seen_by_the_model_and_called_in_one_round(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     marker = workspace / "starts"
     write_servers(
@@ -30,7 +30,7 @@ def test_uncached_servers_are_seen_by_the_model_and_called_in_one_round(
         },
         {"text": "done"},
     )
-    done = graphchat("ask", "go", env=model_server.env())
+    done = cli("ask", "go", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == "done\n"
     first = {t["function"]["name"] for t in model_server.requests[0]["tools"]}
