@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 from mcp.types import ElicitResult
 
 from tests.chat.test_pty import TIMEOUT, leave, plain, send_message
@@ -33,6 +34,7 @@ def ask_on_terminal(workspace: Path, server: ScriptedModelServer, rows: int = 30
     )
 
 
+@pytest.mark.process
 def test_a_terminal_approval_shows_the_whole_argument(
     workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
@@ -54,6 +56,7 @@ def test_a_terminal_approval_shows_the_whole_argument(
     assert not Path(HIDDEN).exists()
 
 
+@pytest.mark.process
 def test_long_arguments_are_paged_and_quitting_the_pager_refuses(
     workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
@@ -131,6 +134,7 @@ async def test_always_from_an_mcp_client_lasts_for_that_serve_session_only(
     assert refused.is_error and not third.exists()
 
 
+@pytest.mark.process
 def test_a_chat_approval_shows_the_whole_argument(model_server: ScriptedModelServer, workspace: Path) -> None:
     write_servers(workspace, {"files": stdio()})
     model_server.push(
@@ -171,6 +175,7 @@ def test_a_chat_approval_shows_the_whole_argument(model_server: ScriptedModelSer
     assert not Path(HIDDEN).exists()
 
 
+@pytest.mark.process
 def test_arguments_too_long_to_read_are_refused_not_asked(
     workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:

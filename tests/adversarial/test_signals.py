@@ -52,6 +52,7 @@ def configure(workspace: Path, marker: Path, on_eof: str) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.process
 def test_a_signal_cancels_records_and_stops_servers_and_their_children(
     model_server: ScriptedModelServer, workspace: Path, marker: Path, sig: signal.Signals
 ) -> None:
@@ -116,6 +117,7 @@ def test_a_server_exiting_on_eof_does_not_leave_its_children_running(
                 subprocess.run(["kill", "-9", str(pid)], check=False)
 
 
+@pytest.mark.process
 def test_chat_whose_terminal_closes_mid_turn_records_the_turn_and_exits_129(
     model_server: ScriptedModelServer, workspace: Path
 ) -> None:

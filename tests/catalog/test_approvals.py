@@ -228,6 +228,7 @@ approvals: {mode: ask, allow: [
 """
 
 
+@pytest.mark.process
 def test_always_on_a_terminal_keeps_a_flow_style_graphchat_yaml_byte_for_byte(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -130,6 +130,7 @@ def test_the_cache_key_follows_the_config_but_not_header_values(workspace: Path)
     assert a.config_hash == b.config_hash != c.config_hash
 
 
+@pytest.mark.process
 def test_bundled_servers_are_not_shadowed_by_files_in_the_current_folder(
     workspace: Path, tmp_path: Path
 ) -> None:

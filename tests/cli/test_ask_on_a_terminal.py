@@ -7,10 +7,13 @@ import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.chat.test_pty import plain
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
+
+pytestmark = pytest.mark.process  # every test here runs `graphchat ask` on a pseudo-terminal
 
 _TOKEN = re.compile(r"\x1b\[\??([\d;]*)([A-Za-z])|\x1b\][^\x07]*\x07|\r\n|\n|\r|[^\x1b\r\n]+|\x1b")
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env
+from tests.inprocess import run_cli
 from tests.servers.support import SERVERS, stdio, write_servers
 
 BASE = """\
@@ -172,15 +171,7 @@ MUTANTS = [
 
 
 def run(ws: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "graphchat", "--home", str(ws), *args],
-        env=clean_env(env, ws.parent),
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=90,
-        cwd=str(ws),
-    )
+    return run_cli(["--home", str(ws), *args], env=env, input="", timeout=90, home=ws.parent, cwd=ws)
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import ElicitResult
 
 from tests.conftest import clean_env
 from tests.servers.support import stdio, write_servers
+
+pytestmark = pytest.mark.process  # `graphchat mcp serve` is a process an MCP client talks to over its stdio
 
 NUMBERS = """identifier: numbers
 name: Numbers

@@ -223,6 +223,7 @@ while True:
 """
 
 
+@pytest.mark.process
 def test_sigkill_mid_append_loop_then_load_and_list_work(store: ThreadStore) -> None:
     thread = store.create()
     child = subprocess.Popen(
@@ -262,6 +263,7 @@ for i in range(2000):
 """
 
 
+@pytest.mark.process
 def test_two_processes_appending_concurrently_produce_only_whole_lines(store: ThreadStore) -> None:
     thread = store.create()
     children = [
@@ -300,6 +302,7 @@ print("appended", flush=True)
 """
 
 
+@pytest.mark.process
 def test_an_append_waits_for_the_lock_another_process_holds(store: ThreadStore) -> None:
     import fcntl
     import select
