@@ -104,10 +104,10 @@ def docs_workspace(workspace: Path) -> Path:
     return workspace
 
 
-def test_every_example_plan_loads_and_validates(docs_workspace: Path, graphchat) -> None:
+def test_every_example_plan_loads_and_validates(docs_workspace: Path, cli) -> None:
     examples = plans()
     assert len({e.identifier for e in examples}) == len(examples), "two example plans share an identifier"
-    done = graphchat("plan", "validate", "--json")
+    done = cli("plan", "validate", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     checked = {p.get("identifier") for p in report["plans"]} if isinstance(report, dict) else set()
@@ -115,10 +115,10 @@ def test_every_example_plan_loads_and_validates(docs_workspace: Path, graphchat)
 
 
 @pytest.mark.parametrize("command", RUNS, ids=[" ".join(c.args[3:]) for c in RUNS])
-def test_every_run_in_the_page_prints_what_it_says(docs_workspace: Path, graphchat, command: Command) -> None:
+def test_every_run_in_the_page_prints_what_it_says(docs_workspace: Path, cli, command: Command) -> None:
     needs_model = {e.identifier for e in plans() if e.needs_model}
     assert command.args[3] not in needs_model, "a documented run needs a model: it cannot be checked"
-    done = graphchat(*command.args[1:])
+    done = cli(*command.args[1:])
     assert done.returncode == command.exit_code, done.stderr
     expected = command.stdout.strip()
     if expected.startswith(("{", "[")):
@@ -152,14 +152,14 @@ def _model_tour_reply(body: dict) -> dict:
 
 
 def test_the_plan_that_needs_a_model_runs_against_a_scripted_model(
-    docs_workspace: Path, graphchat, model_server
+    docs_workspace: Path, cli, model_server
 ) -> None:
     """`model_tour` (infer filter, builtin__infer, agent, solver) with a scripted model: each step
     returns what the page says, and the solver gets it."""
     assert "model_tour" in {e.identifier for e in plans() if e.needs_model}
     model_server.default = _model_tour_reply
     changes = '["faster startup", "internal refactor", "new --json flag"]'
-    done = graphchat("plan", "run", "model_tour", "--input", f"changes={changes}", env=model_server.env())
+    done = cli("plan", "run", "model_tour", "--input", f"changes={changes}", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "RELEASE NOTES"
     solver = [r for r in model_server.requests if "final answer of a workflow" in _system(r)]

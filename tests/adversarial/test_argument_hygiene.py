@@ -84,10 +84,10 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
-def test_a_chosen_value_is_data_through_tools_call(case: Path, repo: Path, graphchat) -> None:
+def test_a_chosen_value_is_data_through_tools_call(case: Path, repo: Path, cli) -> None:
     marker = repo.parent / "pwned"
     spec = load(case, marker, repo.parent / "secret.txt")
-    done, value = call(graphchat, repo, spec["tool"], spec["arguments"], yes=False)
+    done, value = call(cli, repo, spec["tool"], spec["arguments"], yes=False)
     shown = done.stdout + done.stderr
     assert "Traceback" not in shown
     assert not marker.exists(), f"{case.stem}: the attack wrote {marker}"
@@ -101,7 +101,7 @@ def test_a_chosen_value_is_data_through_tools_call(case: Path, repo: Path, graph
         assert spec["shows"] in shown, shown
 
 
-def test_a_hostile_model_gets_each_refusal_as_its_tool_result(repo: Path, graphchat, model_server) -> None:
+def test_a_hostile_model_gets_each_refusal_as_its_tool_result(repo: Path, cli, model_server) -> None:
     marker = repo.parent / "pwned"
     secret = repo.parent / "secret.txt"
     refused = [load(c, marker, secret) for c in CASES]
@@ -111,7 +111,7 @@ def test_a_hostile_model_gets_each_refusal_as_its_tool_result(repo: Path, graphc
         for i, spec in enumerate(refused)
     ]
     model_server.push({"tool_calls": calls}, {"text": "done"})
-    done = run(graphchat, repo, "ask", "look around", env=model_server.env())
+    done = run(cli, repo, "ask", "look around", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "done"
     assert not marker.exists()
@@ -123,20 +123,20 @@ def test_a_hostile_model_gets_each_refusal_as_its_tool_result(repo: Path, graphc
         assert SECRET not in results[f"call_{i}"]
 
 
-def test_ordinary_refs_and_paths_still_work(repo: Path, graphchat) -> None:
+def test_ordinary_refs_and_paths_still_work(repo: Path, cli) -> None:
     """`HEAD`, `main`, `v1`, `HEAD~1`, a sha, and `''` where a tool gives it a meaning."""
     sha = git(repo, "rev-parse", "HEAD~1")
     for ref in ("HEAD", "main", "v1", "HEAD~1", sha, sha[:8]):
-        done, value = call(graphchat, repo, "builtin__git_file", {"ref": ref, "path": "README.md"})
+        done, value = call(cli, repo, "builtin__git_file", {"ref": ref, "path": "README.md"})
         assert done.returncode == 0 and value == {"text": "# demo"}, (ref, done.stderr)
-    done, value = call(graphchat, repo, "builtin__git_grep", {"pattern": "exit", "ref": ""})
+    done, value = call(cli, repo, "builtin__git_grep", {"pattern": "exit", "ref": ""})
     assert done.returncode == 0 and value["count"] == 1, done.stderr
-    done, value = call(graphchat, repo, "builtin__git_log", {"base": "v1", "head": ""})
+    done, value = call(cli, repo, "builtin__git_log", {"base": "v1", "head": ""})
     assert done.returncode == 0 and value["count"] == 1, done.stderr
-    done, value = call(graphchat, repo, "builtin__git_file", {"ref": "HEAD", "path": "./README.md"})
+    done, value = call(cli, repo, "builtin__git_file", {"ref": "HEAD", "path": "./README.md"})
     assert done.returncode == 0 and value == {"text": "# demo"}, done.stderr
     done, value = call(
-        graphchat,
+        cli,
         repo,
         "builtin__git_diff",
         {"base": "v1", "head": "HEAD", "paths": "crates ./src", "exclude": "src/nothing", "max_bytes": 5000},
@@ -144,12 +144,12 @@ def test_ordinary_refs_and_paths_still_work(repo: Path, graphchat) -> None:
     assert done.returncode == 0 and "crates/core.rs" in value["text"], done.stderr
 
 
-def test_options_allowed_must_name_an_input(repo: Path, graphchat) -> None:
+def test_options_allowed_must_name_an_input(repo: Path, cli) -> None:
     write(
         repo / "tools" / "bad.yaml",
         "name: bad\ndescription: x\nkind: exec\ncommand: ls\nargs: ['{{input.x}}']\noptions_allowed: [y]\n"
         "input_schema: {type: object, properties: {x: {type: string}}}\n",
     )
-    done = run(graphchat, repo, "tools", "list")
+    done = run(cli, repo, "tools", "list")
     assert done.returncode == 0
     assert "bad.yaml" in done.stderr and "options_allowed" in done.stderr and "'y'" in done.stderr

@@ -105,9 +105,9 @@ def call(
 # --- graph's example plans ---------------------------------------------------------------------
 
 
-def test_every_example_plan_of_graph_loads_and_validates(repo: Path, graphchat) -> None:
+def test_every_example_plan_of_graph_loads_and_validates(repo: Path, cli) -> None:
     assert len(EXAMPLE_PLANS) == 12
-    done = run(graphchat, repo, "plan", "validate")
+    done = run(cli, repo, "plan", "validate")
     assert done.returncode == 0, done.stderr
     said = done.stdout + done.stderr
     valid = [line for line in said.splitlines() if line.rstrip().endswith("is valid")]
@@ -115,28 +115,28 @@ def test_every_example_plan_of_graph_loads_and_validates(repo: Path, graphchat) 
     assert "skipped" not in said
 
 
-def test_without_the_packs_the_plans_naming_their_tools_do_not_validate(tmp_path: Path, graphchat) -> None:
+def test_without_the_packs_the_plans_naming_their_tools_do_not_validate(tmp_path: Path, cli) -> None:
     repo = make_repo(tmp_path, packs="[]")
-    done = run(graphchat, repo, "plan", "validate", "docs_drift")
+    done = run(cli, repo, "plan", "validate", "docs_drift")
     assert done.returncode != 0
     assert "builtin__git_changed_files" in done.stdout + done.stderr
 
 
-def test_file_survey_reads_every_changed_file_at_the_head(repo: Path, graphchat) -> None:
+def test_file_survey_reads_every_changed_file_at_the_head(repo: Path, cli) -> None:
     """docs/shots/plans/file_survey.yaml: git_changed_files, then git_file mapped over the files."""
     done = run(
-        graphchat, repo, "plan", "run", "file_survey", "--input", "base=v1", "--input", "head=HEAD", "--json"
+        cli, repo, "plan", "run", "file_survey", "--input", "base=v1", "--input", "head=HEAD", "--json"
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["plan"] == "file_survey"  # no finish: a silent plan
     assert "E1: 2/2" in done.stderr  # git_file read both changed files
 
 
-def test_file_survey_fails_on_a_deleted_file_as_graph_documents(repo: Path, graphchat) -> None:
+def test_file_survey_fails_on_a_deleted_file_as_graph_documents(repo: Path, cli) -> None:
     """graph: a deleted file's path is listed but `git_file` at the head fails on it by design."""
     git(repo, "rm", "-q", "README.md")
     git(repo, "commit", "-q", "-m", "drop readme")
-    done = run(graphchat, repo, "plan", "run", "file_survey", "--input", "base=v1", "--input", "head=HEAD")
+    done = run(cli, repo, "plan", "run", "file_survey", "--input", "base=v1", "--input", "head=HEAD")
     assert done.returncode == 1
     assert "path 'README.md' does not exist in 'HEAD'" in done.stderr
 
@@ -149,75 +149,73 @@ def _user_text(body: dict[str, Any]) -> str:
     return " ".join(str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "user")
 
 
-def test_weekly_status_runs_its_gate_map_and_solver(repo: Path, graphchat, model_server) -> None:
+def test_weekly_status_runs_its_gate_map_and_solver(repo: Path, cli, model_server) -> None:
     """docs/shots/plans/weekly_status.yaml: the solver sees the files, the diff and each file's text."""
     model_server.default = {"text": "WEEKLY STATUS"}
-    done = run(graphchat, repo, "plan", "run", "weekly_status", "--input", "since=v1", env=model_server.env())
+    done = run(cli, repo, "plan", "run", "weekly_status", "--input", "since=v1", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "WEEKLY STATUS"
     sent = _user_text(model_server.requests[-1])
     assert "src/new.rs" in sent and "+fn run() { exit(4) }" in sent and "pub fn added() {}" in sent
 
 
-def test_nightly_diff_report_exits_quietly_when_nothing_changed(repo: Path, graphchat, model_server) -> None:
+def test_nightly_diff_report_exits_quietly_when_nothing_changed(repo: Path, cli, model_server) -> None:
     done = run(
-        graphchat, repo, "plan", "run", "nightly_diff_report", "--input", "base=HEAD", env=model_server.env()
+        cli, repo, "plan", "run", "nightly_diff_report", "--input", "base=HEAD", env=model_server.env()
     )
     assert done.returncode == 0, done.stderr
     assert "no changes since HEAD — nothing to report" in done.stdout + done.stderr
     assert model_server.requests == []
 
 
-def test_change_summary_sends_the_diff_to_the_solver(repo: Path, graphchat, model_server) -> None:
+def test_change_summary_sends_the_diff_to_the_solver(repo: Path, cli, model_server) -> None:
     model_server.default = {"text": "SUMMARY"}
     args = ("plan", "run", "change_summary", "--input", "base=v1", "--input", "head=HEAD")
-    done = run(graphchat, repo, *args, env=model_server.env())
+    done = run(cli, repo, *args, env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "SUMMARY"
     assert "diff --git a/crates/core.rs b/crates/core.rs" in _user_text(model_server.requests[-1])
 
 
-def test_docs_drift_passes_without_a_model_call_when_docs_changed(
-    repo: Path, graphchat, model_server
-) -> None:
+def test_docs_drift_passes_without_a_model_call_when_docs_changed(repo: Path, cli, model_server) -> None:
     write(repo / "docs" / "cli.md", "exit 4\n")
     git(repo, "add", "docs")
     git(repo, "commit", "-q", "-m", "docs")
     args = ("plan", "run", "docs_drift", "--input", "base=v1", "--input", "head=HEAD", "--json")
-    done = run(graphchat, repo, *args, env=model_server.env())
+    done = run(cli, repo, *args, env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "docs updated alongside crate changes" in done.stdout
     assert model_server.requests == []
 
 
-def test_docs_drift_asks_the_judge_and_fails_the_gate(repo: Path, graphchat, model_server) -> None:
+def test_docs_drift_asks_the_judge_and_fails_the_gate(repo: Path, cli, model_server) -> None:
     """Crate code changed without docs: the inferred exit sees the crate diff; `yes` is exit 4."""
     model_server.default = {"json": {"verdict": True, "reason": "exit codes changed"}}
     args = ("plan", "run", "docs_drift", "--input", "base=v1", "--input", "head=HEAD")
-    done = run(graphchat, repo, *args, env=model_server.env())
+    done = run(cli, repo, *args, env=model_server.env())
     assert done.returncode == 4, done.stderr
     assert "behavioral change without a docs/ update" in done.stdout + done.stderr
     asked = " ".join(json.dumps(r["messages"]) for r in model_server.requests)
     assert "exit(4)" in asked
 
 
-def test_changelog_entry_never_regenerates_a_curated_snippet(repo: Path, graphchat, model_server) -> None:
+def test_changelog_entry_never_regenerates_a_curated_snippet(repo: Path, cli, model_server) -> None:
     """.graph/plans/changelog_entry.yaml's guard: user__snippet_status (bash + jq) sees the
     snippet folder and the exit fires before git-cliff or the model is needed."""
     write(repo / "docs" / "snippets" / "changelog" / "v9.9.9" / "summary.mdx", "Faster `plan run`.\n")
     args = ("plan", "run", "changelog_entry", "--input", "version=v9.9.9", "--json")
-    done = run(graphchat, repo, *args, env=model_server.env())
+    done = run(cli, repo, *args, env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "already exists" in done.stdout
     assert '"regenerated": false' in done.stdout.replace(" ", "").replace('":', '": ')
     assert model_server.requests == []
 
 
-def test_graph_review_core_exits_on_an_empty_working_tree_diff(repo: Path, graphchat, model_server) -> None:
+def test_graph_review_core_exits_on_an_empty_working_tree_diff(repo: Path, cli, model_server) -> None:
     """.graph/plans/graph_review_core.yaml with head '' reviews the working tree: its user tools
     (repo_changed_files, repo_diff: bash + jq) find nothing, and the empty-diff exit fires."""
     args = ("plan", "run", "graph_review_core", "--input", "base=HEAD", "--json")
-    done = run(graphchat, repo, *args, env=model_server.env())
+    done = run(cli, repo, *args, env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "nothing to review" in done.stdout
     assert "empty_diff" in done.stdout
@@ -227,8 +225,8 @@ def test_graph_review_core_exits_on_an_empty_working_tree_diff(repo: Path, graph
 # --- user tools ----------------------------------------------------------------------------------
 
 
-def test_user_tools_are_listed_with_their_family(repo: Path, graphchat) -> None:
-    done = run(graphchat, repo, "tools", "list", "--json")
+def test_user_tools_are_listed_with_their_family(repo: Path, cli) -> None:
+    done = run(cli, repo, "tools", "list", "--json")
     assert done.returncode == 0, done.stderr
     rows = {r["name"]: r for r in json.loads(done.stdout)["tools"]}
     assert rows["user__repo_diff"]["family"] == "read"  # exec, read_only: true
@@ -239,7 +237,7 @@ def test_user_tools_are_listed_with_their_family(repo: Path, graphchat) -> None:
     assert rows["builtin__reshape"]["family"] == "read"
 
 
-def test_a_broken_tool_file_is_a_warning_naming_it_and_breaks_nothing(tmp_path: Path, graphchat) -> None:
+def test_a_broken_tool_file_is_a_warning_naming_it_and_breaks_nothing(tmp_path: Path, cli) -> None:
     repo = make_repo(tmp_path, examples=False)
     write(
         repo / "tools" / "leaky.yaml",
@@ -249,17 +247,17 @@ def test_a_broken_tool_file_is_a_warning_naming_it_and_breaks_nothing(tmp_path: 
     write(
         repo / "tools" / "good.yaml", "name: good\ndescription: d\nkind: reshape\nshape: {a: '{{input.a}}'}\n"
     )
-    done = run(graphchat, repo, "tools", "list")
+    done = run(cli, repo, "tools", "list")
     assert done.returncode == 0, done.stderr
     assert "user__good" in done.stdout and "leaky" not in done.stdout
     warnings = [line for line in done.stderr.splitlines() if "leaky.yaml" in line]
     assert len(warnings) == 1 and "may only reference {{input.*}}, found {{E0}}" in warnings[0]
     assert any("noname.yaml" in line and "tool name" in line for line in done.stderr.splitlines())
-    done, value = call(graphchat, repo, "user__good", {"a": [1, 2]})
+    done, value = call(cli, repo, "user__good", {"a": [1, 2]})
     assert done.returncode == 0 and value == {"a": [1, 2]}  # typed splice keeps the array
 
 
-def test_the_user_tools_folder_adds_tools_and_the_workspace_wins_a_name(tmp_path: Path, graphchat) -> None:
+def test_the_user_tools_folder_adds_tools_and_the_workspace_wins_a_name(tmp_path: Path, cli) -> None:
     repo = make_repo(tmp_path, examples=False)
     mine = repo.parent / "config" / "graphchat" / "tools"
     write(mine / "hello.yaml", "name: hello\ndescription: mine\nkind: reshape\nshape: {who: user}\n")
@@ -267,12 +265,12 @@ def test_the_user_tools_folder_adds_tools_and_the_workspace_wins_a_name(tmp_path
     write(
         repo / "tools" / "hello.yml", "name: hello\ndescription: ws\nkind: reshape\nshape: {who: workspace}\n"
     )
-    done = run(graphchat, repo, "tools", "list")
+    done = run(cli, repo, "tools", "list")
     assert "user__everywhere" in done.stdout
     assert any(
         "hello.yaml" in line and "duplicate tool name 'hello'" in line for line in done.stderr.splitlines()
     )
-    done, value = call(graphchat, repo, "user__hello", {})
+    done, value = call(cli, repo, "user__hello", {})
     assert value == {"who": "workspace"}
 
 
@@ -336,27 +334,27 @@ output: text
 }
 
 
-def test_exec_tools_template_args_run_without_a_shell_and_report_failures(tmp_path: Path, graphchat) -> None:
+def test_exec_tools_template_args_run_without_a_shell_and_report_failures(tmp_path: Path, cli) -> None:
     repo = make_repo(tmp_path, examples=False)
     for name, text in EXEC_TOOLS.items():
         write(repo / "tools" / f"{name}.yaml", text)
     (repo / "sub").mkdir()
 
-    done, value = call(graphchat, repo, "user__echo_json", {"word": "two words"})
+    done, value = call(cli, repo, "user__echo_json", {"word": "two words"})
     assert done.returncode == 0, done.stderr
     # defaults applied, objects as pretty JSON (graph's objects_interpolate_as_json_in_text)
     assert value == {"argv": ["two words", "3", '[\n  1,\n  "a"\n]']}
 
-    done, value = call(graphchat, repo, "user__where", {}, env={"WHO_TO_GREET": "ada"})
+    done, value = call(cli, repo, "user__where", {}, env={"WHO_TO_GREET": "ada"})
     assert done.returncode == 0, done.stderr
     assert value == {"text": f"{(repo / 'sub').resolve()}\nhi ada"}
 
-    done, _ = call(graphchat, repo, "user__where", {})
+    done, _ = call(cli, repo, "user__where", {})
     assert done.returncode != 0 and "WHO_TO_GREET" in done.stderr + done.stdout
-    done, _ = call(graphchat, repo, "user__where", {}, env={"WHO_TO_GREET": "ada"}, yes=False)
+    done, _ = call(cli, repo, "user__where", {}, env={"WHO_TO_GREET": "ada"}, yes=False)
     assert done.returncode != 0 and "(write tool)" in done.stderr  # not read_only: approval needed
 
-    done = run(graphchat, repo, "tools", "call", "--yes", "--json", "user__fails", "{}")
+    done = run(cli, repo, "tools", "call", "--yes", "--json", "user__fails", "{}")
     value = json.loads(done.stdout)
     assert done.returncode != 0 and value["is_error"] is True
     assert value["value"] == {
@@ -365,14 +363,14 @@ def test_exec_tools_template_args_run_without_a_shell_and_report_failures(tmp_pa
         "stdout": "partial",
     }
 
-    done, _ = call(graphchat, repo, "user__not_json", {"x": "hello"})
+    done, _ = call(cli, repo, "user__not_json", {"x": "hello"})
     assert done.returncode != 0 and "stdout is not valid JSON" in done.stdout + done.stderr
 
-    done, _ = call(graphchat, repo, "user__slow", {})
+    done, _ = call(cli, repo, "user__slow", {})
     assert done.returncode != 0 and "timed out after 1s" in done.stdout + done.stderr
 
     marker = repo / "pwned"
-    done, value = call(graphchat, repo, "user__shell_free", {"x": f"$(touch {marker}); `touch {marker}`"})
+    done, value = call(cli, repo, "user__shell_free", {"x": f"$(touch {marker}); `touch {marker}`"})
     assert done.returncode == 0, done.stderr
     assert value == {"text": f"$(touch {marker}); `touch {marker}`"} and not marker.exists()
 
@@ -401,13 +399,13 @@ prompt: "Reword: {{input.text}}"
 
 
 def test_prompt_tools_send_their_prompt_and_repair_a_bad_structured_reply(
-    tmp_path: Path, graphchat, model_server
+    tmp_path: Path, cli, model_server
 ) -> None:
     repo = make_repo(tmp_path, examples=False)
     write(repo / "tools" / "gist.yaml", PROMPT_TOOL)
     write(repo / "tools" / "reword.yaml", PLAIN_PROMPT_TOOL)
     model_server.script = [{"json": {"gist": "short"}}, {"json": {"gist": "short", "keywords": ["a", "b"]}}]
-    done, value = call(graphchat, repo, "user__gist", {"text": "a long text"}, env=model_server.env())
+    done, value = call(cli, repo, "user__gist", {"text": "a long text"}, env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert value == {"gist": "short", "keywords": ["a", "b"]}
     assert len(model_server.requests) == 2  # one repair pass
@@ -416,7 +414,7 @@ def test_prompt_tools_send_their_prompt_and_repair_a_bad_structured_reply(
     assert "Summarize: a long text" in _user_text(first)
 
     model_server.script = [{"text": "said otherwise"}]
-    done, value = call(graphchat, repo, "user__reword", {"text": "x"}, env=model_server.env())
+    done, value = call(cli, repo, "user__reword", {"text": "x"}, env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert value == {"text": "said otherwise"}
 
@@ -449,12 +447,12 @@ output:
 """
 
 
-def test_builtin_reshape_in_a_map_keeps_types_and_never_rerenders_data(repo: Path, graphchat) -> None:
+def test_builtin_reshape_in_a_map_keeps_types_and_never_rerenders_data(repo: Path, cli) -> None:
     write(repo / "plans" / "shapes.yaml", RESHAPE_PLAN)
     write(repo / "x.txt", "x\n")
     git(repo, "add", "x.txt")
     git(repo, "commit", "-q", "-m", "quote {{E9.nope}} in a subject")
-    done = run(graphchat, repo, "plan", "run", "shapes")
+    done = run(cli, repo, "plan", "run", "shapes")
     assert done.returncode == 0, done.stderr
     items = json.loads(done.stdout)["items"]
     assert items[0] == {
@@ -472,7 +470,7 @@ def test_builtin_reshape_in_a_map_keeps_types_and_never_rerenders_data(repo: Pat
 # --- the git pack ----------------------------------------------------------------------------------
 
 
-def test_git_pack_tools_match_graphs_results(tmp_path: Path, graphchat) -> None:
+def test_git_pack_tools_match_graphs_results(tmp_path: Path, cli) -> None:
     repo = make_repo(tmp_path, examples=False)
     git(repo, "mv", "README.md", "GUIDE.md")
     git(repo, "rm", "-q", "crates/core.rs")
@@ -481,9 +479,7 @@ def test_git_pack_tools_match_graphs_results(tmp_path: Path, graphchat) -> None:
     git(repo, "add", "logo.bin", "src")
     git(repo, "commit", "-q", "-m", "move things")
 
-    done, value = call(
-        graphchat, repo, "builtin__git_changed_files", {"base": "v1", "head": "HEAD", "prefix": ""}
-    )
+    done, value = call(cli, repo, "builtin__git_changed_files", {"base": "v1", "head": "HEAD", "prefix": ""})
     assert done.returncode == 0, done.stderr
     changes = {c["path"]: c for c in value["changes"]}
     assert value["count"] == len(value["files"]) == 5
@@ -500,51 +496,51 @@ def test_git_pack_tools_match_graphs_results(tmp_path: Path, graphchat) -> None:
     assert changes["src/big.rs"]["additions"] == 100
 
     done, value = call(
-        graphchat, repo, "builtin__git_changed_files", {"base": "v1", "head": "HEAD", "prefix": "src/"}
+        cli, repo, "builtin__git_changed_files", {"base": "v1", "head": "HEAD", "prefix": "src/"}
     )
     assert value["files"] == ["src/big.rs", "src/new.rs"]
 
     args = {"base": "v1", "head": "HEAD", "paths": ".", "exclude": "logo.bin", "max_bytes": 100}
-    done, value = call(graphchat, repo, "builtin__git_diff", args)
+    done, value = call(cli, repo, "builtin__git_diff", args)
     assert done.returncode == 0, done.stderr
     assert value["text"].startswith("diff --git") and "[diff truncated: showing 100 of " in value["text"]
 
-    done, value = call(graphchat, repo, "builtin__git_file", {"ref": "v1", "path": "README.md"})
+    done, value = call(cli, repo, "builtin__git_file", {"ref": "v1", "path": "README.md"})
     assert value == {"text": "# demo"}
-    done, _ = call(graphchat, repo, "builtin__git_file", {"ref": "HEAD", "path": "README.md"})
+    done, _ = call(cli, repo, "builtin__git_file", {"ref": "HEAD", "path": "README.md"})
     assert done.returncode != 0 and "README.md" in done.stdout + done.stderr
 
-    done, value = call(graphchat, repo, "builtin__git_grep", {"pattern": "fn [a-z]+", "max_matches": 1})
+    done, value = call(cli, repo, "builtin__git_grep", {"pattern": "fn [a-z]+", "max_matches": 1})
     assert value == {
         "matches": [{"path": "src/new.rs", "line": 1, "text": "pub fn added() {}"}],
         "count": 1,
         "truncated": False,
     }
-    done, value = call(graphchat, repo, "builtin__git_grep", {"pattern": "nothing-here"})
+    done, value = call(cli, repo, "builtin__git_grep", {"pattern": "nothing-here"})
     assert value == {"matches": [], "count": 0, "truncated": False}
-    done, _ = call(graphchat, repo, "builtin__git_grep", {"pattern": "x", "ref": "no-such-ref"})
+    done, _ = call(cli, repo, "builtin__git_grep", {"pattern": "x", "ref": "no-such-ref"})
     assert done.returncode != 0
 
-    done, value = call(graphchat, repo, "builtin__git_log", {"base": "v1", "max_commits": 1})
+    done, value = call(cli, repo, "builtin__git_log", {"base": "v1", "max_commits": 1})
     assert value["count"] == 1 and value["total"] == 2 and value["truncated"] is True
     assert value["commits"][0]["subject"] == "move things" and value["commits"][0]["pr"] is None
-    done, value = call(graphchat, repo, "builtin__git_log", {"base": "v1", "head": "HEAD~1"})
+    done, value = call(cli, repo, "builtin__git_log", {"base": "v1", "head": "HEAD~1"})
     assert value["commits"][0]["pr"] == 12 and len(value["commits"][0]["sha"]) == 40
-    done, _ = call(graphchat, repo, "builtin__git_log", {"base": "no-such-tag"})
+    done, _ = call(cli, repo, "builtin__git_log", {"base": "no-such-tag"})
     assert done.returncode != 0
 
 
-def test_an_unknown_pack_fails_at_start_listing_the_packs(tmp_path: Path, graphchat) -> None:
+def test_an_unknown_pack_fails_at_start_listing_the_packs(tmp_path: Path, cli) -> None:
     repo = make_repo(tmp_path, packs="[git, slackk]", examples=False)
-    done = run(graphchat, repo, "tools", "list")
+    done = run(cli, repo, "tools", "list")
     assert done.returncode == 2
     assert "unknown tool pack 'slackk' (available: git, github, data, llm)" in done.stderr
     assert "graphchat.yaml:2" in done.stderr
 
 
-def test_packs_are_off_unless_listed(tmp_path: Path, graphchat) -> None:
+def test_packs_are_off_unless_listed(tmp_path: Path, cli) -> None:
     repo = make_repo(tmp_path, packs="[]", examples=False)
-    done = run(graphchat, repo, "tools", "list")
+    done = run(cli, repo, "tools", "list")
     assert "builtin__reshape" in done.stdout and "builtin__git_diff" not in done.stdout
     assert "builtin__gh_pr_meta" not in done.stdout
 
@@ -566,7 +562,7 @@ def github_env(fake: FakeGithub) -> dict[str, str]:
 
 
 def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
-    repo: Path, graphchat, fake_github: FakeGithub
+    repo: Path, cli, fake_github: FakeGithub
 ) -> None:
     base, head = git(repo, "rev-parse", "v1"), git(repo, "rev-parse", "HEAD")
     fake_github.pulls[7] = {
@@ -594,7 +590,7 @@ def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
     ]
     env = github_env(fake_github)
 
-    done, meta = call(graphchat, repo, "builtin__gh_pr_meta", {"pr": 7}, env=env)
+    done, meta = call(cli, repo, "builtin__gh_pr_meta", {"pr": 7}, env=env)
     assert done.returncode == 0, done.stderr
     assert meta == {
         "title": "Gates fail loudly (LN 1234)",
@@ -605,11 +601,11 @@ def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
         "author": "ada",
     }
 
-    done, ticket = call(graphchat, repo, "builtin__gh_pr_ticket", {"pr": 7}, env=env)
+    done, ticket = call(cli, repo, "builtin__gh_pr_ticket", {"pr": 7}, env=env)
     assert ticket == {"found": True, "ticket": "LN-1234", "source": "title"}  # arm64 is not a ticket
 
     done, threads = call(
-        graphchat, repo, "builtin__gh_pr_review_threads", {"pr": 7, "marker": "graph:finding"}, env=env
+        cli, repo, "builtin__gh_pr_review_threads", {"pr": 7, "marker": "graph:finding"}, env=env
     )
     assert done.returncode == 0, done.stderr
     assert [(f["thread_id"], f["state"]) for f in threads["findings"]] == [
@@ -627,18 +623,18 @@ def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
     assert threads["findings"][0]["label"] == "L" and threads["findings"][0]["reply_count"] == 0
 
     args = {"pr": 7, "body": "Looks good", "marker": "graph:summary"}
-    done, posted = call(graphchat, repo, "builtin__gh_pr_comment", {**args}, env=env)
+    done, posted = call(cli, repo, "builtin__gh_pr_comment", {**args}, env=env)
     assert done.returncode == 0, done.stderr
     assert fake_github.issue_comments[0]["body"] == "Looks good\n\n<!-- graph:summary -->"
     assert posted == {"text": fake_github.issue_comments[0]["html_url"]}
-    done, _ = call(graphchat, repo, "builtin__gh_pr_comment", {**args, "body": "Still good"}, env=env)
+    done, _ = call(cli, repo, "builtin__gh_pr_comment", {**args, "body": "Still good"}, env=env)
     assert [c["body"] for c in fake_github.issue_comments] == [
         "Still good\n\n<!-- graph:summary -->"
     ]  # edited in place
     # without a marker: the token identity's last comment is edited (gh --edit-last), another's is not
     human = {**fake_github.issue_comments[0], "id": 1, "body": "human", "user": {"login": "ada"}}
     fake_github.issue_comments.append(human)
-    done, _ = call(graphchat, repo, "builtin__gh_pr_comment", {"pr": 7, "body": "plain"}, env=env)
+    done, _ = call(cli, repo, "builtin__gh_pr_comment", {"pr": 7, "body": "plain"}, env=env)
     assert [c["body"] for c in fake_github.issue_comments] == ["plain", "human"]
 
     fake_github.reject_lines = {99}
@@ -648,7 +644,7 @@ def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
         {"path": "b.rs", "line": 99, "body": "off"},
     ]
     inline = {"pr": 7, "head_sha": head, "marker": "graph:inline", "comments": comments}
-    done, out = call(graphchat, repo, "builtin__gh_pr_inline_comments", inline, env=env)
+    done, out = call(cli, repo, "builtin__gh_pr_inline_comments", inline, env=env)
     assert done.returncode == 0, done.stderr
     assert "url" in out["comments"][0] and out["comments"][0]["extra"] == 1
     assert "url" not in out["comments"][1] and "url" not in out["comments"][2]
@@ -657,7 +653,7 @@ def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
         fake_github.review_comments[0]["commit_id"] == head
         and fake_github.review_comments[0]["side"] == "RIGHT"
     )
-    done, _ = call(graphchat, repo, "builtin__gh_pr_inline_comments", inline, env=env)
+    done, _ = call(cli, repo, "builtin__gh_pr_inline_comments", inline, env=env)
     assert len(fake_github.review_comments) == 1  # refreshed, not stacked
 
     # every request carried the token; it is in no file of the workspace
@@ -668,7 +664,7 @@ def test_github_pack_reads_a_pr_and_its_review_threads_and_posts_a_comment(
 
 
 def test_a_plan_over_the_github_pack_keeps_the_token_out_of_its_thread(
-    repo: Path, graphchat, fake_github: FakeGithub, model_server
+    repo: Path, cli, fake_github: FakeGithub, model_server
 ) -> None:
     """docs/shots/plans/pr_followup.yaml runs against the fake API and the local repository:
     gh_pr_meta's shas feed git_changed_files; the decide compares `state` with `open`, which
@@ -685,12 +681,12 @@ def test_a_plan_over_the_github_pack_keeps_the_token_out_of_its_thread(
         "user": {"login": "ada"},
     }
     env = {**github_env(fake_github), **model_server.env()}
-    done = run(graphchat, repo, "plan", "run", "pr_followup", "--input", "pr=9", "--json", env=env)
+    done = run(cli, repo, "plan", "run", "pr_followup", "--input", "pr=9", "--json", env=env)
     assert done.returncode == 0, done.stderr
     assert "✓ builtin__gh_pr_ticket" in done.stderr and "✓ builtin__git_changed_files" in done.stderr
     assert [r["path"] for r in fake_github.requests] == ["/api/v3/repos/owner/repo/pulls/9"] * 2
     assert fake_github.issue_comments == []
-    done = run(graphchat, repo, "ask", f"say {TOKEN}", env=env)  # a thread file is written
+    done = run(cli, repo, "ask", f"say {TOKEN}", env=env)  # a thread file is written
     assert done.returncode == 0, done.stderr
     threads = [p for p in (repo / "threads").rglob("*") if p.is_file()]
     assert any("say [redacted]" in p.read_text() for p in threads), "the question was kept, redacted"
@@ -703,9 +699,9 @@ def assert_token_nowhere(root: Path) -> None:
             assert TOKEN not in path.read_text(errors="replace"), f"the token is in {path}"
 
 
-def test_github_pack_without_a_token_says_what_to_set(repo: Path, graphchat, fake_github: FakeGithub) -> None:
+def test_github_pack_without_a_token_says_what_to_set(repo: Path, cli, fake_github: FakeGithub) -> None:
     env = {"GITHUB_API_URL": fake_github.url, "GITHUB_REPOSITORY": fake_github.repo}
-    done, _ = call(graphchat, repo, "builtin__gh_pr_meta", {"pr": 1}, env=env)
+    done, _ = call(cli, repo, "builtin__gh_pr_meta", {"pr": 1}, env=env)
     assert done.returncode != 0 and "GITHUB_TOKEN is not set" in done.stdout + done.stderr
     assert fake_github.requests == []
 
@@ -725,7 +721,7 @@ def _thread(tid: str, first: str, *, resolved_by: str | None, replies: list[str]
 
 
 def test_pr_review_reviews_a_pr_end_to_end_against_the_fake_api(
-    repo: Path, graphchat, fake_github: FakeGithub, model_server
+    repo: Path, cli, fake_github: FakeGithub, model_server
 ) -> None:
     """docs/shots/plans/pr_review.yaml: gh_pr_meta → git_changed_files/git_diff over the local
     repository → user__review_graph_pr (a prompt tool, scripted model) → user__findings_to_review_comments
@@ -751,7 +747,7 @@ def test_pr_review_reviews_a_pr_end_to_end_against_the_fake_api(
     }
     model_server.default = {"json": {"summary": "**1 warn**: docs parity.", "findings": [finding]}}
     env = {**github_env(fake_github), **model_server.env()}
-    done = run(graphchat, repo, "plan", "run", "pr_review", "--input", "pr=5", "--yes", env=env)
+    done = run(cli, repo, "plan", "run", "pr_review", "--input", "pr=5", "--yes", env=env)
     assert done.returncode == 0, done.stderr
     review = model_server.requests[0]
     assert "crates/core.rs" in _user_text(review) and "+fn run() { exit(4) }" in _user_text(review)
@@ -766,7 +762,7 @@ def test_pr_review_reviews_a_pr_end_to_end_against_the_fake_api(
 
 
 def test_github_thread_sync_and_release_against_the_fake_api(
-    repo: Path, graphchat, fake_github: FakeGithub
+    repo: Path, cli, fake_github: FakeGithub
 ) -> None:
     fake_github.threads = [_thread("T1", "x", resolved_by=None), _thread("T2", "y", resolved_by=None)]
     fake_github.review_comments.append({"id": 7, "pull": 3, "body": "old\n\n<!-- legacy -->"})
@@ -787,7 +783,7 @@ def test_github_thread_sync_and_release_against_the_fake_api(
         "threads": threads,
         "sweep_marker": "legacy",
     }
-    done, out = call(graphchat, repo, "builtin__gh_pr_thread_sync", args, env=github_env(fake_github))
+    done, out = call(cli, repo, "builtin__gh_pr_thread_sync", args, env=github_env(fake_github))
     assert done.returncode == 0, done.stderr
     assert [c["body"] for c in fake_github.review_comments] == ['New\n\n<!-- m:finding {"label":"L"} -->']
     assert out["creates"][0]["keep"] is True and "url" in out["creates"][0] and "url" not in out["creates"][1]
@@ -816,18 +812,18 @@ def test_github_thread_sync_and_release_against_the_fake_api(
         _release("v1.1.0", "2026-03-01T00:00:00Z"),
         _release("v2.0.0", None, draft=True),
     ]
-    done, latest = call(graphchat, repo, "builtin__gh_release", {}, env=github_env(fake_github))
+    done, latest = call(cli, repo, "builtin__gh_release", {}, env=github_env(fake_github))
     assert done.returncode == 0, done.stderr
     assert latest["tag"] == "v1.1.0" and latest["previous_tag"] == "v1.0.0" and latest["author"] == "ada"
     done, pre = call(
-        graphchat,
+        cli,
         repo,
         "builtin__gh_release",
         {"tag": "v1.1.0", "include_prereleases": True},
         env=github_env(fake_github),
     )
     assert pre["previous_tag"] == "v1.1.0-rc1"
-    done, first = call(graphchat, repo, "builtin__gh_release", {"tag": "v1.0.0"}, env=github_env(fake_github))
+    done, first = call(cli, repo, "builtin__gh_release", {"tag": "v1.0.0"}, env=github_env(fake_github))
     assert first["previous_tag"] is None and first["is_draft"] is False
 
 
@@ -898,13 +894,13 @@ def cliff_repo(root: Path) -> tuple[Path, dict[str, str]]:
     return repo, {"PATH": f"{Path(cliff).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def test_compose_changelog_writes_the_page_from_git_cliff_and_the_snippets(tmp_path: Path, graphchat) -> None:
+def test_compose_changelog_writes_the_page_from_git_cliff_and_the_snippets(tmp_path: Path, cli) -> None:
     """.graph/plans/compose_changelog.yaml: user__cliff_context (git-cliff + jq), a filter, a map
     whose body runs user__snippet_status and builtin__reshape (sections over the snippet state),
     then user__write_changelog_page — zero inference."""
     repo, env = cliff_repo(tmp_path)
     write(repo / "docs" / "snippets" / "changelog" / "v0.1.0" / "summary.mdx", "Plans run anywhere.\n")
-    done = run(graphchat, repo, "plan", "run", "compose_changelog", "--input", "tag=v0.2.0", "--yes", env=env)
+    done = run(cli, repo, "plan", "run", "compose_changelog", "--input", "tag=v0.2.0", "--yes", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"path": "docs/changelog.mdx", "releases": 3}  # v1, v0.1.0, v0.2.0
     page = (repo / "docs" / "changelog.mdx").read_text()
@@ -914,7 +910,7 @@ def test_compose_changelog_writes_the_page_from_git_cliff_and_the_snippets(tmp_p
     assert "<SummaryV0_1_0 />\n\n### Added\n\n- plans run anywhere\n" in page
 
 
-def test_changelog_entry_writes_a_new_releases_snippet(tmp_path: Path, graphchat, model_server) -> None:
+def test_changelog_entry_writes_a_new_releases_snippet(tmp_path: Path, cli, model_server) -> None:
     """.graph/plans/changelog_entry.yaml end to end: snippet_status, release_subjects (git-cliff),
     builtin__infer with graph's output_schema (scripted model), write_changelog_snippet."""
     repo, env = cliff_repo(tmp_path)
@@ -926,7 +922,7 @@ def test_changelog_entry_writes_a_new_releases_snippet(tmp_path: Path, graphchat
         }
     }
     done = run(
-        graphchat,
+        cli,
         repo,
         "plan",
         "run",

@@ -34,8 +34,8 @@ def greet(workspace: Path, graphchat) -> Path:
     return workspace / "plans" / "greet.yaml"
 
 
-def test_the_authoring_walk_ends_in_a_plan_that_runs_with_another_input(greet: Path, graphchat) -> None:
-    done = graphchat("plan", "step", "rename", "greet", "E0", "hello", "--json")
+def test_the_authoring_walk_ends_in_a_plan_that_runs_with_another_input(greet: Path, cli) -> None:
+    done = cli("plan", "step", "rename", "greet", "E0", "hello", "--json")
     assert done.returncode == 0, done.stderr
     assert envelope(done) == {
         "ok": True,
@@ -46,84 +46,84 @@ def test_the_authoring_walk_ends_in_a_plan_that_runs_with_another_input(greet: P
     }
     text = greet.read_text()
     assert "{{hello.greeting}}" in text and "E0" not in text
-    done = graphchat("plan", "run", "greet", "--input", "who=Ada")
+    done = cli("plan", "run", "greet", "--input", "who=Ada")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"text": "hi Ada!"}
-    assert graphchat("plan", "validate", "greet").returncode == 0
+    assert cli("plan", "validate", "greet").returncode == 0
 
 
-def test_without_json_one_line_on_stderr_and_stdout_empty(greet: Path, graphchat) -> None:
-    done = graphchat("plan", "step", "update", "greet", "E1", "reasoning", "shout it")
+def test_without_json_one_line_on_stderr_and_stdout_empty(greet: Path, cli) -> None:
+    done = cli("plan", "step", "update", "greet", "E1", "reasoning", "shout it")
     assert done.returncode == 0 and done.stdout == ""
     assert done.stderr.strip() == f"✓ step E1: reasoning updated → {greet}"
     assert "reasoning: shout it" in greet.read_text()
-    done = graphchat("plan", "step", "unset", "greet", "E1", "reasoning", "--json")
+    done = cli("plan", "step", "unset", "greet", "E1", "reasoning", "--json")
     assert envelope(done)["ok"] is True and "reasoning" not in greet.read_text()
 
 
-def test_an_edit_that_adds_a_problem_leaves_the_file_byte_for_byte(greet: Path, graphchat) -> None:
+def test_an_edit_that_adds_a_problem_leaves_the_file_byte_for_byte(greet: Path, cli) -> None:
     before = greet.read_bytes()
     # E1 reads E0: removing it would leave a reference dangling
-    done = graphchat("plan", "step", "rm", "greet", "E0", "--json")
+    done = cli("plan", "step", "rm", "greet", "E0", "--json")
     assert done.returncode == 1
     body = envelope(done)
     assert body["ok"] is False and body["error"].startswith("edit rejected")
     assert any("step E1" in p and "E0" in p for p in body["problemsIntroduced"])
     # a duplicate id
-    done = graphchat("plan", "step", "add", "greet", "E1", "builtin__reshape", '{"shape":{}}')
+    done = cli("plan", "step", "add", "greet", "E1", "builtin__reshape", '{"shape":{}}')
     assert done.returncode == 1 and done.stdout == ""
     assert "edit rejected" in done.stderr and "duplicate step id 'E1'" in done.stderr
     # a reference to a later step (inserted before the step it reads)
-    done = graphchat("plan", "step", "add", "greet", "E9", "builtin__reshape", '{"shape":{"x":"{{E1.loud}}"}}',
+    done = cli("plan", "step", "add", "greet", "E9", "builtin__reshape", '{"shape":{"x":"{{E1.loud}}"}}',
                      "--before", "E1", "--json")  # fmt: skip
     assert done.returncode == 1 and envelope(done)["problemsIntroduced"]
     assert greet.read_bytes() == before
 
 
-def test_refusals_and_usage_mistakes(greet: Path, graphchat) -> None:
-    done = graphchat("plan", "step", "rm", "greet", "nope", "--json")
+def test_refusals_and_usage_mistakes(greet: Path, cli) -> None:
+    done = cli("plan", "step", "rm", "greet", "nope", "--json")
     assert done.returncode == 1
     assert envelope(done)["availableSteps"] == ["E0", "E1"]
-    done = graphchat("plan", "unset", "greet", "identifier")
+    done = cli("plan", "unset", "greet", "identifier")
     assert done.returncode == 2 and "plan set" in done.stderr
-    done = graphchat("plan", "set", "greet", "colour", "red")
+    done = cli("plan", "set", "greet", "colour", "red")
     assert done.returncode == 2 and "unknown plan attribute 'colour'" in done.stderr
-    done = graphchat("plan", "set", "greet", "output", "{not json")
+    done = cli("plan", "set", "greet", "output", "{not json")
     assert done.returncode == 2
-    done = graphchat("plan", "new", "greet")
+    done = cli("plan", "new", "greet")
     assert done.returncode == 1 and "already exists" in done.stderr
-    done = graphchat("plan", "set", "greet", "output", '{"text":"{{E0.greeting}}"}')
+    done = cli("plan", "set", "greet", "output", '{"text":"{{E0.greeting}}"}')
     assert done.returncode == 0
-    done = graphchat("plan", "step", "rm", "greet", "E1")
+    done = cli("plan", "step", "rm", "greet", "E1")
     assert done.returncode == 0
-    done = graphchat("plan", "step", "rm", "greet", "E0")
+    done = cli("plan", "step", "rm", "greet", "E0")
     assert done.returncode == 1 and "last step" in done.stderr
 
 
 def test_an_invalid_plan_stays_editable_and_an_unknown_tool_is_reported_not_rejected(
-    workspace: Path, graphchat
+    workspace: Path, cli
 ) -> None:
-    done = graphchat("plan", "new", "draft", "--json")
+    done = cli("plan", "new", "draft", "--json")
     assert envelope(done)["preExistingProblems"] == ["steps: the plan has no steps"]
-    done = graphchat("plan", "set", "draft", "description", "a draft", "--json")
+    done = cli("plan", "set", "draft", "description", "a draft", "--json")
     body = envelope(done)
     assert done.returncode == 0 and body["preExistingProblems"] == ["steps: the plan has no steps"]
     assert "pre-existing" in body["note"]
-    done = graphchat("plan", "step", "add", "draft", "E0", "nowhere__tool", "{}", "--json")
+    done = cli("plan", "step", "add", "draft", "E0", "nowhere__tool", "{}", "--json")
     body = envelope(done)
     assert done.returncode == 0 and "preExistingProblems" not in body
     assert any("nowhere__tool" in note for note in body["notes"])
-    assert graphchat("plan", "validate", "draft").returncode == 1  # the catalog problem stands
+    assert cli("plan", "validate", "draft").returncode == 1  # the catalog problem stands
 
 
-def test_comments_and_key_order_survive_an_edit(workspace: Path, graphchat) -> None:
+def test_comments_and_key_order_survive_an_edit(workspace: Path, cli) -> None:
     path = workspace / "plans" / "kept.yaml"
     path.write_text(
         "# a header comment\nidentifier: kept\nname: Kept\ndescription: keeps comments\n"
         "steps:\n  - id: E0  # the first step\n    tool_name: builtin__reshape\n    input: {shape: {a: 1}}\n"
         "output: {a: '{{E0.a}}'}\n"
     )
-    done = graphchat("plan", "set", "kept", "exemplars", "keep this", "and this")
+    done = cli("plan", "set", "kept", "exemplars", "keep this", "and this")
     assert done.returncode == 0, done.stderr
     text = path.read_text()
     assert text.startswith("# a header comment\nidentifier: kept\n")
@@ -131,9 +131,9 @@ def test_comments_and_key_order_survive_an_edit(workspace: Path, graphchat) -> N
     assert text.index("exemplars:") < text.index("steps:")
 
 
-def test_changing_the_identifier_writes_a_new_file_and_leaves_the_old(greet: Path, graphchat) -> None:
+def test_changing_the_identifier_writes_a_new_file_and_leaves_the_old(greet: Path, cli) -> None:
     before = greet.read_bytes()
-    done = graphchat("plan", "set", "greet", "identifier", "salute", "--json")
+    done = cli("plan", "set", "greet", "identifier", "salute", "--json")
     body = envelope(done)
     assert done.returncode == 0 and body["renamedFrom"] == str(greet)
     assert body["savedTo"] == str(greet.with_name("salute.yaml"))
@@ -141,8 +141,8 @@ def test_changing_the_identifier_writes_a_new_file_and_leaves_the_old(greet: Pat
     assert "identifier: salute" in greet.with_name("salute.yaml").read_text()
 
 
-def test_plan_show_tree_and_mermaid(greet: Path, graphchat) -> None:
-    done = graphchat("plan", "show", "greet", "--tree")
+def test_plan_show_tree_and_mermaid(greet: Path, cli) -> None:
+    done = cli("plan", "show", "greet", "--tree")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "plan__greet — Greet (output finish)",
@@ -150,12 +150,12 @@ def test_plan_show_tree_and_mermaid(greet: Path, graphchat) -> None:
         "├── E1  builtin__reshape  ← E0",
         "└── output  ← E1",
     ]
-    done = graphchat("plan", "show", "greet", "--mermaid")
+    done = cli("plan", "show", "greet", "--mermaid")
     assert done.stdout.startswith("flowchart TD\n") and "n_E0 --> n_E1" in done.stdout
 
 
-def test_plan_run_tree_draws_each_steps_status_on_stderr(greet: Path, graphchat) -> None:
-    done = graphchat("plan", "run", "greet", "--tree", "--input", "who=Bo")
+def test_plan_run_tree_draws_each_steps_status_on_stderr(greet: Path, cli) -> None:
+    done = cli("plan", "run", "greet", "--tree", "--input", "who=Bo")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"text": "hi Bo!"}  # stdout stays the deliverable
     tail = done.stderr.splitlines()[-4:]
@@ -165,7 +165,7 @@ def test_plan_run_tree_draws_each_steps_status_on_stderr(greet: Path, graphchat)
     assert tail[3] == "└── output  ← E1"
 
 
-def test_every_verb_answers_with_an_envelope_under_json(greet: Path, graphchat) -> None:
+def test_every_verb_answers_with_an_envelope_under_json(greet: Path, cli) -> None:
     verbs = [
         ("plan", "set", "greet", "exemplars", "greet Ada", "say hi"),
         ("plan", "unset", "greet", "exemplars"),
@@ -178,9 +178,9 @@ def test_every_verb_answers_with_an_envelope_under_json(greet: Path, graphchat) 
         ("plan", "step", "rm", "greet", "count"),
     ]
     for args in verbs:
-        done = graphchat(*args, "--json")
+        done = cli(*args, "--json")
         assert done.returncode == 0, (args, done.stderr)
         body = envelope(done)
         assert body["ok"] is True and body["savedTo"] == str(greet), (args, body)
-    done = graphchat("plan", "run", "greet", "--input", "who=Cy")
+    done = cli("plan", "run", "greet", "--input", "who=Cy")
     assert json.loads(done.stdout) == {"text": "hi Cy!!"}

@@ -521,7 +521,7 @@ def test_yaml12_duplicate_key_is_a_load_error() -> None:
         load_plan_text(text, "<test>")
 
 
-def test_yaml12_in_graphchat_yaml_answers_and_plan_files(graphchat: Any, workspace: Any) -> None:
+def test_yaml12_in_graphchat_yaml_answers_and_plan_files(cli: Any, workspace: Any) -> None:
     """graph: serde_yaml 0.9 for every file it reads — here graphchat.yaml, a plan file and an
     --answers file: `no` stays the string an `ask` enum `[yes, no]` names; a duplicate key in
     graphchat.yaml is a config error naming file and line."""
@@ -531,13 +531,13 @@ def test_yaml12_in_graphchat_yaml_answers_and_plan_files(graphchat: Any, workspa
     )
     answers = workspace / "answers.yaml"
     answers.write_text("A: {answer: no}\n")
-    run = graphchat("plan", "run", "ship", "--answers", str(answers), "--json")
+    run = cli("plan", "run", "ship", "--answers", str(answers), "--json")
     assert run.returncode == 0, run.stderr
     import json
 
     assert json.loads(run.stdout)["output"] == {"answer": "no", "answered": True}
     (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iterations: 15\nsettings: {}\n")
-    bad = graphchat("plan", "list")
+    bad = cli("plan", "list")
     assert bad.returncode == 2 and "graphchat.yaml:3" in bad.stderr and "duplicate key" in bad.stderr, (
         bad.stderr
     )
@@ -672,13 +672,13 @@ def test_plan_discovery_does_not_descend_into_subfolders(tmp_path: Any) -> None:
     assert sorted(discover(tmp_path).plans) == ["top"]
 
 
-def test_ignored_step_field_is_a_warning_on_stderr(graphchat: Any, workspace: Any) -> None:
+def test_ignored_step_field_is_a_warning_on_stderr(cli: Any, workspace: Any) -> None:
     """graph: pipeline/plan.rs `Step` ignores `timeout: 30`; graphchat runs the plan and says so on stderr."""
     (workspace / "plans" / "slow.yaml").write_text(
         _HEAD.replace("lenient", "slow")
         + "steps:\n  - id: E0\n    tool_name: exit\n    timeout: 30\n    input: {status: success, message: done}\n"
     )
-    run = graphchat("plan", "run", "slow")
+    run = cli("plan", "run", "slow")
     assert run.returncode == 0, run.stderr
     assert (
         "warning: " in run.stderr
@@ -806,49 +806,47 @@ def _delivered(run: Any) -> Any:
     return json.loads(run.stdout)["input"]
 
 
-def test_input_pairs_only_with_json_value_parsing(graphchat: Any, input_plan: Any) -> None:
+def test_input_pairs_only_with_json_value_parsing(cli: Any, input_plan: Any) -> None:
     """graph: commands/input.rs::pairs_only_with_json_value_parsing and ::pairs_override_document_keys;
     pipeline/doc.rs::apply_schema_defaults fills the top-level `level`, not `opts.depth`."""
     got = _delivered(
-        graphchat(
-            "plan", "run", "echo_in", '{"a": 1, "opts": {}}', "--input", "a=19", "--input", "name=Platform"
-        )
+        cli("plan", "run", "echo_in", '{"a": 1, "opts": {}}', "--input", "a=19", "--input", "name=Platform")
     )
     assert got == {"a": 19, "name": "Platform", "opts": {}, "level": 1}
 
 
-def test_input_non_object_json_is_rejected_exit_1(graphchat: Any, input_plan: Any) -> None:
+def test_input_non_object_json_is_rejected_exit_1(cli: Any, input_plan: Any) -> None:
     """graph: commands/input.rs::non_object_json_is_rejected (`must be a JSON object`), an anyhow
     error: exit 1."""
-    run = graphchat("plan", "run", "echo_in", "[1,2]")
+    run = cli("plan", "run", "echo_in", "[1,2]")
     assert run.returncode == 1 and run.stdout == ""
     assert "input from argument must be a JSON object, got: [1,2]" in run.stderr
-    run = graphchat("plan", "run", "echo_in", "null")
+    run = cli("plan", "run", "echo_in", "null")
     assert run.returncode == 1 and "must be a JSON object, got: null" in run.stderr
 
 
-def test_input_pair_without_equals_is_exit_1(graphchat: Any, input_plan: Any) -> None:
+def test_input_pair_without_equals_is_exit_1(cli: Any, input_plan: Any) -> None:
     """graph: commands/input.rs `resolve_input` — `--input must be key=value, got: {pair}` (exit 1)."""
-    run = graphchat("plan", "run", "echo_in", "--input", "team")
+    run = cli("plan", "run", "echo_in", "--input", "team")
     assert run.returncode == 1 and "--input must be key=value, got: team" in run.stderr
 
 
-def test_input_empty_document_is_an_empty_object(graphchat: Any, input_plan: Any) -> None:
+def test_input_empty_document_is_an_empty_object(cli: Any, input_plan: Any) -> None:
     """graph: commands/input.rs `parse_document` — an empty document is `{}`."""
-    assert _delivered(graphchat("plan", "run", "echo_in", "")) == {"level": 1}
+    assert _delivered(cli("plan", "run", "echo_in", "")) == {"level": 1}
     empty = input_plan / "empty.json"
     empty.write_text("\n")
-    assert _delivered(graphchat("plan", "run", "echo_in", f"@{empty}")) == {"level": 1}
+    assert _delivered(cli("plan", "run", "echo_in", f"@{empty}")) == {"level": 1}
 
 
-def test_unknown_input_key_typed_is_exit_3_in_a_document_a_warning(graphchat: Any, input_plan: Any) -> None:
+def test_unknown_input_key_typed_is_exit_3_in_a_document_a_warning(cli: Any, input_plan: Any) -> None:
     """graph: commands/input.rs inserts every key (extra keys pass through). graphchat (issue 12,
     Decisions): `--input tema=core` is exit 3 naming the key and the close match; inside a
     document it is a warning and the key passes through."""
-    run = graphchat("plan", "run", "echo_in", "--input", "tema=core")
+    run = cli("plan", "run", "echo_in", "--input", "tema=core")
     assert run.returncode == 3 and run.stdout == ""
     assert "'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in run.stderr
-    run = graphchat("plan", "run", "echo_in", '{"tema": "core"}')
+    run = cli("plan", "run", "echo_in", '{"tema": "core"}')
     assert _delivered(run) == {"tema": "core", "level": 1}
     assert "warning: input 'tema' is not an input of plan 'echo_in' (did you mean 'team'?)" in run.stderr
 
@@ -896,12 +894,12 @@ output: {n: "{{E1.count}}"}
 """
 
 
-def test_plan_run_json_envelope_carries_the_documented_keys(graphchat: Any, workspace: Any) -> None:
+def test_plan_run_json_envelope_carries_the_documented_keys(cli: Any, workspace: Any) -> None:
     """graph: cli_contract.rs::plan_run_json_envelope_carries_the_documented_keys"""
     import json
 
     (workspace / "plans" / "echo_ok.yaml").write_text(_ECHO_PLAN)
-    run = graphchat("plan", "run", "echo_ok", '{"word":"hi"}', "--json")
+    run = cli("plan", "run", "echo_ok", '{"word":"hi"}', "--json")
     assert run.returncode == 0, run.stderr
     envelope = json.loads(run.stdout)
     assert envelope["plan"] == "echo_ok" and envelope["output"] == {"said": "hi"}
@@ -910,13 +908,13 @@ def test_plan_run_json_envelope_carries_the_documented_keys(graphchat: Any, work
     assert set(envelope) == {"answer", "output", "plan", "steps_executed", "exit", "usage"}
 
 
-def test_a_fired_gate_adds_an_exit_block_to_the_envelope(graphchat: Any, workspace: Any) -> None:
+def test_a_fired_gate_adds_an_exit_block_to_the_envelope(cli: Any, workspace: Any) -> None:
     """graph: cli_contract.rs::a_fired_gate_adds_an_exit_block_to_the_envelope — exit 4, `exit`
     {status, message, step}, only E1 counted, `answer` is the gate's message."""
     import json
 
     (workspace / "plans" / "gate.yaml").write_text(_GATE_PLAN)
-    run = graphchat("plan", "run", "gate", "--json")
+    run = cli("plan", "run", "gate", "--json")
     assert run.returncode == 4
     envelope = json.loads(run.stdout)
     assert envelope["exit"] == {
@@ -929,7 +927,7 @@ def test_a_fired_gate_adds_an_exit_block_to_the_envelope(graphchat: Any, workspa
     assert envelope["steps_executed"] == 1 and envelope["answer"] == "no rows found"
 
 
-def test_failed_and_needs_input_runs_print_no_envelope(graphchat: Any, workspace: Any) -> None:
+def test_failed_and_needs_input_runs_print_no_envelope(cli: Any, workspace: Any) -> None:
     """graph: plan_cmd.rs `run_plan` — a failed run (exit 1) and a needs-input run (exit 3)
     return before the envelope: stdout stays empty."""
     (workspace / "plans" / "needs.yaml").write_text(
@@ -937,13 +935,13 @@ def test_failed_and_needs_input_runs_print_no_envelope(graphchat: Any, workspace
         "steps:\n  - {id: E0, tool_name: filter, input: {over: [], where: {value: 1, op: eq, to: 1}}}\n"
         "output: {first: '{{E0.items.0}}'}\n"
     )
-    needs = graphchat("plan", "run", "needs", "--json")
+    needs = cli("plan", "run", "needs", "--json")
     assert needs.returncode == 3 and needs.stdout == ""
-    failed = graphchat("plan", "run", "needs", "--input", "n=1", "--json")
+    failed = cli("plan", "run", "needs", "--input", "n=1", "--json")
     assert failed.returncode == 1 and failed.stdout == "" and "E0.items is an empty array" in failed.stderr
 
 
-def test_plan_validate_and_list_envelopes(graphchat: Any, workspace: Any) -> None:
+def test_plan_validate_and_list_envelopes(cli: Any, workspace: Any) -> None:
     """graph: cli_contract.rs::plan_validate_separates_fatal_problems_from_notes (single plan:
     {plan, steps, ok, problems, notes}) and ::plan_list_reports_broken_and_valid_plans_separately
     (plan_edit.rs `list_as_json`: plans with `steps`, skipped with `path`)."""
@@ -953,7 +951,7 @@ def test_plan_validate_and_list_envelopes(graphchat: Any, workspace: Any) -> Non
     (workspace / "plans" / "broken.yaml").write_text(
         "identifier: broken\nname: B\ndescription: d\nsteps: {\n"
     )
-    one = json.loads(graphchat("plan", "validate", "gate", "--json").stdout)
+    one = json.loads(cli("plan", "validate", "gate", "--json").stdout)
     assert {k: one[k] for k in ("plan", "steps", "ok", "problems", "notes")} == {
         "plan": "gate",
         "steps": 2,
@@ -961,10 +959,10 @@ def test_plan_validate_and_list_envelopes(graphchat: Any, workspace: Any) -> Non
         "problems": [],
         "notes": [],
     }
-    every = json.loads(graphchat("plan", "validate", "--json").stdout)
+    every = json.loads(cli("plan", "validate", "--json").stdout)
     assert set(every) == {"plans", "ok"} and every["ok"] is False
     assert sorted(p["plan"] for p in every["plans"]) == ["broken", "gate"]
-    listing = json.loads(graphchat("plan", "list", "--json").stdout)
+    listing = json.loads(cli("plan", "list", "--json").stdout)
     assert [(p["identifier"], p["steps"]) for p in listing["plans"]] == [("gate", 2)] and listing[
         "count"
     ] == 1
@@ -1014,14 +1012,14 @@ steps:
 """
 
 
-def test_steps_executed_counts_an_exit_that_fires_in_a_branch(graphchat: Any, workspace: Any) -> None:
+def test_steps_executed_counts_an_exit_that_fires_in_a_branch(cli: Any, workspace: Any) -> None:
     """graph: `E0; decide then: [note, exit]` is 3 — E0, the branch's call and the fired exit in
     the body (pipeline/body.rs: `BodyFail::Exited` carries `steps_executed + 1`); the `decide`
     itself has no result, so counts 0 (state.rs `steps_executed`), as does a fired top-level exit."""
     import json
 
     (workspace / "plans" / "branch_exit.yaml").write_text(_BRANCH_EXIT_PLAN)
-    run = graphchat("plan", "run", "branch_exit", "--json")
+    run = cli("plan", "run", "branch_exit", "--json")
     assert run.returncode == 0, run.stderr
     envelope = json.loads(run.stdout)
     assert envelope["exit"]["status"] == "success" and envelope["exit"]["message"] == "done in the branch"
@@ -1030,6 +1028,6 @@ def test_steps_executed_counts_an_exit_that_fires_in_a_branch(graphchat: Any, wo
         "  - {id: E1, tool_name: exit, input: {status: success, message: bye}}\n"
     )
     (workspace / "plans" / "top_exit.yaml").write_text(top)
-    run = graphchat("plan", "run", "top_exit", "--json")
+    run = cli("plan", "run", "top_exit", "--json")
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["steps_executed"] == 1  # E0; the fired top-level exit counts 0
