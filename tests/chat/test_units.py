@@ -312,8 +312,8 @@ def test_cost_keeps_enough_digits() -> None:
     assert format_cost(0) == "$0"
 
 
-def test_chat_without_a_terminal_is_a_usage_error(graphchat: Any) -> None:
-    result = graphchat("chat")
+def test_chat_without_a_terminal_is_a_usage_error(cli: Any) -> None:
+    result = cli("chat")
     assert result.returncode == 2
     assert result.stdout == ""
     assert "error: chat needs a terminal" in result.stderr
