@@ -18,7 +18,7 @@ def envelope(done) -> dict:
 
 
 @pytest.fixture
-def greet(workspace: Path, graphchat) -> Path:
+def greet(workspace: Path, cli) -> Path:
     """The authoring walk up to a runnable plan: new → input_schema → two steps → output."""
     steps = [
         ("new", "greet", "--description", "greet someone"),
@@ -28,7 +28,7 @@ def greet(workspace: Path, graphchat) -> Path:
         ("set", "greet", "output", '{"text":"{{E1.loud}}"}'),
     ]
     for args in steps:
-        done = graphchat("plan", *args, "--json")
+        done = cli("plan", *args, "--json")
         assert done.returncode == 0, (args, done.stderr)
         assert envelope(done)["ok"] is True
     return workspace / "plans" / "greet.yaml"
