@@ -47,3 +47,30 @@ def test_a_servers_simulated_logging_lands_in_its_log_not_on_the_terminal(
 
 
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@needs_everything
+def test_tab_completes_a_servers_prompt_its_arguments_and_their_values(
+    workspace: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    """`/everything:compl` → the prompt's name; `dep` → `department=`; `Eng` → the value the
+    server's completion API offers; `name=A` → a value that depends on the department given."""
+    everything(workspace)
+    model_server.push({"text": "Alice is promoted."})
+    child = chat()
+    child.expect_exact("you>")
+    child.send("/everyth\t")
+    child.expect_exact("ing:")  # only what Tab added is drawn
+    child.send("compl\t")
+    child.expect_exact("able-prompt")
+    child.send(" dep\t")
+    child.expect_exact("artment=")
+    child.send("Eng\t")
+    child.expect_exact("ineering")
+    child.send(" name=A\t")
+    child.expect_exact("lice")
+    child.send("\r")
+    child.expect_exact("Alice is promoted.")
+    leave(child)
+    sent = model_server.requests[0]["messages"][-1]
+    assert sent["content"] == "Please promote Alice to the head of the Engineering team."
