@@ -134,6 +134,7 @@ class Connection:
         roots: Callable[[], list[tuple[str, str]]] | None = None,
         on_warning: Callable[[str], None] | None = None,
         sampler: Callable[[str, Any, CallContext | None], Awaitable[Any]] | None = None,
+        on_resource_updated: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.roots = roots  # (uri, name) of the folders the server may work in (MCP roots)
@@ -144,6 +145,7 @@ class Connection:
         self.log_path = log_path
         self.on_tools = on_tools  # a start (or a relist) read the server's tool list
         self.on_error = on_error  # a start failed or the connection broke (the message says why)
+        self.on_resource_updated = on_resource_updated  # a subscribed resource changed (its URI)
         self.state = "stopped"  # stopped | starting | running | failed | closed
         self.client: Any = None
         self.last_error: str | None = None
@@ -519,13 +521,17 @@ class Connection:
         """What the SDK surfaces besides answers. A JSON-RPC answer it cannot read (nested
         deeper than its parser allows) is dropped by the SDK: the calls waiting on this server
         fail at once rather than waiting out their timeout. Junk lines are not answers: ignored.
-        `tools/list_changed` reads the server's tool list again (the catalog's next listing has it)."""
+        `tools/list_changed` reads the server's tool list again (the catalog's next listing has it);
+        `resources/updated` (a subscribed resource changed) goes to `on_resource_updated`."""
         if isinstance(message, Exception) and "recursion limit" in str(message):
             for waiter in list(self._unreadable):
                 if not waiter.done():
                     waiter.set_result("the server sent a message nested too deep to parse")
             return
-        from mcp.types import ToolListChangedNotification
+        from mcp.types import ResourceUpdatedNotification, ToolListChangedNotification
+
+        if isinstance(message, ResourceUpdatedNotification) and self.on_resource_updated is not None:
+            self.on_resource_updated(str(message.params.uri))
 
         if isinstance(message, ToolListChangedNotification):
             import asyncio

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
@@ -47,6 +48,8 @@ class McpSource(ToolSource):
         self._connections: dict[str, Connection] = {}
         self._specs: list[ToolSpec] | None = None
         self._names: NameMap | None = None
+        # (server, uri) of a subscribed resource that changed (`resources/subscribe`); the chat sets it
+        self.on_resource_update: Callable[[str, str], None] | None = None
 
     # configuration and cache --------------------------------------------------------------------
 
@@ -197,8 +200,13 @@ class McpSource(ToolSource):
                 roots=self.roots,
                 on_warning=self._warn,
                 sampler=self.sample,
+                on_resource_updated=lambda uri: self._resource_updated(name, uri),
             )
         return conn
+
+    def _resource_updated(self, server: str, uri: str) -> None:
+        if self.on_resource_update is not None:
+            self.on_resource_update(server, uri)
 
     async def sample(self, server: str, params: Any, ctx: CallContext | None) -> Any:
         """A server's sampling request, served by the person's model once approved (mcp_sampling)."""

@@ -74,3 +74,46 @@ def test_tab_completes_a_servers_prompt_its_arguments_and_their_values(
     leave(child)
     sent = model_server.requests[0]["messages"][-1]
     assert sent["content"] == "Please promote Alice to the head of the Engineering team."
+
+
+DOC = "demo://resource/static/document/architecture.md"
+UPDATES = {"name": "everything__toggle-subscriber-updates", "arguments": {}}
+
+
+@needs_everything
+def test_a_subscribed_resources_change_is_a_line_and_the_next_message_rereads_it(
+    workspace: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    (workspace / "graphchat.yaml").write_text(
+        "approvals:\n  allow: [everything__toggle-subscriber-updates]\n"
+    )
+    model_server.push(
+        {"tool_calls": [UPDATES]}, {"text": "Updates are on."}, {"text": "It is the architecture."}
+    )
+    child = chat()
+    send_message(child, "/subscribe nothing-here")
+    child.expect_exact("/subscribe: expected SERVER:URI")
+    send_message(child, f"/subscribe evrything:{DOC}")
+    child.expect_exact("no MCP server 'evrything' is configured (did you mean everything?)")
+    send_message(child, f"/subscribe everything:{DOC}")
+    child.expect_exact(f"subscribed to everything:{DOC}")
+    send_message(child, "turn the updates on")  # the server sends the first update at once
+    child.expect_exact(f"↻ everything:{DOC} changed")
+    child.expect_exact("Updates are on.")
+    send_message(child, "what changed?")
+    child.expect_exact(f"↻ re-reading everything:{DOC}")
+    child.expect_exact("It is the architecture.")
+    send_message(child, "/subscribe")
+    child.expect_exact(f"subscribed: everything:{DOC}")
+    send_message(child, f"/unsubscribe everything:{DOC}")
+    child.expect_exact(f"unsubscribed from everything:{DOC}")
+    leave(child)
+    assert len(model_server.requests) == 3
+    first = model_server.requests[0]["messages"][-1]["content"]
+    assert first == "turn the updates on"  # nothing had changed yet
+    sent = model_server.requests[2]["messages"][-1]["content"]
+    assert sent.startswith(f"what changed?\n\nAttached resource everything:{DOC} (text/markdown):\n#")
+    log = (workspace / "catalog" / "logs" / "everything.log").read_text()
+    assert f"Received Subscribe Resource request for URI: {DOC}" in log
+    assert f"Received Unsubscribe Resource request: {DOC}" in log
