@@ -38,8 +38,8 @@ MAX_START_FAILURES = 2  # a failed start is retried once by the next call, then 
 CLOSE_TIMEOUT_S = 8.0  # the SDK's own shutdown escalation is bounded (≈ 2 s + 2 s + 2 s)
 CALL_GRACE_S = 5.0  # backstop over the SDK's per-call read timeout
 
-# The CallContext of the tool call being made: elicitation callbacks use its asker.
-_current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+# The CallContext and tool of the call being made: elicitation callbacks use its asker.
+_current_call: contextvars.ContextVar[tuple[CallContext, str] | None] = contextvars.ContextVar(
     "graphchat_mcp_call", default=None
 )
 
@@ -157,6 +157,7 @@ class Connection:
         self._start_deadline: asyncio.Timeout | None = None
         self._old_tasks: set[asyncio.Task[None]] = set()
         self._inflight: dict[int, CallContext] = {}
+        self._inflight_tools: dict[int, str] = {}  # the tool each call in flight called
         self._budgets: dict[int, Any] = {}  # the budget of each call in flight (its turn's or run's)
         self._call_ids = 0
         self._closed = False
@@ -440,10 +441,11 @@ class Connection:
         self._call_ids += 1
         call_id = self._call_ids
         self._inflight[call_id] = ctx
+        self._inflight_tools[call_id] = tool
         from graphchat.llm.budget import current as current_budget
 
         self._budgets[call_id] = current_budget()
-        token = _current_call.set(ctx)
+        token = _current_call.set((ctx, tool))
         call_task = asyncio.ensure_future(
             client.call_tool(
                 tool, arguments, read_timeout_seconds=timeout, progress_callback=_progress_reporter(ctx)
@@ -466,6 +468,7 @@ class Connection:
             raise
         finally:
             self._inflight.pop(call_id, None)
+            self._inflight_tools.pop(call_id, None)
             self._budgets.pop(call_id, None)
             self._unreadable.discard(unreadable)
         if call_task not in done and unreadable in done:
@@ -600,13 +603,27 @@ class Connection:
     # the elicitation bridge ------------------------------------------------------------------
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
-        """A server asks the person something: route it to the asker of the call it belongs to."""
-        ctx = _current_call.get()
-        if ctx is None and self._inflight:
-            # Legacy push elicitation runs in the connection's task, outside the call's
-            # context: use the latest in-flight call on this server (one host asker anyway).
-            ctx = self._inflight[max(self._inflight)]
-        return await elicit(self.name, ctx.asker if ctx is not None else None, params)
+        """A server asks the person something: route it to the asker of the call it belongs to,
+        naming the server and the tool. A push elicitation runs in the connection's task, outside
+        the call's context: it belongs to the turn of the calls in flight when they are all of one
+        turn (as sampling); calls of several turns in flight (the warm helper) → refused with an
+        error to the server, never asked of the wrong person."""
+        current = _current_call.get()
+        if current is not None:
+            ctx: CallContext | None = current[0]
+            tools = [current[1]]
+        else:
+            ctx = self._turn_context()
+            if ctx is None and self._inflight:
+                from mcp.types import INVALID_REQUEST, ErrorData
+
+                return ErrorData(
+                    code=INVALID_REQUEST,
+                    message="graphchat cannot tell which conversation this question belongs to: "
+                    "calls of several conversations are in flight on this server",
+                )
+            tools = sorted(set(self._inflight_tools.values()))
+        return await elicit(self.name, ctx.asker if ctx is not None else None, params, tools)
 
 
 def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str | None], Any]:
@@ -622,8 +639,9 @@ def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str |
     return report
 
 
-async def elicit(server: str, asker: Asker | None, params: Any) -> Any:
-    """An MCP elicitation request as a question to `asker`; its answer as the ElicitResult.
+async def elicit(server: str, asker: Asker | None, params: Any, tools: list[str] | None = None) -> Any:
+    """An MCP elicitation request as a question to `asker`, labelled with the server and the
+    `tools` it came from (`[t · confirm_push] Push main?`); its answer as the ElicitResult.
     Nobody to answer → cancel; declined → decline; url mode is not supported → decline."""
     from mcp.types import ElicitResult
 
@@ -634,10 +652,11 @@ async def elicit(server: str, asker: Asker | None, params: Any) -> Any:
     from graphchat.asks import Question
 
     schema = getattr(params, "requested_schema", None) or None
+    label = f"{server} · {' or '.join(tools)}" if tools else server
     question = Question(
-        prompt=f"[{server}] {params.message}",
+        prompt=f"[{label}] {params.message}",
         schema=schema if schema and schema.get("properties") else None,
-        context={"server": server},
+        context={"server": server, **({"tool": tools[0]} if tools and len(tools) == 1 else {})},
     )
     answer = await asker.ask(question)
     if not answer.answered:

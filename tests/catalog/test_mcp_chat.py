@@ -6,13 +6,20 @@ subscriptions, and whose turn a server's question belongs to — against
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
+from graphchat.catalog.base import CallContext
+from graphchat.catalog.build import build_catalog
+from graphchat.workspace import load_settings
 from tests.catalog.test_mcp_features import everything, needs_everything
+from tests.catalog.test_mcp_pool import RecordingAsker
 from tests.chat.test_pty import Spawn, leave, send_message
 from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
+from tests.servers.support import reached, stdio, write_servers
 
 LONG = {"name": "everything__trigger-long-running-operation", "arguments": {"duration": 2, "steps": 3}}
 
@@ -117,3 +124,36 @@ def test_a_subscribed_resources_change_is_a_line_and_the_next_message_rereads_it
     log = (workspace / "catalog" / "logs" / "everything.log").read_text()
     assert f"Received Subscribe Resource request for URI: {DOC}" in log
     assert f"Received Unsubscribe Resource request: {DOC}" in log
+
+
+async def test_a_servers_question_names_its_tool_and_is_refused_when_two_turns_share_the_server(
+    workspace: Path,
+) -> None:
+    """A push elicitation does not say which call it serves: with only one turn's calls in flight
+    it is that turn's (the question names the server and the tool); with another turn's call in
+    flight on the same server (the warm helper serves several), nobody is asked and the server
+    gets an error."""
+    called = workspace / "called"
+    os.mkfifo(called)
+    write_servers(workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(called)})})
+    catalog = build_catalog(load_settings(workspace), include_plans=False, record_shapes=False)
+    mine, theirs = RecordingAsker({"ok": True}), RecordingAsker({"ok": False})
+    try:
+        assert await catalog.prepare() == {}
+        # one turn: its own slow call in flight beside the question does not make it ambiguous
+        slow = asyncio.ensure_future(catalog.call("t__slow", {"seconds": 1}, CallContext(asker=mine)))
+        await reached(called)
+        pushed = await catalog.call("t__confirm_push", {"name": "main"}, CallContext(asker=mine))
+        await slow
+        # two turns: another turn's call is in flight on the server
+        slow = asyncio.ensure_future(catalog.call("t__slow", {"seconds": 3}, CallContext(asker=theirs)))
+        await reached(called)
+        refused = await catalog.call("t__confirm_push", {"name": "dev"}, CallContext(asker=mine))
+        await slow
+    finally:
+        await catalog.aclose()
+    assert pushed.value == {"result": "pushed=True main"}
+    assert [q.prompt for q in mine.questions] == ["[t · confirm_push or slow] Push main?"]
+    assert theirs.questions == []
+    assert refused.is_error or "not pushed" in str(refused.value), refused.value
+    assert "cannot tell which conversation this question belongs to" in str(refused.value)
