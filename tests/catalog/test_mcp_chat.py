@@ -1,19 +1,21 @@
 """MCP in a running chat (issue 25, second part): the progress of a long tool call on the
 spinner line, a server's logging in its log file (never on the terminal), Tab completion of a
 server's prompts and their argument values (the server's completion API), resource
-subscriptions, and whose turn a server's question belongs to — against
+subscriptions, whose turn a server's question belongs to, and a sampling request refused or
+counted under the server's name — against
 @modelcontextprotocol/server-everything and the repository's own test servers."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
 from graphchat.catalog.base import CallContext
 from graphchat.catalog.build import build_catalog
 from graphchat.workspace import load_settings
-from tests.catalog.test_mcp_features import everything, needs_everything
+from tests.catalog.test_mcp_features import SAMPLE, _tool_texts, everything, needs_everything
 from tests.catalog.test_mcp_pool import RecordingAsker
 from tests.chat.test_pty import Spawn, leave, send_message
 from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
@@ -157,3 +159,28 @@ async def test_a_servers_question_names_its_tool_and_is_refused_when_two_turns_s
     assert theirs.questions == []
     assert refused.is_error or "not pushed" in str(refused.value), refused.value
     assert "cannot tell which conversation this question belongs to" in str(refused.value)
+
+
+@needs_everything
+def test_sampling_nobody_can_approve_is_refused_naming_the_server_and_allowed_counts_by_server(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    (workspace / "graphchat.yaml").write_text("approvals:\n  allow: [everything__trigger-sampling-request]\n")
+    model_server.push({"tool_calls": [SAMPLE]}, {"text": "not sampled"})
+    done = graphchat("ask", "sample", "--no-park", "--json", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    [result] = _tool_texts(model_server.requests[1])
+    assert "graphchat refused the sampling request of MCP server 'everything'" in result
+    assert "--yes" in result and "'sampling:everything' to approvals.allow in graphchat.yaml" in result
+    assert "by_server" not in json.loads(done.stdout)["usage"]
+
+    model_server.push(
+        {"tool_calls": [SAMPLE]},
+        {"text": "autumn moon rises", "usage": {"prompt_tokens": 30, "completion_tokens": 7}},
+        {"text": "sampled"},
+    )
+    done = graphchat("ask", "sample", "--yes", "--json", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    assert usage["by_server"] == {"everything": {"calls": 1, "input_tokens": 30, "output_tokens": 7}}
