@@ -346,7 +346,7 @@ class Connection:
             mode="legacy",
             elicitation_callback=self._on_elicit,
             message_handler=self._on_message,
-            list_roots_callback=self._on_roots if self.roots is not None and declare("roots") else None,
+            list_roots_callback=self._on_roots if self.declares_roots else None,
             sampling_callback=self._on_sampling if self.sampler is not None and declare("sampling") else None,
             logging_callback=self._on_log,
         )
@@ -551,6 +551,23 @@ class Connection:
 
         found = self.roots() if self.roots is not None else []
         return ListRootsResult(roots=[Root.model_validate({"uri": uri, "name": name}) for uri, name in found])
+
+    @property
+    def declares_roots(self) -> bool:
+        return self.roots is not None and self.config.declares("roots")
+
+    async def roots_changed(self) -> None:
+        """Tell the running server its roots changed (it asks for them again); a server that
+        cannot be told is left as it is (its next start reads them anyway)."""
+        import asyncio
+
+        client = self.client
+        if client is None or not self.declares_roots:
+            return
+        try:
+            await asyncio.wait_for(client.send_roots_list_changed(), 5.0)
+        except Exception:  # noqa: BLE001 - a broken connection is found by its next call
+            pass
 
     async def _on_log(self, params: Any) -> None:
         """A server's logging notification: a line in its log (graphchat never sets a level)."""

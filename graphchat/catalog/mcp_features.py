@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 READ_RESOURCE = "builtin__read_resource"
 
 
-def roots_of(settings: Settings) -> list[tuple[str, str]]:
+def roots_of(settings: Settings, cwd: str | None = None) -> list[tuple[str, str]]:
     """(file:// URI, name) of each root: settings.mcp_roots (relative to the workspace), else the
-    workspace and the folder graphchat runs in, when that is another one."""
+    workspace and the folder graphchat runs in (`cwd`, else the turn's), when that is another one."""
     from graphchat.catalog.process import WORKING_DIR
 
     if settings.mcp_roots is not None:
@@ -33,7 +33,7 @@ def roots_of(settings: Settings) -> list[tuple[str, str]]:
         folders = [p if p.is_absolute() else settings.workspace / p for p in folders]
         return [(_uri(p), p.name or str(p)) for p in folders]
     out = [(_uri(settings.workspace), "workspace")]
-    here = Path(WORKING_DIR.get() or os.getcwd())
+    here = Path(cwd or WORKING_DIR.get() or os.getcwd())
     if _uri(here) != out[0][0]:
         out.append((_uri(here), "current folder"))
     return out

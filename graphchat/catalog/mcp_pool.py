@@ -50,6 +50,7 @@ class McpSource(ToolSource):
         self._names: NameMap | None = None
         # (server, uri) of a subscribed resource that changed (`resources/subscribe`); the chat sets it
         self.on_resource_update: Callable[[str, str], None] | None = None
+        self._roots: list[tuple[str, str]] | None = None  # set by the warm helper (`take_roots`)
 
     # configuration and cache --------------------------------------------------------------------
 
@@ -220,10 +221,29 @@ class McpSource(ToolSource):
 
     def roots(self) -> list[tuple[str, str]]:
         """MCP roots, as (file:// URI, name): settings.mcp_roots, else the workspace and the
-        folder graphchat runs in (when it is another one)."""
+        folder graphchat runs in (when it is another one); in the warm helper, those of the
+        turns it serves (`take_roots`)."""
+        if self._roots is not None:
+            return self._roots
         from graphchat.catalog.mcp_features import roots_of
 
         return roots_of(self.settings)
+
+    def take_roots(self, cwd: str | None, *, busy: bool) -> list[Connection] | None:
+        """The warm helper serves a turn asked from `cwd`: its servers' roots become that turn's.
+        Returns the running servers to tell (roots/list_changed; [] when the roots are the same),
+        or None when they differ while another turn runs (`busy`): one server cannot show two
+        sets of roots, so that turn is not served here (it starts its own servers)."""
+        from graphchat.catalog.mcp_features import roots_of
+
+        wanted = roots_of(self.settings, cwd)
+        if wanted == self.roots():
+            self._roots = wanted
+            return []
+        if busy:
+            return None
+        self._roots = wanted
+        return [c for c in self._connections.values() if c.client is not None and c.declares_roots]
 
     async def request(self, server: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """One request beside tools to one server (prompts, resources): see Connection.request."""
