@@ -158,6 +158,9 @@ class Connection:
         self._old_tasks: set[asyncio.Task[None]] = set()
         self._inflight: dict[int, CallContext] = {}
         self._inflight_tools: dict[int, str] = {}  # the tool each call in flight called
+        # The context each call in flight was made in: a sampling request it serves runs in it
+        # (a plan's step, whose usage `by_step` counts it under).
+        self._call_contexts: dict[int, contextvars.Context] = {}
         self._budgets: dict[int, Any] = {}  # the budget of each call in flight (its turn's or run's)
         self._call_ids = 0
         self._closed = False
@@ -442,6 +445,7 @@ class Connection:
         call_id = self._call_ids
         self._inflight[call_id] = ctx
         self._inflight_tools[call_id] = tool
+        self._call_contexts[call_id] = contextvars.copy_context()
         from graphchat.llm.budget import current as current_budget
 
         self._budgets[call_id] = current_budget()
@@ -469,6 +473,7 @@ class Connection:
         finally:
             self._inflight.pop(call_id, None)
             self._inflight_tools.pop(call_id, None)
+            self._call_contexts.pop(call_id, None)
             self._budgets.pop(call_id, None)
             self._unreadable.discard(unreadable)
         if call_task not in done and unreadable in done:
@@ -610,12 +615,24 @@ class Connection:
     async def _on_sampling(self, context: Any, params: Any) -> Any:
         """A server asks for a completion from the person's model (see mcp_sampling)."""
         assert self.sampler is not None  # declared only with a sampler
+        import asyncio
+
         from graphchat.llm.budget import spending
 
         ctx = self._turn_context()
-        budget = self._budgets.get(max(self._inflight)) if ctx is not None and self._inflight else None
-        async with spending(budget):  # the request counts against the call's turn or run
-            return await self.sampler(self.name, params, ctx)
+        latest = max(self._inflight) if ctx is not None and self._inflight else None
+        budget = self._budgets.get(latest) if latest is not None else None
+        sampler = self.sampler
+
+        async def serve() -> Any:
+            async with spending(budget):  # the request counts against the call's turn or run
+                return await sampler(self.name, params, ctx)
+
+        context = self._call_contexts.get(latest) if latest is not None else None
+        if context is None:
+            return await serve()
+        # in the context of the call it serves (its plan step): not the connection task's
+        return await asyncio.get_running_loop().create_task(serve(), context=context.copy())
 
     # the elicitation bridge ------------------------------------------------------------------
 

@@ -184,3 +184,27 @@ def test_sampling_nobody_can_approve_is_refused_naming_the_server_and_allowed_co
     assert done.returncode == 0, done.stderr
     usage = json.loads(done.stdout)["usage"]
     assert usage["by_server"] == {"everything": {"calls": 1, "input_tokens": 30, "output_tokens": 7}}
+
+
+@needs_everything
+def test_a_plan_runs_sampling_counts_under_its_step_and_by_server(
+    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    everything(workspace)
+    (workspace / "plans" / "haiku.yaml").write_text(
+        "identifier: haiku\nname: Haiku\ndescription: a server samples\nsteps:\n"
+        "  - id: S0\n    tool_name: everything__trigger-sampling-request\n"
+        "    input: {prompt: a haiku, maxTokens: 42}\n"
+        "solver:\n  query_to_answer: What came back?\n  data: {said: '{{S0}}'}\n"
+    )
+    model_server.push(
+        {"text": "autumn moon rises", "usage": {"prompt_tokens": 30, "completion_tokens": 7}},
+        {"text": "A haiku came back."},
+    )
+    done = graphchat("plan", "run", "haiku", "--yes", "--json", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    assert {s["path"]: s["calls"] for s in usage["by_step"]} == {"S0": 1, "solver": 1}
+    assert usage["by_server"] == [
+        {"server": "everything", "calls": 1, "input_tokens": 30, "output_tokens": 7}
+    ]
