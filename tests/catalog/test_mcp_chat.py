@@ -17,6 +17,7 @@ from graphchat.catalog.build import build_catalog
 from graphchat.workspace import load_settings
 from tests.catalog.test_mcp_features import SAMPLE, _tool_texts, everything, needs_everything
 from tests.catalog.test_mcp_pool import RecordingAsker
+from tests.catalog.test_mcp_thirdparty import EVERYTHING
 from tests.chat.test_pty import Spawn, leave, send_message
 from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 from tests.conftest import GraphchatRunner
@@ -93,7 +94,7 @@ UPDATES = {"name": "everything__toggle-subscriber-updates", "arguments": {}}
 def test_a_subscribed_resources_change_is_a_line_and_the_next_message_rereads_it(
     workspace: Path, chat: Spawn, model_server: ScriptedModelServer
 ) -> None:
-    everything(workspace)
+    write_servers(workspace, {"everything": {"command": str(EVERYTHING), "args": ["stdio"]}, "t": stdio()})
     (workspace / "graphchat.yaml").write_text(
         "approvals:\n  allow: [everything__toggle-subscriber-updates]\n"
     )
@@ -103,6 +104,10 @@ def test_a_subscribed_resources_change_is_a_line_and_the_next_message_rereads_it
     child = chat()
     send_message(child, "/subscribe nothing-here")
     child.expect_exact("/subscribe: expected SERVER:URI")
+    send_message(child, "/subscribe t:demo://x")  # a server without subscriptions says so
+    child.expect_exact("/subscribe t:demo://x: MCP server 't': ")
+    send_message(child, "/unsubscribe everything:demo://never")
+    child.expect_exact("/unsubscribe: not subscribed to everything:demo://never")
     send_message(child, f"/subscribe evrything:{DOC}")
     child.expect_exact("no MCP server 'evrything' is configured (did you mean everything?)")
     send_message(child, f"/subscribe everything:{DOC}")
