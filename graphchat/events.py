@@ -93,22 +93,34 @@ class EventSink:
         self.emit("info", message=message)
 
 
+def sampling_server(fields: dict[str, Any]) -> str | None:
+    """The MCP server an `llm_call` served (its sampling request: site `sampling:SERVER`), or None."""
+    site = fields.get("site")
+    return site.removeprefix("sampling:") if isinstance(site, str) and site.startswith("sampling:") else None
+
+
 class RoleUsage(EventSink):
     """Forwards every event to `inner` and adds up the model usage per model role (the
-    `llm_call` events' `role`, else their site): `{role: {calls, input_tokens, output_tokens}}`."""
+    `llm_call` events' `role`, else their site): `{role: {calls, input_tokens, output_tokens}}`;
+    the calls that served an MCP server's sampling also per server (`servers`, usage `by_server`)."""
 
     def __init__(self, inner: EventSink | None) -> None:
         self.inner = inner
         self.human = bool(inner is not None and inner.human)
         self.roles: dict[str, dict[str, int]] = {}
+        self.servers: dict[str, dict[str, int]] = {}
 
     def emit(self, event: str, **fields: Any) -> None:
         if event == "llm_call":
             role = str(fields.get("role") or fields.get("site") or "model")
-            spent = self.roles.setdefault(role, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
-            spent["calls"] += 1
-            spent["input_tokens"] += int(fields.get("input_tokens") or 0)
-            spent["output_tokens"] += int(fields.get("output_tokens") or 0)
+            server = sampling_server(fields)
+            for counts, key in ((self.roles, role), (self.servers, server)):
+                if key is None:
+                    continue
+                spent = counts.setdefault(key, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
+                spent["calls"] += 1
+                spent["input_tokens"] += int(fields.get("input_tokens") or 0)
+                spent["output_tokens"] += int(fields.get("output_tokens") or 0)
         if self.inner is not None:
             self.inner.emit(event, **fields)
 
@@ -116,13 +128,15 @@ class RoleUsage(EventSink):
         if self.inner is not None:
             self.inner.waiting(what)
 
-    def snapshot(self) -> dict[str, dict[str, int]]:
-        return {role: dict(spent) for role, spent in self.roles.items()}
+    def snapshot(self, *, servers: bool = False) -> dict[str, dict[str, int]]:
+        counts = self.servers if servers else self.roles
+        return {key: dict(spent) for key, spent in counts.items()}
 
-    def since(self, before: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-        """The usage per role since `before` (a snapshot), roles without calls left out."""
+    def since(self, before: dict[str, dict[str, int]], *, servers: bool = False) -> dict[str, dict[str, int]]:
+        """The usage per role (per MCP server with `servers`) since `before` (a snapshot), those
+        without calls left out."""
         out: dict[str, dict[str, int]] = {}
-        for role, spent in sorted(self.roles.items()):
+        for role, spent in sorted((self.servers if servers else self.roles).items()):
             old = before.get(role, {})
             diff = {k: v - int(old.get(k, 0)) for k, v in spent.items()}
             if diff["calls"]:
@@ -136,6 +150,8 @@ class RoleUsage(EventSink):
         keys = ("calls", "input_tokens", "output_tokens")
         total: dict[str, Any] = {k: sum(r[k] for r in self.roles.values()) for k in keys}
         total["by_role"] = self.since({})
+        if self.servers:
+            total["by_server"] = self.since({}, servers=True)
         return total
 
 
@@ -163,6 +179,16 @@ def _short(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
     text = text if len(text) <= limit else text[: limit - 1] + "…"
     return safe(text, newlines=False)  # one line a person reads: no control character acts
+
+
+def progress_text(f: dict[str, Any]) -> str:
+    """A `tool_progress` event as the spinner shows it: `3/5 message` (or `3 message` without a
+    total), escaped, on one line, at most 60 characters."""
+    total = f.get("total")
+    done = f"{f['progress']:g}/{total:g}" if isinstance(total, int | float) else f"{f['progress']:g}"
+    if f.get("message"):
+        done += f" {f['message']}"
+    return safe(done, newlines=False)[:60]
 
 
 class CallLabels:
@@ -370,12 +396,8 @@ class TerminalSink(EventSink):
         if spinner is None:
             return
         label = self.labels.label(f["tool"], f.get("call"))
-        total = f.get("total")
-        done = f"{f['progress']:g}/{total:g}" if isinstance(total, int | float) else f"{f['progress']:g}"
-        if f.get("message"):
-            done += f" {f['message']}"
         with self._lock:
-            spinner.progress[safe(label, newlines=False)] = safe(done, newlines=False)[:60]
+            spinner.progress[safe(label, newlines=False)] = progress_text(f)
             spinner.draw()
 
     def emit(self, event: str, **f: Any) -> None:

@@ -238,6 +238,7 @@ class Session:
         llm = self.llm()
         before = llm.usage
         roles_before = self.events.snapshot()
+        servers_before = self.events.snapshot(servers=True)
         extra_usage: list[Usage] = []
         ctx = CallContext(
             asker=self.asker,
@@ -293,6 +294,9 @@ class Session:
         roles = self.events.since(roles_before)
         if set(roles) - {"chat"}:  # other roles worked in this turn (a planner, a solver): by role
             usage["by_role"] = roles
+        by_server = self.events.since(servers_before, servers=True)
+        if by_server:  # MCP servers' sampling requests this turn served (issue 25)
+            usage["by_server"] = by_server
         thread.append(dict(ev.turn_end(usage, llm.model)))
         return TurnResult(result.content, thread.id, len(result.tool_calls_made), usage)
 

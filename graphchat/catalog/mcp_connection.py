@@ -38,8 +38,8 @@ MAX_START_FAILURES = 2  # a failed start is retried once by the next call, then 
 CLOSE_TIMEOUT_S = 8.0  # the SDK's own shutdown escalation is bounded (≈ 2 s + 2 s + 2 s)
 CALL_GRACE_S = 5.0  # backstop over the SDK's per-call read timeout
 
-# The CallContext of the tool call being made: elicitation callbacks use its asker.
-_current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+# The CallContext and tool of the call being made: elicitation callbacks use its asker.
+_current_call: contextvars.ContextVar[tuple[CallContext, str] | None] = contextvars.ContextVar(
     "graphchat_mcp_call", default=None
 )
 
@@ -134,6 +134,7 @@ class Connection:
         roots: Callable[[], list[tuple[str, str]]] | None = None,
         on_warning: Callable[[str], None] | None = None,
         sampler: Callable[[str, Any, CallContext | None], Awaitable[Any]] | None = None,
+        on_resource_updated: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.roots = roots  # (uri, name) of the folders the server may work in (MCP roots)
@@ -144,6 +145,7 @@ class Connection:
         self.log_path = log_path
         self.on_tools = on_tools  # a start (or a relist) read the server's tool list
         self.on_error = on_error  # a start failed or the connection broke (the message says why)
+        self.on_resource_updated = on_resource_updated  # a subscribed resource changed (its URI)
         self.state = "stopped"  # stopped | starting | running | failed | closed
         self.client: Any = None
         self.last_error: str | None = None
@@ -155,6 +157,10 @@ class Connection:
         self._start_deadline: asyncio.Timeout | None = None
         self._old_tasks: set[asyncio.Task[None]] = set()
         self._inflight: dict[int, CallContext] = {}
+        self._inflight_tools: dict[int, str] = {}  # the tool each call in flight called
+        # The context each call in flight was made in: a sampling request it serves runs in it
+        # (a plan's step, whose usage `by_step` counts it under).
+        self._call_contexts: dict[int, contextvars.Context] = {}
         self._budgets: dict[int, Any] = {}  # the budget of each call in flight (its turn's or run's)
         self._call_ids = 0
         self._closed = False
@@ -343,7 +349,7 @@ class Connection:
             mode="legacy",
             elicitation_callback=self._on_elicit,
             message_handler=self._on_message,
-            list_roots_callback=self._on_roots if self.roots is not None and declare("roots") else None,
+            list_roots_callback=self._on_roots if self.declares_roots else None,
             sampling_callback=self._on_sampling if self.sampler is not None and declare("sampling") else None,
             logging_callback=self._on_log,
         )
@@ -438,10 +444,12 @@ class Connection:
         self._call_ids += 1
         call_id = self._call_ids
         self._inflight[call_id] = ctx
+        self._inflight_tools[call_id] = tool
+        self._call_contexts[call_id] = contextvars.copy_context()
         from graphchat.llm.budget import current as current_budget
 
         self._budgets[call_id] = current_budget()
-        token = _current_call.set(ctx)
+        token = _current_call.set((ctx, tool))
         call_task = asyncio.ensure_future(
             client.call_tool(
                 tool, arguments, read_timeout_seconds=timeout, progress_callback=_progress_reporter(ctx)
@@ -464,6 +472,8 @@ class Connection:
             raise
         finally:
             self._inflight.pop(call_id, None)
+            self._inflight_tools.pop(call_id, None)
+            self._call_contexts.pop(call_id, None)
             self._budgets.pop(call_id, None)
             self._unreadable.discard(unreadable)
         if call_task not in done and unreadable in done:
@@ -519,13 +529,17 @@ class Connection:
         """What the SDK surfaces besides answers. A JSON-RPC answer it cannot read (nested
         deeper than its parser allows) is dropped by the SDK: the calls waiting on this server
         fail at once rather than waiting out their timeout. Junk lines are not answers: ignored.
-        `tools/list_changed` reads the server's tool list again (the catalog's next listing has it)."""
+        `tools/list_changed` reads the server's tool list again (the catalog's next listing has it);
+        `resources/updated` (a subscribed resource changed) goes to `on_resource_updated`."""
         if isinstance(message, Exception) and "recursion limit" in str(message):
             for waiter in list(self._unreadable):
                 if not waiter.done():
                     waiter.set_result("the server sent a message nested too deep to parse")
             return
-        from mcp.types import ToolListChangedNotification
+        from mcp.types import ResourceUpdatedNotification, ToolListChangedNotification
+
+        if isinstance(message, ResourceUpdatedNotification) and self.on_resource_updated is not None:
+            self.on_resource_updated(str(message.params.uri))
 
         if isinstance(message, ToolListChangedNotification):
             import asyncio
@@ -542,6 +556,23 @@ class Connection:
 
         found = self.roots() if self.roots is not None else []
         return ListRootsResult(roots=[Root.model_validate({"uri": uri, "name": name}) for uri, name in found])
+
+    @property
+    def declares_roots(self) -> bool:
+        return self.roots is not None and self.config.declares("roots")
+
+    async def roots_changed(self) -> None:
+        """Tell the running server its roots changed (it asks for them again); a server that
+        cannot be told is left as it is (its next start reads them anyway)."""
+        import asyncio
+
+        client = self.client
+        if client is None or not self.declares_roots:
+            return
+        try:
+            await asyncio.wait_for(client.send_roots_list_changed(), 5.0)
+        except Exception:  # noqa: BLE001 - a broken connection is found by its next call
+            pass
 
     async def _on_log(self, params: Any) -> None:
         """A server's logging notification: a line in its log (graphchat never sets a level)."""
@@ -584,23 +615,49 @@ class Connection:
     async def _on_sampling(self, context: Any, params: Any) -> Any:
         """A server asks for a completion from the person's model (see mcp_sampling)."""
         assert self.sampler is not None  # declared only with a sampler
+        import asyncio
+
         from graphchat.llm.budget import spending
 
         ctx = self._turn_context()
-        budget = self._budgets.get(max(self._inflight)) if ctx is not None and self._inflight else None
-        async with spending(budget):  # the request counts against the call's turn or run
-            return await self.sampler(self.name, params, ctx)
+        latest = max(self._inflight) if ctx is not None and self._inflight else None
+        budget = self._budgets.get(latest) if latest is not None else None
+        sampler = self.sampler
+
+        async def serve() -> Any:
+            async with spending(budget):  # the request counts against the call's turn or run
+                return await sampler(self.name, params, ctx)
+
+        context = self._call_contexts.get(latest) if latest is not None else None
+        if context is None:
+            return await serve()
+        # in the context of the call it serves (its plan step): not the connection task's
+        return await asyncio.get_running_loop().create_task(serve(), context=context.copy())
 
     # the elicitation bridge ------------------------------------------------------------------
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
-        """A server asks the person something: route it to the asker of the call it belongs to."""
-        ctx = _current_call.get()
-        if ctx is None and self._inflight:
-            # Legacy push elicitation runs in the connection's task, outside the call's
-            # context: use the latest in-flight call on this server (one host asker anyway).
-            ctx = self._inflight[max(self._inflight)]
-        return await elicit(self.name, ctx.asker if ctx is not None else None, params)
+        """A server asks the person something: route it to the asker of the call it belongs to,
+        naming the server and the tool. A push elicitation runs in the connection's task, outside
+        the call's context: it belongs to the turn of the calls in flight when they are all of one
+        turn (as sampling); calls of several turns in flight (the warm helper) → refused with an
+        error to the server, never asked of the wrong person."""
+        current = _current_call.get()
+        if current is not None:
+            ctx: CallContext | None = current[0]
+            tools = [current[1]]
+        else:
+            ctx = self._turn_context()
+            if ctx is None and self._inflight:
+                from mcp.types import INVALID_REQUEST, ErrorData
+
+                return ErrorData(
+                    code=INVALID_REQUEST,
+                    message="graphchat cannot tell which conversation this question belongs to: "
+                    "calls of several conversations are in flight on this server",
+                )
+            tools = sorted(set(self._inflight_tools.values()))
+        return await elicit(self.name, ctx.asker if ctx is not None else None, params, tools)
 
 
 def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str | None], Any]:
@@ -616,8 +673,9 @@ def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str |
     return report
 
 
-async def elicit(server: str, asker: Asker | None, params: Any) -> Any:
-    """An MCP elicitation request as a question to `asker`; its answer as the ElicitResult.
+async def elicit(server: str, asker: Asker | None, params: Any, tools: list[str] | None = None) -> Any:
+    """An MCP elicitation request as a question to `asker`, labelled with the server and the
+    `tools` it came from (`[t · confirm_push] Push main?`); its answer as the ElicitResult.
     Nobody to answer → cancel; declined → decline; url mode is not supported → decline."""
     from mcp.types import ElicitResult
 
@@ -628,10 +686,11 @@ async def elicit(server: str, asker: Asker | None, params: Any) -> Any:
     from graphchat.asks import Question
 
     schema = getattr(params, "requested_schema", None) or None
+    label = f"{server} · {' or '.join(tools)}" if tools else server
     question = Question(
-        prompt=f"[{server}] {params.message}",
+        prompt=f"[{label}] {params.message}",
         schema=schema if schema and schema.get("properties") else None,
-        context={"server": server},
+        context={"server": server, **({"tool": tools[0]} if tools and len(tools) == 1 else {})},
     )
     answer = await asker.ask(question)
     if not answer.answered:

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 READ_RESOURCE = "builtin__read_resource"
 
 
-def roots_of(settings: Settings) -> list[tuple[str, str]]:
+def roots_of(settings: Settings, cwd: str | None = None) -> list[tuple[str, str]]:
     """(file:// URI, name) of each root: settings.mcp_roots (relative to the workspace), else the
-    workspace and the folder graphchat runs in, when that is another one."""
+    workspace and the folder graphchat runs in (`cwd`, else the turn's), when that is another one."""
     from graphchat.catalog.process import WORKING_DIR
 
     if settings.mcp_roots is not None:
@@ -33,7 +33,7 @@ def roots_of(settings: Settings) -> list[tuple[str, str]]:
         folders = [p if p.is_absolute() else settings.workspace / p for p in folders]
         return [(_uri(p), p.name or str(p)) for p in folders]
     out = [(_uri(settings.workspace), "workspace")]
-    here = Path(WORKING_DIR.get() or os.getcwd())
+    here = Path(cwd or WORKING_DIR.get() or os.getcwd())
     if _uri(here) != out[0][0]:
         out.append((_uri(here), "current folder"))
     return out
@@ -292,3 +292,45 @@ async def prompt_message(catalog: Any, server: str, name: str, arguments: dict[s
     except Exception as exc:
         raise GraphchatError(f"MCP server '{server}': prompt {name!r}: {describe(exc)}") from None
     return prompt_as_message(prompt_messages(result))
+
+
+# --- chat: Tab completion of `/SERVER:PROMPT` and its argument values ----------------------------
+
+COMPLETION_TIMEOUT_S = 10.0  # Tab waits at most this long for a server (its start included)
+
+
+async def prompt_choices(catalog: Any, server: str) -> list[dict[str, Any]]:
+    """`server`'s prompts as `prompt_rows` (starting the server if needed); [] when it cannot
+    say within COMPLETION_TIMEOUT_S — completing a line must never fail the chat."""
+    import asyncio
+
+    try:
+        listed = await asyncio.wait_for(
+            _mcp_source(catalog).request(server, "list_prompts"), COMPLETION_TIMEOUT_S
+        )
+    except Exception:  # noqa: BLE001 - no server, no prompts, a timeout: nothing to offer
+        return []
+    return prompt_rows(server, listed)
+
+
+async def argument_values(
+    catalog: Any, server: str, prompt: str, argument: str, typed: str, given: dict[str, str]
+) -> list[str]:
+    """The values `server`'s completion API (`completion/complete`) offers for `argument` of
+    `prompt` starting with `typed`, the arguments already `given` as its context; [] when the
+    server has none (or no completion capability, or does not answer in time)."""
+    import asyncio
+
+    from mcp.types import PromptReference
+
+    ref = PromptReference(type="ref/prompt", name=prompt)
+    try:
+        result = await asyncio.wait_for(
+            _mcp_source(catalog).request(
+                server, "complete", ref, {"name": argument, "value": typed}, given or None
+            ),
+            COMPLETION_TIMEOUT_S,
+        )
+    except Exception:  # noqa: BLE001 - as above
+        return []
+    return [v for v in result.completion.values if isinstance(v, str)]

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
@@ -47,6 +48,9 @@ class McpSource(ToolSource):
         self._connections: dict[str, Connection] = {}
         self._specs: list[ToolSpec] | None = None
         self._names: NameMap | None = None
+        # (server, uri) of a subscribed resource that changed (`resources/subscribe`); the chat sets it
+        self.on_resource_update: Callable[[str, str], None] | None = None
+        self._roots: list[tuple[str, str]] | None = None  # set by the warm helper (`take_roots`)
 
     # configuration and cache --------------------------------------------------------------------
 
@@ -197,8 +201,13 @@ class McpSource(ToolSource):
                 roots=self.roots,
                 on_warning=self._warn,
                 sampler=self.sample,
+                on_resource_updated=lambda uri: self._resource_updated(name, uri),
             )
         return conn
+
+    def _resource_updated(self, server: str, uri: str) -> None:
+        if self.on_resource_update is not None:
+            self.on_resource_update(server, uri)
 
     async def sample(self, server: str, params: Any, ctx: CallContext | None) -> Any:
         """A server's sampling request, served by the person's model once approved (mcp_sampling)."""
@@ -212,10 +221,29 @@ class McpSource(ToolSource):
 
     def roots(self) -> list[tuple[str, str]]:
         """MCP roots, as (file:// URI, name): settings.mcp_roots, else the workspace and the
-        folder graphchat runs in (when it is another one)."""
+        folder graphchat runs in (when it is another one); in the warm helper, those of the
+        turns it serves (`take_roots`)."""
+        if self._roots is not None:
+            return self._roots
         from graphchat.catalog.mcp_features import roots_of
 
         return roots_of(self.settings)
+
+    def take_roots(self, cwd: str | None, *, busy: bool) -> list[Connection] | None:
+        """The warm helper serves a turn asked from `cwd`: its servers' roots become that turn's.
+        Returns the running servers to tell (roots/list_changed; [] when the roots are the same),
+        or None when they differ while another turn runs (`busy`): one server cannot show two
+        sets of roots, so that turn is not served here (it starts its own servers)."""
+        from graphchat.catalog.mcp_features import roots_of
+
+        wanted = roots_of(self.settings, cwd)
+        if wanted == self.roots():
+            self._roots = wanted
+            return []
+        if busy:
+            return None
+        self._roots = wanted
+        return [c for c in self._connections.values() if c.client is not None and c.declares_roots]
 
     async def request(self, server: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """One request beside tools to one server (prompts, resources): see Connection.request."""

@@ -95,7 +95,10 @@ async def serve_sampling(
     if refusal is not None:
         if ctx.events is not None:
             ctx.events.info(f"sampling request of MCP server '{server}' refused: {refusal}")
-        return ErrorData(code=USER_REJECTED, message=f"graphchat refused the sampling request: {refusal}")
+        return ErrorData(
+            code=USER_REJECTED,
+            message=f"graphchat refused the sampling request of MCP server '{server}': {refusal}",
+        )
     try:
         config = settings.model_for(ROLE)
     except GraphchatError as exc:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from graphchat.chat.commands import is_command, run_command
+from graphchat.chat.subscriptions import Subscriptions
 from graphchat.chat.ui import ChatUI
 
 
@@ -29,6 +30,7 @@ class ChatApp:
             None  # the latest message sent (what /retry resends when no thread kept it)
         )
         self._tools_task: asyncio.Task[Any] | None = None
+        self.subscriptions = Subscriptions()  # /subscribe: resources whose changes are shown
         # Run once before the first prompt (a continued thread's waiting question, issue 19)
         self.on_start: Callable[[], Awaitable[None]] | None = None
 
@@ -130,17 +132,23 @@ class ChatApp:
         return await self.run_live(turn)
 
     async def with_mentions(self, message: str) -> str:
-        """`message` with the resources it mentions (`@SERVER:URI`, a configured server) attached."""
-        if self.catalog is None or "@" not in message:
+        """`message` with the resources it mentions (`@SERVER:URI`, a configured server) attached,
+        and the subscribed resources that changed since the last message, re-read."""
+        changed = self.subscriptions.take_changed()
+        if self.catalog is None or ("@" not in message and not changed):
             return message
         from graphchat.catalog.mcp_features import mentions, with_attachments
 
-        refs = mentions(message, self.catalog.groups())
+        refs = mentions(message, self.catalog.groups()) if "@" in message else []
+        for server, uri in refs:
+            self.ui.activity(f"@ attaching {server}:{uri}", "dim")
+        for server, uri in changed:
+            if (server, uri) not in refs:
+                refs.append((server, uri))
+                self.ui.activity(f"↻ re-reading {server}:{uri}", "dim")
         if not refs:
             return message
         limit = self.settings.max_tool_result_chars if self.settings is not None else 20000
-        for server, uri in refs:
-            self.ui.activity(f"@ attaching {server}:{uri}", "dim")
         return await with_attachments(self.catalog, message, refs, limit)
 
     async def run_live(

@@ -1,10 +1,12 @@
 """Slash commands of the chat: /help /tools /thread /new /clear /retry /edit /model [NAME]
-/freeze [NAME] /usage /requests /quit (/exit)."""
+/freeze [NAME] /usage /requests /subscribe /unsubscribe /quit (/exit), and /SERVER:PROMPT."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+from graphchat.chat.subscriptions import subscribe, unsubscribe
 
 if TYPE_CHECKING:
     from graphchat.chat.app import ChatApp
@@ -15,7 +17,8 @@ Type a message and press Enter to send it.
   Up / Down                input history (kept in the workspace's .graphchat_history)
   Ctrl-C                   cancel the running turn; at the prompt, clear the line
   Ctrl-D                   leave (so does /quit or /exit)
-  Tab                      complete a /command, a tool name after /tools, a plan__ name
+  Tab                      complete a /command, a tool name after /tools, a plan__ name,
+                           an MCP server's /SERVER:PROMPT and its arguments
 Questions from tools (ask_user, approvals, plan asks) appear inline: type the answer at
 `answer>`; a blank answer declines.
 Commands:
@@ -34,7 +37,10 @@ Commands:
   /requests [ID [VALUE]]  the questions parked runs of this workspace wait on; answer one
                    (an approval: permit or deny) and see what its run printed
   /quit, /exit     leave (prints how to resume the thread)
-  /SERVER:PROMPT [k=v …]  send an MCP server's prompt (`graphchat mcp prompts` lists them)
+  /SERVER:PROMPT [k=v …]  send an MCP server's prompt (`graphchat mcp prompts` lists them;
+                   Tab completes its name, its arguments and, when the server offers them, values)
+  /subscribe [SERVER:URI], /unsubscribe SERVER:URI  a resource's changes are shown, and the
+                   next message carries its new contents
 @SERVER:URI in a message attaches that resource of an MCP server (to the next space).
 A message that starts with // is sent as text starting with /."""
 
@@ -50,6 +56,8 @@ COMMANDS = (
     "freeze",
     "usage",
     "requests",
+    "subscribe",
+    "unsubscribe",
     "quit",
     "exit",
 )
@@ -377,6 +385,8 @@ HANDLERS: dict[str, Handler] = {
     "freeze": _freeze,
     "usage": _usage,
     "requests": _requests,
+    "subscribe": subscribe,
+    "unsubscribe": unsubscribe,
     "quit": _quit,
     "exit": _quit,
 }

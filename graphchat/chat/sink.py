@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from graphchat.display import safe
-from graphchat.events import CallLabels, EventSink, _short, replan_line
+from graphchat.events import CallLabels, EventSink, _short, progress_text, replan_line
 
 if TYPE_CHECKING:
     from graphchat.chat.ui import ChatUI
@@ -106,6 +106,8 @@ class ChatSink(EventSink):
             ui.set_status(self.plan.text())
         elif event == "step_started":
             ui.set_status(f"step {f['step']} ({f['tool']})")
+        elif event == "tool_progress":
+            ui.tool_progress(self.labels.label(f["tool"], f.get("call")), progress_text(f))
         elif event == "progress":
             ui.set_status(f"{f['step']}: {f['done']}/{f['total']}")
         elif event == "warning":

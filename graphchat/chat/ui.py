@@ -123,6 +123,7 @@ class ChatUI:
         self._segment = ""  # finished answer text of the current segment (printed)
         self._lines_printed = 0  # rendered lines of `_segment` already printed
         self._running: list[tuple[str, float]] = []
+        self._progress: dict[str, str] = {}  # a running tool's last progress (`3/5 message`)
         self._status: str | None = None  # plan step / progress while a plan tool runs
         self._waiting: tuple[str, float] | None = None  # the model call waited on, since when
         self._in_turn = False
@@ -207,6 +208,7 @@ class ChatUI:
         self._segment = ""
         self._lines_printed = 0
         self._running.clear()
+        self._progress.clear()
         self._status = None
         self._turn_keys(True)
         self._start_live()
@@ -216,6 +218,7 @@ class ChatUI:
         self._waiting = None
         self._in_turn = False
         self._running.clear()
+        self._progress.clear()
         self._status = None
         if self._ticker is not None:
             self._ticker.cancel()
@@ -285,9 +288,17 @@ class ChatUI:
             if running == name:
                 del self._running[i]
                 break
+        if not any(running == name for running, _ in self._running):
+            self._progress.pop(name, None)
         if not self._running:
             self._status = None
         self._refresh()
+
+    def tool_progress(self, name: str, text: str) -> None:
+        """A running tool's progress notification: its spinner entry reads `NAME 3/5 · 4.1s`."""
+        if any(running == name for running, _ in self._running):
+            self._progress[name] = text
+            self._schedule_refresh()
 
     def set_status(self, text: str | None) -> None:
         self._status = text
@@ -337,7 +348,12 @@ class ChatUI:
             status.append(Text(f"⋯ {what} {time.monotonic() - since:.1f}s", style="dim", no_wrap=True))
         if self._running:
             now = time.monotonic()
-            parts = "  ".join(f"{name} {now - started:.1f}s" for name, started in self._running)
+            parts = "  ".join(
+                f"{name} {self._progress[name]} · {now - started:.1f}s"
+                if name in self._progress
+                else f"{name} {now - started:.1f}s"
+                for name, started in self._running
+            )
             status.append(Text(f"⋯ {parts}", style="dim", no_wrap=True, overflow="ellipsis"))
         if self._status:
             status.append(Text(f"▸ {self._status}", style="dim", no_wrap=True, overflow="ellipsis"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext
-from graphchat.events import EventSink
+from graphchat.events import EventSink, sampling_server
 from graphchat.plans import finish as finishes
 from graphchat.plans.model import Body, Plan, Step
 from graphchat.plans.runtime import (
@@ -127,6 +127,7 @@ class UsageTap(EventSink):
         self.output_tokens = 0
         self.by_step: dict[str, dict[str, Any]] = {}
         self.by_model: dict[str, dict[str, Any]] = {}
+        self.by_server: dict[str, dict[str, Any]] = {}  # MCP servers' sampling requests served
 
     def emit(self, event: str, **fields: Any) -> None:
         if event == "llm_call":
@@ -138,10 +139,14 @@ class UsageTap(EventSink):
             path = CURRENT_STEP.get() or str(fields.get("role") or fields.get("site") or "unknown")
             model = str(fields.get("model") or "")
             provider = model.split("/", 1)[0] if "/" in model else ""
-            for group in (
+            groups = [
                 self.by_step.setdefault(path, {"path": path}),
                 self.by_model.setdefault(model, {"provider": provider, "model": model}),
-            ):
+            ]
+            server = sampling_server(fields)
+            if server is not None:
+                groups.append(self.by_server.setdefault(server, {"server": server}))
+            for group in groups:
                 group["calls"] = group.get("calls", 0) + 1
                 group["input_tokens"] = group.get("input_tokens", 0) + spent_in
                 group["output_tokens"] = group.get("output_tokens", 0) + spent_out
@@ -166,6 +171,7 @@ class UsageTap(EventSink):
             "output_tokens": self.output_tokens,
             "by_step": ranked(self.by_step),
             "by_model": ranked(self.by_model),
+            **({"by_server": ranked(self.by_server)} if self.by_server else {}),
         }
 
 

@@ -210,6 +210,7 @@ class Helper:
         self.idle = 900
         self.served = 0  # turns accepted since the start
         self.conns: dict[asyncio.Task[Any], Conn] = {}  # the running turns' connections
+        self._admitting = 0  # requests accepted whose turn has not started yet (MCP roots taken)
         self.successor = False  # leaving because the configuration changed: start the next one
         self._server: asyncio.AbstractServer | None = None
         self._socket_inode: int | None = None
@@ -426,21 +427,48 @@ class Helper:
             return "leaving"
         return None
 
+    def _take_roots(self, request: dict[str, Any]) -> list[Any] | None:
+        """The MCP roots of the request's folder for the helper's servers (McpSource.take_roots):
+        the servers to tell, or None when another turn runs under other roots."""
+        from graphchat.catalog.mcp_pool import McpSource
+
+        tell: list[Any] = []
+        for source in getattr(self.catalog, "sources", []):
+            if isinstance(source, McpSource):
+                found = source.take_roots(
+                    str(request.get("cwd") or "") or None, busy=bool(self.active) or self._admitting > 0
+                )
+                if found is None:
+                    return None
+                tell += found
+        return tell
+
     async def _ask(
         self, request: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         refusal = self._refusal(request)
+        tell = None if refusal is not None else self._take_roots(request)
+        if refusal is None and tell is None:
+            refusal = (
+                "it runs in another folder while a turn is in progress: its MCP servers' roots would differ"
+            )
         if refusal is not None:
             writer.write(wire.encode({"t": "refused", "why": refusal}))
             return
-        conn = Conn(writer, request)
-        self.served += 1
-        conn.send({"t": "accepted", "pid": os.getpid()})
-        await writer.drain()
-        task = asyncio.get_running_loop().create_task(
-            self._turn(conn, request), context=contextvars.copy_context()
-        )
-        self.active.add(task)
+        self._admitting += 1  # busy until its task runs: no other folder's turn may change the roots
+        try:
+            if tell:  # the roots changed with the folder: the servers that declared roots are told
+                await asyncio.gather(*(c.roots_changed() for c in tell))
+            conn = Conn(writer, request)
+            self.served += 1
+            conn.send({"t": "accepted", "pid": os.getpid()})
+            await writer.drain()
+            task = asyncio.get_running_loop().create_task(
+                self._turn(conn, request), context=contextvars.copy_context()
+            )
+            self.active.add(task)
+        finally:
+            self._admitting -= 1
         self.conns[task] = conn
         listening = asyncio.create_task(self._listen_to(reader, conn, task))
         try:

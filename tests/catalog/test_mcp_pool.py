@@ -230,7 +230,10 @@ async def test_elicitation_from_a_server_goes_to_the_callers_asker(workspace: Pa
         await catalog.aclose()
     assert resolved.value == {"result": "deleted=True a.txt"}
     assert pushed.value == {"result": "pushed=True main"}
-    assert [q.prompt for q in asker.questions] == ["[t] Really delete a.txt?", "[t] Push main?"]
+    assert [q.prompt for q in asker.questions] == [
+        "[t · confirm_delete] Really delete a.txt?",
+        "[t · confirm_push] Push main?",
+    ]
     assert asker.questions[0].schema["properties"]["ok"]["type"] == "boolean"
     assert nobody.value == {"result": "not deleted (cancel)"}  # no asker: never a hang
 
