@@ -185,8 +185,8 @@ async def _model(app: ChatApp, arg: str) -> bool:
 async def _freeze(app: ChatApp, arg: str) -> bool:
     """Freeze the current thread into a plan, show it, and offer to run it once."""
     from graphchat.chat.app import current_thread_id
-    from graphchat.cli.plan_freeze import PlanExistsError, freeze_to_workspace
     from graphchat.errors import GraphchatError
+    from graphchat.plans.freeze_workspace import PlanExistsError, freeze_to_workspace
 
     ui = app.ui
     thread_id = current_thread_id(app.session)
@@ -200,7 +200,13 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
         ui.print("usage: /freeze [NAME] [--force]", style="yellow", markup=False)
         return True
     try:
-        saved = freeze_to_workspace(app.settings, thread_id, name=names[0] if names else None, force=force)
+        saved = freeze_to_workspace(
+            app.settings,
+            thread_id,
+            name=names[0] if names else None,
+            force=force,
+            warn=lambda message: ui.print(f"warning: {message}", style="yellow", markup=False),
+        )
     except PlanExistsError as exc:
         ui.print(f"error: {exc.message}", style="red", markup=False)
         ui.print("  /freeze NAME picks another name; /freeze NAME --force overwrites it", markup=False)
