@@ -10,8 +10,10 @@ catalog *without* the workbench tools, so those are never plan tools.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, Catalog
@@ -35,7 +37,8 @@ its arguments, where {{input.x}} reads a plan input and {{E0.field}} an earlier 
 - load_plan replaces the draft: when it says there are unsaved changes, ask the person before \
 passing overwrite_draft: true. restore_draft undoes the last change (one level).
 - validate_plan checks the draft against the catalog; run_plan runs it for real (side effects \
-included); save_plan writes it to its file. Answer briefly.
+included); save_plan writes it to its file. read_file, grep and glob look at the project's \
+files (read-only, inside the directory the workbench was started in). Answer briefly.
 
 The current draft:
 """
@@ -70,13 +73,22 @@ class Bench:
     """One workbench session. `notify` is told (with no argument) whenever what a pane shows
     may have changed: the draft, the validation state, the chat, the run transcript."""
 
-    def __init__(self, settings: Settings, catalog: Catalog, *, asker: Asker | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalog: Catalog,
+        *,
+        asker: Asker | None = None,
+        project: Path | None = None,
+    ) -> None:
+        from graphchat.workbench.research import Project
         from graphchat.workbench.tools import WorkbenchSource
 
         self.settings = settings
         self.catalog = catalog  # the plan catalog: what plans validate and run against
         self.asker = asker
         self.draft = Draft(settings.plans_dir)
+        self.project = Project(project or Path.cwd())  # what the research tools may read
         self.agent_catalog = Catalog(approver=catalog.approver, record_shape=catalog.record_shape)
         self.agent_catalog.sources = [*catalog.sources, WorkbenchSource(self)]
         for source in catalog.sources:  # a source's tools changed: both catalogs look again
@@ -224,6 +236,12 @@ class Bench:
             return await self.run(arguments.get("inputs") or {})
         if name == "save_plan":
             return {"ok": True, "savedTo": str(self.save())}
+        if name == "read_file":
+            return self.project.read_file(arguments)
+        if name == "glob":
+            return await asyncio.to_thread(self.project.glob, arguments)
+        if name == "grep":
+            return await self.project.grep(arguments)
         raise DraftError(f"unknown workbench tool {name}")
 
     # -- validate, run, save ----------------------------------------------------------------
