@@ -132,13 +132,15 @@ class Bench:
 
     async def turn(self, message: str) -> str:
         """One chat turn: the person's message, the agent's rounds, its answer."""
-        from graphchat.agent.loop import run_loop
+        from graphchat.agent.loop import IterationsExhausted, run_loop
         from graphchat.threads.repair import to_model_messages
+        from graphchat.workbench.tools import landed_edit
 
         self.say(f"you> {message}")
         self.events.append(dict(ev.user(message)))
         messages = [{"role": "system", "content": self.system_prompt()}, *to_model_messages(self.events)]
         ctx = CallContext(asker=self.asker, events=LineSink(self.say), surface="agent")
+        before = self.llm().usage
         try:
             result = await run_loop(
                 llm=self.llm(),
@@ -148,7 +150,18 @@ class Bench:
                 max_iterations=self.settings.max_agent_iterations,
                 record=self.events.append,
                 stream=False,
+                progress=landed_edit,  # the budget counts rounds without a successful edit
             )
+        except IterationsExhausted:
+            # the turn is kept (its edits are in the draft; its open calls replay as interrupted),
+            # so "continue" goes on from where it stopped
+            spent = (self.llm().usage - before).to_dict()
+            self.events.append(dict(ev.turn_end(spent, self.llm().config.model)))
+            self.say(
+                f"✗ the agent stopped: {self.settings.max_agent_iterations} rounds in a row without a "
+                "successful edit. The edits it made are in the draft; send “continue” to let it go on."
+            )
+            return ""
         except Exception as exc:
             from graphchat.fsutil import describe_failure
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.llm.types import ToolCall
 from graphchat.plans import authoring
 from graphchat.workbench.draft import DraftError
 from graphchat.workbench.research import ResearchError
@@ -115,6 +116,18 @@ TOOLS: dict[str, tuple[str, dict[str, Any], str]] = {
         "read",
     ),
 }
+
+
+EDITS = frozenset({"update_metadata", "add_step", "update_step", "delete_step"})
+
+
+def landed_edit(calls: list[ToolCall], results: list[ToolResult]) -> bool:
+    """Whether a round of the agent's calls changed the draft (an edit tool that succeeded):
+    the agent's iteration budget counts rounds without one."""
+    return any(
+        call.name.removeprefix(PREFIX) in EDITS and call.name.startswith(PREFIX) and not result.is_error
+        for call, result in zip(calls, results, strict=True)
+    )
 
 
 class WorkbenchSource(ToolSource):
