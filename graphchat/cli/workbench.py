@@ -25,6 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "target", nargs="?", metavar="NAME|PATH", help="the plan to open (default: a new draft)"
     )
+    plan.add_argument(
+        "--from-thread",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="freeze a chat's thread (the latest without ID) as `plan freeze` does and open it "
+        "as an unsaved draft",
+    )
     plan.add_argument("-m", "--model", metavar="M", help="model for the agent (litellm model string)")
     plan.set_defaults(func=run)
 
@@ -64,6 +72,10 @@ async def _workbench(args: argparse.Namespace) -> int:
         host = open_host(settings, events=LineSink(write), here=lambda events: UnavailableAsker())
         try:
             bench = Bench(settings, host.catalog, asker=host.asker)
+            if args.target and args.from_thread is not None:
+                raise GraphchatError("give a plan or --from-thread, not both", EXIT_USAGE)
+            if args.from_thread is not None:  # a thread that cannot be frozen: said before too
+                bench.open_thread(args.from_thread or None)
             if args.target:  # a plan that cannot be opened: said before the screen is taken
                 try:
                     bench.draft.load(args.target)

@@ -257,6 +257,23 @@ class Bench:
             return await self.project.grep(arguments)
         raise DraftError(f"unknown workbench tool {name}")
 
+    def open_thread(self, thread: str | None) -> str:
+        """Freeze a chat's thread (`plan freeze`'s deterministic freezer; the latest thread
+        without an id) and open the plan as an unsaved draft. Returns the plan's identifier."""
+        from graphchat.plans.freeze_workspace import freeze_to_workspace
+
+        saved = freeze_to_workspace(self.settings, thread, write=False, warn=self.say)
+        frozen = saved.frozen
+        where = f"thread {thread}" if thread else "the latest thread"
+        self.draft.start(frozen.text, where)
+        self.say(
+            f"opened {where}, frozen into plan '{frozen.identifier}' "
+            f"({len(frozen.steps)} step(s), {frozen.finish} finish) — not saved yet (Ctrl-S saves)"
+        )
+        for item in frozen.dropped:
+            self.say(f"  left out: {item}")
+        return frozen.identifier
+
     # -- validate, run, save ----------------------------------------------------------------
 
     def validate(self) -> list[str]:

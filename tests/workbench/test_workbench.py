@@ -188,6 +188,12 @@ async def test_keys_validate_run_undo_and_quit_asks_when_unsaved(
             await pilot.press("n")
             await pilot.pause()
             assert app.is_running and not isinstance(app.screen, ConfirmQuit)
+            await pilot.press("ctrl+q")  # textual's own quit key asks too
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmQuit) and app.is_running
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.is_running and not isinstance(app.screen, ConfirmQuit)
             await pilot.press("q", "y")
             await pilot.pause()
             assert not app.is_running
