@@ -1,5 +1,5 @@
 """Slash commands of the chat: /help /tools /thread /new /clear /retry /edit /model [NAME]
-/freeze [NAME] /usage /requests /quit (/exit)."""
+/freeze [NAME] /workbench /usage /requests /quit (/exit)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ Commands:
   /model [NAME]    show the model, or switch to NAME for the next turns
   /freeze [NAME]   save this thread's successful tool calls as plans/NAME.yaml, then
                    offer to run it once (add --force to overwrite an existing file)
+  /workbench       open this thread, frozen as a plan draft, in the full-screen plan
+                   workbench; quitting it comes back here
   /usage           tokens (and cost, when known) used in this session
   /requests [ID [VALUE]]  the questions parked runs of this workspace wait on; answer one
                    (an approval: permit or deny) and see what its run printed
@@ -48,6 +50,7 @@ COMMANDS = (
     "edit",
     "model",
     "freeze",
+    "workbench",
     "usage",
     "requests",
     "quit",
@@ -233,6 +236,31 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
     return True
 
 
+async def _workbench(app: ChatApp, arg: str) -> bool:
+    """The current thread frozen (as /freeze, nothing written) and opened in the workbench, on
+    the chat's loop and catalog; the chat goes on when it closes."""
+    from graphchat.asks import UnavailableAsker
+    from graphchat.chat.app import current_thread_id
+    from graphchat.errors import GraphchatError
+    from graphchat.workbench import launch
+
+    ui = app.ui
+    thread_id = current_thread_id(app.session)
+    if thread_id is None or app.catalog is None or app.settings is None:
+        ui.print("no thread yet: chat first, then /workbench edits what worked as a plan", markup=False)
+        return True
+    try:
+        bench = launch.prepare(
+            app.settings, app.catalog, thread=thread_id, from_thread=True, asker=UnavailableAsker()
+        )
+        await launch.show(bench)
+    except GraphchatError as exc:
+        ui.print(f"error: {exc.message}", style="red", markup=False)
+        return True
+    ui.print(f"back in the chat (thread {thread_id})", markup=False)
+    return True
+
+
 async def _yes(app: ChatApp, prompt: str) -> bool:
     from graphchat.asks import Question
 
@@ -381,6 +409,7 @@ HANDLERS: dict[str, Handler] = {
     "edit": _edit,
     "model": _model,
     "freeze": _freeze,
+    "workbench": _workbench,
     "usage": _usage,
     "requests": _requests,
     "quit": _quit,

@@ -91,7 +91,9 @@ class Bench:
         self.project = Project(project or Path.cwd())  # what the research tools may read
         self.agent_catalog = Catalog(approver=catalog.approver, record_shape=catalog.record_shape)
         self.agent_catalog.sources = [*catalog.sources, WorkbenchSource(self)]
-        for source in catalog.sources:  # a source's tools changed: both catalogs look again
+        # a source's tools changed: both catalogs look again (until `close` gives them back)
+        self._hooks = [(source, source.on_change) for source in catalog.sources]
+        for source in catalog.sources:
             source.on_change = self._invalidate
         self.events: list[dict[str, Any]] = []  # the scratch conversation, as thread events
         self.chat_lines: list[str] = []
@@ -100,6 +102,12 @@ class Bench:
         self.notify: Callable[[], None] = lambda: None
         self._llm: LLM | None = None
         self.draft.on_change.append(self._draft_changed)
+
+    def close(self) -> None:
+        """Hand the sources back to the catalog they came from (chat's `/workbench` goes on)."""
+        for source, hook in self._hooks:
+            source.on_change = hook
+        self.catalog.invalidate()
 
     def _invalidate(self) -> None:
         self.catalog.invalidate()

@@ -11,6 +11,8 @@ from typing import Any
 import pexpect
 import pytest
 
+from tests.chat.test_pty import Spawn, leave, send_message
+from tests.chat.test_pty import chat as chat  # noqa: F401 - the pseudo-terminal fixture
 from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
 
@@ -30,7 +32,7 @@ def _spawn(workspace: Path, server: ScriptedModelServer, *args: str) -> Any:
     )
 
 
-def _chat_with_two_calls(graphchat: GraphchatRunner, server: ScriptedModelServer) -> None:
+def _push_two_calls(server: ScriptedModelServer) -> None:
     server.push(
         {
             "tool_calls": [
@@ -50,6 +52,10 @@ def _chat_with_two_calls(graphchat: GraphchatRunner, server: ScriptedModelServer
         },
         {"text": "A 3-day headline for Lisbon."},
     )
+
+
+def _chat_with_two_calls(graphchat: GraphchatRunner, server: ScriptedModelServer) -> None:
+    _push_two_calls(server)
     asked = graphchat("ask", "Plan a headline for 3 days in Lisbon", env=server.env())
     assert asked.returncode == 0, asked.stderr
 
@@ -72,11 +78,7 @@ def test_from_thread_opens_the_latest_chat_frozen_as_an_unsaved_draft_that_ctrl_
         assert not list((workspace / "plans").iterdir())  # opened, not saved
         child.send("\x13")  # Ctrl-S
         saved = workspace / "plans" / f"{identifier}.yaml"
-        for _ in range(100):  # the key is read by the app's loop: wait for the file
-            if saved.exists():
-                break
-            child.expect([pexpect.TIMEOUT], timeout=0.1)
-        assert saved.exists()
+        _wait_for(saved, child)
         child.send("\x11")  # Ctrl-Q; saved: it quits without asking
         child.expect(pexpect.EOF)
     finally:
@@ -121,3 +123,40 @@ def test_from_thread_with_an_id_and_its_refusals(
     both.expect(pexpect.EOF)
     both.close()
     assert both.exitstatus == 2 and "not both" in (both.before or "")
+
+
+def _wait_for(path: Path, child: Any) -> None:
+    for _ in range(200):  # the key is read by the app's loop: wait for the file
+        if path.exists():
+            return
+        child.expect([pexpect.TIMEOUT], timeout=0.1)
+    raise AssertionError(f"{path} was not written")
+
+
+def test_slash_workbench_in_chat_opens_the_thread_as_a_draft_and_comes_back(
+    workspace: Path, chat: Spawn, model_server: ScriptedModelServer
+) -> None:
+    _push_two_calls(model_server)
+    child = chat()
+    send_message(child, "Plan a headline for 3 days in Lisbon")
+    child.expect_exact("A 3-day headline for Lisbon.")
+    send_message(child, "/workbench")
+    child.expect_exact("E1  builtin__reshape")  # the workbench owns the screen, this thread frozen
+    child.expect_exact("[unsaved]")
+    assert not list((workspace / "plans").iterdir())
+    child.send("\x13")  # Ctrl-S
+    saved = workspace / "plans" / "plan_a_headline_for_3_days_in_lisbon.yaml"
+    _wait_for(saved, child)
+    child.send("\x11")  # Ctrl-Q
+    child.expect_exact("back in the chat (thread ")
+    model_server.push({"text": "Still here."})
+    send_message(child, "are you there?")  # the same chat goes on, with its own catalog
+    child.expect_exact("Still here.")
+    leave(child)
+    offered = {t["function"]["name"] for t in model_server.requests[-1]["tools"]}
+    assert "builtin__reshape" in offered and not [n for n in offered if n.startswith("workbench__")]
+    assert [m["content"] for m in model_server.requests[-1]["messages"] if m["role"] == "user"] == [
+        "Plan a headline for 3 days in Lisbon",
+        "are you there?",
+    ]
+    assert "builtin__reshape" in saved.read_text()
