@@ -257,8 +257,8 @@ class Bench:
             return await self.run(arguments.get("inputs") or {})
         if name == "save_plan":
             return {"ok": True, "savedTo": str(self.save())}
-        if name == "read_file":
-            return self.project.read_file(arguments)
+        if name == "read_file":  # the research tools touch the disk: off the event loop
+            return await asyncio.to_thread(self.project.read_file, arguments)
         if name == "glob":
             return await asyncio.to_thread(self.project.glob, arguments)
         if name == "grep":
