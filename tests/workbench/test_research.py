@@ -174,3 +174,15 @@ def test_a_plan_that_names_a_research_tool_does_not_run(graphchat: Any, workspac
     assert done.returncode != 0 and done.stdout == ""
     assert "workbench__* tools do not exist in plans" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_a_grep_over_its_time_limit_stops_and_says_how_to_narrow_it(
+    bench: Any, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphchat.workbench import research
+
+    for n in range(300):
+        (project / f"f{n}.txt").write_text("needle\n" * 200)
+    monkeypatch.setattr(research, "GREP_SECONDS", 0.001)
+    slow = await _call(bench, "grep", pattern="needle", max_matches=500)
+    assert slow.is_error and "took more than 0.001 s; narrow it with 'path' or 'glob'" in slow.error_message
