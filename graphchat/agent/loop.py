@@ -30,6 +30,10 @@ Record = Callable[[dict[str, Any]], None]
 CANCELLED_MESSAGE = "cancelled before it finished (the turn was interrupted: Ctrl-C or a signal)"
 
 
+class IterationsExhausted(GraphchatError):
+    """The loop used its rounds without a final answer (with `progress`: without progress)."""
+
+
 @dataclass
 class LoopResult:
     content: str
@@ -169,6 +173,7 @@ async def run_loop(
     site: str = "chat",
     stream: bool = True,
     on_tools: Callable[[str], None] | None = None,
+    progress: Callable[[list[ToolCall], list[ToolResult]], bool] | None = None,
 ) -> LoopResult:
     """Run rounds until the model answers in text (see module doc); `messages` is not modified.
 
@@ -176,6 +181,10 @@ async def run_loop(
     withdraws the tools and forces it; `output` is the parsed object. `on_tools(text)` is told,
     before a round's tools run, that the text streamed in that round was narration, not the
     answer (the host shows it apart); without it, rounds' texts are separated by a blank line.
+
+    `max_iterations` bounds the rounds of the turn; with `progress`, it bounds the rounds in a
+    row without progress instead (their calls run, the last included): a round whose calls
+    `progress` accepts (the workbench: an edit that landed) starts the count again.
     """
     history = list(messages)
     tool_list = catalog.model_tools() if tools is None else tools
@@ -200,11 +209,16 @@ async def run_loop(
         streamed.append(text)
         shown_before[0] = True
 
-    for round_no in range(1, max_iterations + 1):
+    idle = 0  # rounds since the last one that made progress (without `progress`: all of them)
+    round_no = 0
+    while True:
+        round_no += 1
+        idle += 1
+        last = idle >= max_iterations
         result.rounds = round_no
         if ctx.events is not None:
             ctx.events.agent_round(round_no)
-        if output_schema is not None and round_no == max_iterations:
+        if output_schema is not None and last:
             output = await llm.structured(history, output_schema, site=site)
             content = json.dumps(output, ensure_ascii=False)
             if record is not None:
@@ -227,8 +241,8 @@ async def run_loop(
                 return finish(completion.content)
             output = await _final_output(llm, history, completion.content, output_schema, site)
             return finish(completion.content, output)
-        if round_no == max_iterations:
-            raise GraphchatError(
+        if last and progress is None:
+            raise IterationsExhausted(
                 f"the agent stopped after {max_iterations} rounds of tool calls without a final answer",
                 hint="raise settings.max_agent_iterations in graphchat.yaml, or ask for less at once",
             )
@@ -255,9 +269,13 @@ async def run_loop(
             )
         if images and _accepts_images(llm):  # tool messages take only text: the images follow them
             history.append(image_message(images))
-    raise GraphchatError(
-        f"the agent stopped after {max_iterations} rounds without a final answer"
-    )  # pragma: no cover
+        if progress is not None:
+            if progress(calls, tool_results):
+                idle = 0
+            elif last:
+                raise IterationsExhausted(
+                    f"the agent stopped after {max_iterations} rounds of tool calls in a row without progress"
+                )
 
 
 def _accepts_images(llm: ModelClient) -> bool:

@@ -1,5 +1,5 @@
 """Slash commands of the chat: /help /tools /thread /new /clear /retry /edit /model [NAME]
-/freeze [NAME] /usage /requests /subscribe /unsubscribe /quit (/exit), and /SERVER:PROMPT."""
+/freeze [NAME] /workbench /usage /requests /subscribe /unsubscribe /quit (/exit), and /SERVER:PROMPT."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ Commands:
   /model [NAME]    show the model, or switch to NAME for the next turns
   /freeze [NAME]   save this thread's successful tool calls as plans/NAME.yaml, then
                    offer to run it once (add --force to overwrite an existing file)
+  /workbench       open this thread, frozen as a plan draft, in the full-screen plan
+                   workbench; quitting it comes back here
   /usage           tokens (and cost, when known) used in this session
   /requests [ID [VALUE]]  the questions parked runs of this workspace wait on; answer one
                    (an approval: permit or deny) and see what its run printed
@@ -54,6 +56,7 @@ COMMANDS = (
     "edit",
     "model",
     "freeze",
+    "workbench",
     "usage",
     "requests",
     "subscribe",
@@ -193,8 +196,8 @@ async def _model(app: ChatApp, arg: str) -> bool:
 async def _freeze(app: ChatApp, arg: str) -> bool:
     """Freeze the current thread into a plan, show it, and offer to run it once."""
     from graphchat.chat.app import current_thread_id
-    from graphchat.cli.plan_freeze import PlanExistsError, freeze_to_workspace
     from graphchat.errors import GraphchatError
+    from graphchat.plans.freeze_workspace import PlanExistsError, freeze_to_workspace
 
     ui = app.ui
     thread_id = current_thread_id(app.session)
@@ -208,7 +211,13 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
         ui.print("usage: /freeze [NAME] [--force]", style="yellow", markup=False)
         return True
     try:
-        saved = freeze_to_workspace(app.settings, thread_id, name=names[0] if names else None, force=force)
+        saved = freeze_to_workspace(
+            app.settings,
+            thread_id,
+            name=names[0] if names else None,
+            force=force,
+            warn=lambda message: ui.print(f"warning: {message}", style="yellow", markup=False),
+        )
     except PlanExistsError as exc:
         ui.print(f"error: {exc.message}", style="red", markup=False)
         ui.print("  /freeze NAME picks another name; /freeze NAME --force overwrites it", markup=False)
@@ -232,6 +241,31 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
         await _run_once(app, plan)
     else:
         ui.print(f"run it later with: graphchat plan run {frozen.identifier}", style="dim", markup=False)
+    return True
+
+
+async def _workbench(app: ChatApp, arg: str) -> bool:
+    """The current thread frozen (as /freeze, nothing written) and opened in the workbench, on
+    the chat's loop and catalog; the chat goes on when it closes."""
+    from graphchat.asks import UnavailableAsker
+    from graphchat.chat.app import current_thread_id
+    from graphchat.errors import GraphchatError
+    from graphchat.workbench import launch
+
+    ui = app.ui
+    thread_id = current_thread_id(app.session)
+    if thread_id is None or app.catalog is None or app.settings is None:
+        ui.print("no thread yet: chat first, then /workbench edits what worked as a plan", markup=False)
+        return True
+    try:
+        bench = launch.prepare(
+            app.settings, app.catalog, thread=thread_id, from_thread=True, asker=UnavailableAsker()
+        )
+        await launch.show(bench)
+    except GraphchatError as exc:
+        ui.print(f"error: {exc.message}", style="red", markup=False)
+        return True
+    ui.print(f"back in the chat (thread {thread_id})", markup=False)
     return True
 
 
@@ -383,6 +417,7 @@ HANDLERS: dict[str, Handler] = {
     "edit": _edit,
     "model": _model,
     "freeze": _freeze,
+    "workbench": _workbench,
     "usage": _usage,
     "requests": _requests,
     "subscribe": subscribe,

@@ -25,6 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     plan.add_argument(
         "target", nargs="?", metavar="NAME|PATH", help="the plan to open (default: a new draft)"
     )
+    plan.add_argument(
+        "--from-thread",
+        nargs="?",
+        const="",
+        metavar="ID",
+        help="freeze a chat's thread (the latest without ID) as `plan freeze` does and open it "
+        "as an unsaved draft",
+    )
     plan.add_argument("-m", "--model", metavar="M", help="model for the agent (litellm model string)")
     plan.set_defaults(func=run)
 
@@ -47,10 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
 async def _workbench(args: argparse.Namespace) -> int:
     from graphchat.asks import UnavailableAsker
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.host import load_settings, open_host
-    from graphchat.plans.authoring import AuthoringError, EditRefused
-    from graphchat.workbench.bench import Bench, LineSink
+    from graphchat.workbench import launch
+    from graphchat.workbench.bench import LineSink
 
     settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
     log_path = settings.catalog_dir / "logs" / "workbench.log"
@@ -63,16 +70,16 @@ async def _workbench(args: argparse.Namespace) -> int:
 
         host = open_host(settings, events=LineSink(write), here=lambda events: UnavailableAsker())
         try:
-            bench = Bench(settings, host.catalog, asker=host.asker)
-            if args.target:  # a plan that cannot be opened: said before the screen is taken
-                try:
-                    bench.draft.load(args.target)
-                except (AuthoringError, EditRefused) as exc:
-                    raise GraphchatError(str(exc), EXIT_USAGE) from None
+            bench = launch.prepare(
+                settings,
+                host.catalog,
+                target=args.target,
+                thread=args.from_thread or None,
+                from_thread=args.from_thread is not None,
+                asker=host.asker,
+            )
             await host.warm_up()
-            from graphchat.workbench.app import WorkbenchApp
-
-            await WorkbenchApp(bench).run_async()
+            await launch.show(bench)
         finally:
             await host.aclose()
     return 0

@@ -93,14 +93,19 @@ def read_document(path: Path) -> CommentedMap:
         raise AuthoringError(f"no plan file {path}") from None
     except OSError as exc:
         raise AuthoringError(f"cannot read {path}: {exc.strerror}") from None
+    return parse_document(text, str(path))
+
+
+def parse_document(text: str, source: str) -> CommentedMap:
+    """A plan document's text as the editable round-trip mapping; `source` names it in errors."""
     try:
         data = _yaml().load(text)
     except Exception as exc:  # ruamel's errors carry the line; one line is enough here
         raise EditRefused(
-            f"{path}: not valid YAML, so it cannot be edited: {str(exc).splitlines()[0]}"
+            f"{source}: not valid YAML, so it cannot be edited: {str(exc).splitlines()[0]}"
         ) from None
     if not isinstance(data, CommentedMap):
-        raise EditRefused(f"{path}: not a plan (a mapping with identifier, name, description, steps)")
+        raise EditRefused(f"{source}: not a plan (a mapping with identifier, name, description, steps)")
     return data
 
 

@@ -246,6 +246,10 @@ class WorkbenchApp(App[None]):
         self.notify(f"saved {path}")
         self.refresh_panes()
 
+    async def action_quit(self) -> None:
+        """textual's own Ctrl-Q: asks too when the draft is unsaved."""
+        self.action_quit_bench()
+
     def action_quit_bench(self) -> None:
         if not self.bench.draft.dirty:
             self.exit()

@@ -10,8 +10,10 @@ catalog *without* the workbench tools, so those are never plan tools.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, Catalog
@@ -35,7 +37,8 @@ its arguments, where {{input.x}} reads a plan input and {{E0.field}} an earlier 
 - load_plan replaces the draft: when it says there are unsaved changes, ask the person before \
 passing overwrite_draft: true. restore_draft undoes the last change (one level).
 - validate_plan checks the draft against the catalog; run_plan runs it for real (side effects \
-included); save_plan writes it to its file. Answer briefly.
+included); save_plan writes it to its file. read_file, grep and glob look at the project's \
+files (read-only, inside the directory the workbench was started in). Answer briefly.
 
 The current draft:
 """
@@ -70,16 +73,27 @@ class Bench:
     """One workbench session. `notify` is told (with no argument) whenever what a pane shows
     may have changed: the draft, the validation state, the chat, the run transcript."""
 
-    def __init__(self, settings: Settings, catalog: Catalog, *, asker: Asker | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalog: Catalog,
+        *,
+        asker: Asker | None = None,
+        project: Path | None = None,
+    ) -> None:
+        from graphchat.workbench.research import Project
         from graphchat.workbench.tools import WorkbenchSource
 
         self.settings = settings
         self.catalog = catalog  # the plan catalog: what plans validate and run against
         self.asker = asker
         self.draft = Draft(settings.plans_dir)
+        self.project = Project(project or Path.cwd())  # what the research tools may read
         self.agent_catalog = Catalog(approver=catalog.approver, record_shape=catalog.record_shape)
         self.agent_catalog.sources = [*catalog.sources, WorkbenchSource(self)]
-        for source in catalog.sources:  # a source's tools changed: both catalogs look again
+        # a source's tools changed: both catalogs look again (until `close` gives them back)
+        self._hooks = [(source, source.on_change) for source in catalog.sources]
+        for source in catalog.sources:
             source.on_change = self._invalidate
         self.events: list[dict[str, Any]] = []  # the scratch conversation, as thread events
         self.chat_lines: list[str] = []
@@ -88,6 +102,12 @@ class Bench:
         self.notify: Callable[[], None] = lambda: None
         self._llm: LLM | None = None
         self.draft.on_change.append(self._draft_changed)
+
+    def close(self) -> None:
+        """Hand the sources back to the catalog they came from (chat's `/workbench` goes on)."""
+        for source, hook in self._hooks:
+            source.on_change = hook
+        self.catalog.invalidate()
 
     def _invalidate(self) -> None:
         self.catalog.invalidate()
@@ -120,13 +140,15 @@ class Bench:
 
     async def turn(self, message: str) -> str:
         """One chat turn: the person's message, the agent's rounds, its answer."""
-        from graphchat.agent.loop import run_loop
+        from graphchat.agent.loop import IterationsExhausted, run_loop
         from graphchat.threads.repair import to_model_messages
+        from graphchat.workbench.tools import landed_edit
 
         self.say(f"you> {message}")
         self.events.append(dict(ev.user(message)))
         messages = [{"role": "system", "content": self.system_prompt()}, *to_model_messages(self.events)]
         ctx = CallContext(asker=self.asker, events=LineSink(self.say), surface="agent")
+        before = self.llm().usage
         try:
             result = await run_loop(
                 llm=self.llm(),
@@ -136,7 +158,18 @@ class Bench:
                 max_iterations=self.settings.max_agent_iterations,
                 record=self.events.append,
                 stream=False,
+                progress=landed_edit,  # the budget counts rounds without a successful edit
             )
+        except IterationsExhausted:
+            # the turn is kept (its edits are in the draft; its open calls replay as interrupted),
+            # so "continue" goes on from where it stopped
+            spent = (self.llm().usage - before).to_dict()
+            self.events.append(dict(ev.turn_end(spent, self.llm().config.model)))
+            self.say(
+                f"✗ the agent stopped: {self.settings.max_agent_iterations} rounds in a row without a "
+                "successful edit. The edits it made are in the draft; send “continue” to let it go on."
+            )
+            return ""
         except Exception as exc:
             from graphchat.fsutil import describe_failure
 
@@ -224,7 +257,30 @@ class Bench:
             return await self.run(arguments.get("inputs") or {})
         if name == "save_plan":
             return {"ok": True, "savedTo": str(self.save())}
+        if name == "read_file":  # the research tools touch the disk: off the event loop
+            return await asyncio.to_thread(self.project.read_file, arguments)
+        if name == "glob":
+            return await asyncio.to_thread(self.project.glob, arguments)
+        if name == "grep":
+            return await self.project.grep(arguments)
         raise DraftError(f"unknown workbench tool {name}")
+
+    def open_thread(self, thread: str | None) -> str:
+        """Freeze a chat's thread (`plan freeze`'s deterministic freezer; the latest thread
+        without an id) and open the plan as an unsaved draft. Returns the plan's identifier."""
+        from graphchat.plans.freeze_workspace import freeze_to_workspace
+
+        saved = freeze_to_workspace(self.settings, thread, write=False, warn=self.say)
+        frozen = saved.frozen
+        where = f"thread {thread}" if thread else "the latest thread"
+        self.draft.start(frozen.text, where)
+        self.say(
+            f"opened {where}, frozen into plan '{frozen.identifier}' "
+            f"({len(frozen.steps)} step(s), {frozen.finish} finish) — not saved yet (Ctrl-S saves)"
+        )
+        for item in frozen.dropped:
+            self.say(f"  left out: {item}")
+        return frozen.identifier
 
     # -- validate, run, save ----------------------------------------------------------------
 

@@ -101,6 +101,15 @@ class Draft:
         self._saved = self.text
         return path
 
+    def start(self, text: str, source: str, *, overwrite: bool = False) -> None:
+        """Replace the draft with a new, unsaved plan document (a frozen chat): it has no file
+        yet, and saving it writes `<plans dir>/<identifier>.yaml`."""
+        if self.dirty and not overwrite:
+            raise DraftError("the draft has unsaved changes; opening another plan would drop them")
+        self._replace(authoring.parse_document(text, source), None)
+        self.path = None
+        self._saved = None
+
     # -- edits --------------------------------------------------------------------------------
 
     def edit(

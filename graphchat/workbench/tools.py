@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.llm.types import ToolCall
 from graphchat.plans import authoring
 from graphchat.workbench.draft import DraftError
+from graphchat.workbench.research import ResearchError
 
 if TYPE_CHECKING:
     from graphchat.workbench.bench import Bench
@@ -72,7 +74,60 @@ TOOLS: dict[str, tuple[str, dict[str, Any], str]] = {
         "read",  # each call the plan makes is approved on its own
     ),
     "save_plan": ("Save the draft to its plan file.", _schema(), "read"),
+    # project research: read-only, inside the directory the workbench was started in
+    "read_file": (
+        "Read a text file of the project (the directory the workbench was started in; paths "
+        "outside it and .gitignored files are refused). Pages with offset/limit.",
+        _schema(
+            {
+                "path": {"type": "string", "description": "relative to the project directory"},
+                "offset": {"type": "integer", "description": "1-based first line (default 1)"},
+                "limit": {"type": "integer", "description": "lines to return (default 500, at most 2000)"},
+            },
+            ("path",),
+        ),
+        "read",
+    ),
+    "grep": (
+        "Search the project's files with an RE2 regular expression, line by line (.gitignored "
+        "files and binaries skipped). Returns path, line number and text of each match.",
+        _schema(
+            {
+                "pattern": {"type": "string", "description": "RE2 regular expression"},
+                "path": {"type": "string", "description": "file or directory to search (default: all)"},
+                "glob": {"type": "string", "description": "only files matching, e.g. *.yaml or plans/**"},
+                "case_insensitive": {"type": "boolean"},
+                "max_matches": {"type": "integer", "description": "default 100, at most 500"},
+            },
+            ("pattern",),
+        ),
+        "read",
+    ),
+    "glob": (
+        "Find the project's files by a glob, e.g. **/*.yaml (.gitignored files skipped); paths "
+        "relative to the project directory, sorted.",
+        _schema(
+            {
+                "pattern": {"type": "string", "description": "a glob; without / it matches file names"},
+                "dir": {"type": "string", "description": "only under this directory"},
+            },
+            ("pattern",),
+        ),
+        "read",
+    ),
 }
+
+
+EDITS = frozenset({"update_metadata", "add_step", "update_step", "delete_step"})
+
+
+def landed_edit(calls: list[ToolCall], results: list[ToolResult]) -> bool:
+    """Whether a round of the agent's calls changed the draft (an edit tool that succeeded):
+    the agent's iteration budget counts rounds without one."""
+    return any(
+        call.name.removeprefix(PREFIX) in EDITS and call.name.startswith(PREFIX) and not result.is_error
+        for call, result in zip(calls, results, strict=True)
+    )
 
 
 class WorkbenchSource(ToolSource):
@@ -106,6 +161,6 @@ class WorkbenchSource(ToolSource):
             return ToolResult(rejected, is_error=True)
         except authoring.EditRefused as exc:
             return ToolResult.error(str(exc), **exc.details)
-        except (authoring.AuthoringError, DraftError) as exc:
+        except (authoring.AuthoringError, DraftError, ResearchError) as exc:
             return ToolResult.error(str(exc))
         return ToolResult(value)

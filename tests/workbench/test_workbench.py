@@ -188,6 +188,12 @@ async def test_keys_validate_run_undo_and_quit_asks_when_unsaved(
             await pilot.press("n")
             await pilot.pause()
             assert app.is_running and not isinstance(app.screen, ConfirmQuit)
+            await pilot.press("ctrl+q")  # textual's own quit key asks too
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmQuit) and app.is_running
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.is_running and not isinstance(app.screen, ConfirmQuit)
             await pilot.press("q", "y")
             await pilot.pause()
             assert not app.is_running
@@ -327,3 +333,53 @@ def test_on_a_terminal_it_opens_the_plan_validates_and_quits(
     unknown.close()
     assert unknown.exitstatus == 2 and "unknown plan 'no_such_plan'" in (unknown.before or "")
     assert (workspace / "plans" / "greet.yaml").read_text() == GREET
+
+
+async def test_the_iteration_budget_counts_rounds_without_a_successful_edit(
+    workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphchat.catalog.build import build_catalog
+    from graphchat.workbench.bench import Bench
+
+    (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iterations: 3\n")
+    (workspace / "plans" / "greet.yaml").write_text(GREET)
+    settings = _settings(workspace, model_server, monkeypatch)
+    catalog = build_catalog(settings, include_mcp=False)
+    bench = Bench(settings, catalog)
+    bench.draft.load("greet")
+    look = {"tool_calls": [{"name": "workbench__get_plan", "arguments": {}}]}
+    add = {
+        "tool_calls": [
+            {
+                "name": "workbench__add_step",
+                "arguments": {
+                    "id": "E2",
+                    "tool": "builtin__reshape",
+                    "input": {"shape": {"a": "{{E1.loud}}"}},
+                },
+            }
+        ]
+    }
+    rejected = {"tool_calls": [{"name": "workbench__delete_step", "arguments": {"id": "E0"}}]}
+    try:
+        # six rounds in a turn of budget 3: the edit in the third starts the count again
+        model_server.push(look, look, add, look, look, {"text": "E2 added."})
+        assert await bench.turn("add E2") == "E2 added."
+        assert len(model_server.requests) == 6 and "E2" in bench.draft.text
+
+        # a rejected edit is no progress: the third round in a row without one is the last
+        model_server.push(rejected, rejected, rejected)
+        assert await bench.turn("delete E0") == ""
+        assert len(model_server.requests) == 9
+        assert bench.chat_lines[-1].startswith(
+            "✗ the agent stopped: 3 rounds in a row without a successful edit"
+        )
+        assert "E0" in bench.draft.text and "E2" in bench.draft.text  # what it did stays
+
+        model_server.push({"text": "Going on: E0 stays, E1 reads it."})
+        assert await bench.turn("continue") == "Going on: E0 stays, E1 reads it."
+        sent = model_server.requests[-1]["messages"]  # the stopped turn is still in the conversation
+        assert [m["content"] for m in sent if m["role"] == "user"] == ["add E2", "delete E0", "continue"]
+        assert sum(1 for m in sent if m.get("role") == "tool" and "would introduce" in m["content"]) == 3
+    finally:
+        await catalog.aclose()
