@@ -415,28 +415,6 @@ def exit_code(outcome: PlanOutcome) -> int:
 
 
 def envelope(outcome: PlanOutcome) -> dict[str, Any]:
-    """The `--json` envelope of `plan run`, key for key graph's (graph-cli plan_cmd.rs `run_plan`):
-    every key always present; `answer` is the solver's report or a fired exit's message (null
-    otherwise); `output` the output map or the fired exit's output; `exit` graph's `PlanExit`
-    ({status, message, reason, output, step}) or null; `usage` null when nothing was spent.
+    """The `--json` envelope of `plan run`: graph's result body (`PlanOutcome.body`).
     A failed run (exit 1) and a run that needs input (exit 3) print no envelope."""
-    exit_block = None
-    answer = outcome.answer or None
-    if outcome.exit is not None:
-        fired = outcome.exit
-        exit_block = {
-            "status": fired.get("status"),
-            "message": fired.get("message"),
-            "reason": fired.get("reason"),
-            "output": fired.get("output"),
-            "step": fired.get("step"),
-        }
-        answer = fired.get("message") or None
-    return {
-        "answer": answer,
-        "output": outcome.output,
-        "plan": outcome.plan,
-        "steps_executed": outcome.steps_executed,
-        "exit": exit_block,
-        "usage": outcome.usage or None,
-    }
+    return outcome.body()
