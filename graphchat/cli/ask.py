@@ -90,8 +90,10 @@ def _message_with_stdin(message: str) -> str:
 
 
 def _person_reads_stderr() -> bool:
+    from graphchat.ci import jsonl_events
+
     err = sys.stderr
-    return err is not None and err.isatty() and os.environ.get("GRAPHCHAT_EVENTS", "").lower() != "jsonl"
+    return err is not None and err.isatty() and not jsonl_events()
 
 
 def _read_with_notice(stdin: Any, read: Any) -> str:
@@ -217,13 +219,15 @@ def check_message(message: str) -> None:
 def flags(args: argparse.Namespace) -> dict[str, Any]:
     """The flags that change what a turn does (kept in a parked turn's record, and handed to a
     warm helper with the question)."""
+    from graphchat.ci import memory_storage
+
     return {
         "json": bool(args.json),
         "yes": bool(args.yes),
         "model": args.model,
         "answers": os.path.abspath(args.answers) if args.answers else None,
         "no_stream": bool(args.no_stream),
-        "park": not getattr(args, "no_park", False),
+        "park": not getattr(args, "no_park", False) and not memory_storage(),  # no run record kept
         "home": getattr(args, "home", None),
         "wait": not getattr(args, "no_wait", False),
         "attach": list(getattr(args, "attach", None) or []),
