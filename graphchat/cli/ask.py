@@ -180,7 +180,11 @@ def run(args: argparse.Namespace) -> int:
     # This workspace's warm helper, when one runs, takes the question (graphchat.warm).
     from graphchat.warm.client import hand_over
 
-    code, message = hand_over(args, piped)
+    # -v/GRAPHCHAT_LOG: the logs are this process's, so the turn runs here (graphchat.logs)
+    logging = bool(getattr(args, "verbose", 0)) or any(
+        os.environ.get(v) for v in ("GRAPHCHAT_LOG", "GRAPH_LOG")
+    )
+    code, message = (None, None) if logging else hand_over(args, piped)
     if code is not None:
         return code
     # No model configured: exit 2 before anything starts; litellm imports meanwhile.
