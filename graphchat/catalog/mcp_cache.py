@@ -77,7 +77,9 @@ class ServerFiles:
         doc = {"server": config.name, "config_hash": config.config_hash, "fetched_at": _now(), "tools": tools}
         self._read[self.cache_path(config)] = doc
         _write_json(self.cache_path(config), doc)
-        if not self.cache_dir.is_dir():  # nothing was written (GRAPHCHAT_STORAGE=memory)
+        from graphchat.ci import memory_storage
+
+        if memory_storage():  # nothing was written, and nothing of the workspace is removed
             return
         stale = re.compile(re.escape(config.name) + r"-[0-9a-f]{12}\.json")
         for path in self.cache_dir.glob(f"{config.name}-*.json"):
