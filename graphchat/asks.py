@@ -7,7 +7,6 @@ anyone can answer; callers never guess: an unavailable host answers `unavailable
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -430,7 +429,9 @@ def host_asker(events: EventSink | None = None, *, interactive: bool | None = No
     """The asker of a command-line host: the terminal when stdin and stderr are terminals,
     else unavailable. GRAPHCHAT_EVENTS=jsonl turns every question off. (An --answers file is
     asked before it: see `graphchat.host.answering`.)"""
-    if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":
+    from graphchat.ci import jsonl_events
+
+    if jsonl_events():
         return UnavailableAsker(events)
     if interactive if interactive is not None else terminal_available():
         return TerminalAsker(events)

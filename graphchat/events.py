@@ -489,7 +489,9 @@ def usage_text(usage: Any) -> str:
 
 
 def sink_for_environment(*, quiet: bool = False) -> EventSink:
-    """JSONL when GRAPHCHAT_EVENTS=jsonl, else terminal lines on stderr."""
-    if os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl":
+    """JSONL when GRAPHCHAT_EVENTS=jsonl (or graph's GRAPH_EVENTS), else terminal lines on stderr."""
+    from graphchat.ci import jsonl_events
+
+    if jsonl_events():
         return JsonlSink()
     return TerminalSink(quiet=quiet)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class Host:
     asker: Asker
     catalog: Catalog
     _store: ThreadStore | None = field(default=None, repr=False)
+    _scratch: Path | None = field(default=None, repr=False)  # the threads of GRAPHCHAT_STORAGE=memory
     _sessions: list[Session] = field(default_factory=list, repr=False)
     # False: the catalog belongs to someone else (a warm helper's, kept running between turns)
     owns_catalog: bool = True
@@ -74,10 +76,16 @@ class Host:
     @property
     def threads(self) -> ThreadStore:
         if self._store is None:
+            from graphchat.ci import memory_storage
             from graphchat.threads.redact import settings_secrets
             from graphchat.threads.store import ThreadStore
 
-            self._store = ThreadStore(self.settings.threads_dir, secrets=settings_secrets(self.settings))
+            root = self.settings.threads_dir
+            if memory_storage():  # GRAPHCHAT_STORAGE=memory: the turn's thread lives in a scratch
+                import tempfile  # folder removed when the command ends (graphchat.ci)
+
+                self._scratch = root = Path(tempfile.mkdtemp(prefix="graphchat-memory-"))
+            self._store = ThreadStore(root, secrets=settings_secrets(self.settings))
         return self._store
 
     def continued(self, flag: str | None) -> Thread | None:
@@ -126,6 +134,10 @@ class Host:
         finally:
             if self.owns_catalog:
                 await self.catalog.aclose()
+            if self._scratch is not None:
+                import shutil
+
+                shutil.rmtree(self._scratch, ignore_errors=True)
         unused = getattr(self.asker, "unused", None)
         if callable(unused) and unused():
             keys = ", ".join(repr(k) for k in unused())

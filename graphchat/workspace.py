@@ -44,7 +44,7 @@ WARM_IDLE_DEFAULT = 900  # seconds a warm helper waits for a question before it 
 TEXT_SETTINGS = ("system_prompt", "system_prompt_file")
 # Builtin tool packs enabled with `tools: {packs: [...]}` (graph's names; `github` also brings the
 # git tools, as graph's github pack does). `data` and `llm` are always on and may be listed.
-TOOL_PACKS = ("git", "github")
+TOOL_PACKS = ("git", "github", "slack")
 ALWAYS_ON_PACKS = ("data", "llm")
 TOOLS_KEYS = ("packs", "github_api_url")
 NO_MODEL_HINT = "set GRAPHCHAT_MODEL (e.g. GRAPHCHAT_MODEL=openai/gpt-4o-mini) or `models: {default: ...}` in graphchat.yaml"

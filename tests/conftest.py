@@ -38,7 +38,8 @@ def clean_env(extra: dict[str, str] | None = None, home: Path | None = None) -> 
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("GRAPHCHAT_", "OPENAI_", "ANTHROPIC_", "LITELLM_")) and k not in ("NO_COLOR",)
+        if not k.startswith(("GRAPHCHAT_", "OPENAI_", "ANTHROPIC_", "LITELLM_"))
+        and k not in ("NO_COLOR", "GRAPH_EVENTS", "GRAPH_STORAGE", "GRAPH_LOG")  # graph's aliases
     }
     if home is not None:
         env["XDG_DATA_HOME"] = str(home / ".xdg")

@@ -349,6 +349,11 @@ class Catalog:
                 events.tool_finished(name, 0.0, True, problem)
             return result
         call = f"c{next(TURN_CALL_IDS.get() or self._call_ids)}"  # tells parallel calls apart in events
+        import logging
+
+        log = logging.getLogger("graphchat.catalog")  # -vv / GRAPHCHAT_LOG (graphchat.logs)
+        log.debug("call %s (%s) from %s", name, call, ctx.surface)
+        log.log(5, "call %s arguments: %.2000r", name, arguments)
         if events:
             events.tool_started(name, arguments, call)
         current = CURRENT_CALL.set((name, call))
@@ -365,6 +370,8 @@ class Catalog:
         finally:
             CURRENT_CALL.reset(current)
         result.ms = (time.perf_counter() - started) * 1000
+        log.info("%s %s in %.0f ms", name, "failed" if result.is_error else "done", result.ms)
+        log.log(5, "%s result: %.2000r", name, result.value)
         if events:
             events.tool_finished(
                 name,

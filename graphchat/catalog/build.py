@@ -53,7 +53,9 @@ def build_catalog(
 
         catalog.add_source(PlanSource(settings, catalog))
     catalog.add_source(CoreSource(settings, catalog))  # plan_and_execute
-    if record_shapes:
+    from graphchat.ci import memory_storage
+
+    if record_shapes and not memory_storage():  # GRAPHCHAT_STORAGE=memory: no shape files
         recorder = ShapeRecorderHook(settings)
         catalog.record_shape = recorder
         catalog.on_close(recorder.aclose)  # pending recordings are written before the process exits

@@ -70,8 +70,11 @@ def _extras(spec: ToolSpec) -> dict[str, Any]:
     return extra
 
 
-def tool_listing(specs: list[ToolSpec], collisions: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    """graph's `{tools, count, sources}`: the catalog in order, then the control steps."""
+def tool_listing(
+    specs: list[ToolSpec], collisions: dict[str, list[str]] | None = None, *, controls: bool = True
+) -> dict[str, Any]:
+    """graph's `{tools, count, sources}`: the catalog in order, then the control steps (not in
+    `mcp tools`: `controls=False`, as graph's listing of a server's tools)."""
     tools: list[dict[str, Any]] = []
     for spec in specs:
         row: dict[str, Any] = {
@@ -86,7 +89,7 @@ def tool_listing(specs: list[ToolSpec], collisions: dict[str, list[str]] | None 
             if f"{spec.meta.get('server')}/{spec.meta.get('tool')}" in pairs:
                 row["collision"] = {"name": contested, "tools": pairs}
         tools.append(row)
-    for control in control_entries():
+    for control in control_entries() if controls else []:
         tools.append(
             {
                 "name": control["name"],

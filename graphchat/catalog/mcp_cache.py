@@ -27,7 +27,11 @@ def _now() -> str:
 def _write_json(path: Path, doc: Any) -> None:
     import orjson
 
+    from graphchat.ci import memory_storage
     from graphchat.fsutil import write_atomic
+
+    if memory_storage():  # GRAPHCHAT_STORAGE=memory: tool lists and statuses live in this run only
+        return
 
     write_atomic(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
@@ -73,6 +77,10 @@ class ServerFiles:
         doc = {"server": config.name, "config_hash": config.config_hash, "fetched_at": _now(), "tools": tools}
         self._read[self.cache_path(config)] = doc
         _write_json(self.cache_path(config), doc)
+        from graphchat.ci import memory_storage
+
+        if memory_storage():  # nothing was written, and nothing of the workspace is removed
+            return
         stale = re.compile(re.escape(config.name) + r"-[0-9a-f]{12}\.json")
         for path in self.cache_dir.glob(f"{config.name}-*.json"):
             if stale.fullmatch(path.name) and path != self.cache_path(config):

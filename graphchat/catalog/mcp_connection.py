@@ -226,25 +226,32 @@ class Connection:
                 # file cannot be opened (a read-only or full disk), to a null sink: the server
                 # still starts, and a warning says where its stderr did not go.
                 errlog: Any
-                try:
-                    capped = CappedLog(
-                        log_path, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n"
-                    )
-                except OSError as exc:
-                    from graphchat.fsutil import failed_write_message
+                from graphchat.ci import memory_storage
 
-                    if self.on_warning is not None:
-                        self.on_warning(
-                            f"MCP server '{self.name}': its stderr goes nowhere, the log cannot be "
-                            f"opened ({failed_write_message(exc, log_path)})"
-                        )
+                if memory_storage():  # GRAPHCHAT_STORAGE=memory: no log file is written
                     errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115
-                    self._log_stream = None  # logging notifications have nowhere to go either
+                    self._log_stream = None
                 else:
-                    stack.callback(capped.close)
-                    errlog = capped.stream
-                    self._log_stream = errlog
-                    offset = capped.offset
+                    try:
+                        capped = CappedLog(
+                            log_path,
+                            f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n",
+                        )
+                    except OSError as exc:
+                        from graphchat.fsutil import failed_write_message
+
+                        if self.on_warning is not None:
+                            self.on_warning(
+                                f"MCP server '{self.name}': its stderr goes nowhere, the log cannot be "
+                                f"opened ({failed_write_message(exc, log_path)})"
+                            )
+                        errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115
+                        self._log_stream = None  # logging notifications have nowhere to go either
+                    else:
+                        stack.callback(capped.close)
+                        errlog = capped.stream
+                        self._log_stream = errlog
+                        offset = capped.offset
                 try:
                     async with asyncio.timeout(START_TIMEOUT_S) as deadline:
                         # aclose() ends a start by moving this deadline to now: the same single
@@ -261,6 +268,11 @@ class Connection:
                 self.client = client
                 self.state = "running"
                 self.start_failures = 0
+                import logging
+
+                logging.getLogger("graphchat.catalog.mcp").info(
+                    "MCP server '%s' started: %d tools", self.name, len(tools)
+                )
                 self.on_tools(tools)
                 ready.set_result(client)
                 await stop.wait()

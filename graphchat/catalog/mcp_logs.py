@@ -144,7 +144,12 @@ class _SdkLog(logging.handlers.RotatingFileHandler):
 
 
 def sdk_log_handler(log_dir: Path) -> logging.Handler:
-    """The handler of the MCP SDK's own log lines: client.log, capped, rotated, de-duplicated."""
+    """The handler of the MCP SDK's own log lines: client.log, capped, rotated, de-duplicated
+    (GRAPHCHAT_STORAGE=memory: none, no file)."""
+    from graphchat.ci import memory_storage
+
+    if memory_storage():
+        return logging.NullHandler()
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = _SdkLog(

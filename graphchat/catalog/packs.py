@@ -1,7 +1,7 @@
 """Builtin tool packs (graph's `builtin__` namespace): which ones a workspace has on.
 
 `data` (builtin__reshape) is always on (`builtin__infer`, graph's `llm` pack, is a native tool);
-`git` and `github` are enabled with `tools: {packs: [...]}` in graphchat.yaml. As in graph,
+`git`, `github` and `slack` are enabled with `tools: {packs: [...]}` in graphchat.yaml. As in graph,
 whose `github` pack carries the git tools too, enabling `github` also enables `git`.
 Each pack module describes its tools with graph's own pack documents (name, description,
 schemas, read_only), so plans and planners see the same contract.
@@ -41,6 +41,10 @@ def pack_sources(settings: Settings) -> list[ToolSource]:
         from graphchat.catalog.github_pack import GithubPackSource
 
         sources.append(GithubPackSource(settings))
+    if "slack" in packs:
+        from graphchat.catalog.slack_pack import SlackPackSource
+
+        sources.append(SlackPackSource())
     return sources
 
 

@@ -163,6 +163,11 @@ class PlanSource(ToolSource):
 
             schema = orjson.dumps(plan.input_schema or EMPTY_SCHEMA).decode()
             return ToolResult.error(f"{outcome.error}\ninput schema: {schema}", problems=outcome.problems)
+        if ctx.surface == "mcp" and not ctx.chain and outcome.kind in ("ok", "exit"):
+            # `mcp serve`'s client called this plan: graph's result body (mcp_server/run.rs);
+            # an exit with status error is an error result with its body intact
+            errored = outcome.kind == "exit" and (outcome.exit or {}).get("status") != "success"
+            return ToolResult(outcome.body(), is_error=errored)
         return outcome.tool_result()
 
     async def aclose(self) -> None:

@@ -90,8 +90,10 @@ def _message_with_stdin(message: str) -> str:
 
 
 def _person_reads_stderr() -> bool:
+    from graphchat.ci import jsonl_events
+
     err = sys.stderr
-    return err is not None and err.isatty() and os.environ.get("GRAPHCHAT_EVENTS", "").lower() != "jsonl"
+    return err is not None and err.isatty() and not jsonl_events()
 
 
 def _read_with_notice(stdin: Any, read: Any) -> str:
@@ -178,7 +180,11 @@ def run(args: argparse.Namespace) -> int:
     # This workspace's warm helper, when one runs, takes the question (graphchat.warm).
     from graphchat.warm.client import hand_over
 
-    code, message = hand_over(args, piped)
+    # -v/GRAPHCHAT_LOG: the logs are this process's, so the turn runs here (graphchat.logs)
+    logging = bool(getattr(args, "verbose", 0)) or any(
+        os.environ.get(v) for v in ("GRAPHCHAT_LOG", "GRAPH_LOG")
+    )
+    code, message = (None, None) if logging else hand_over(args, piped)
     if code is not None:
         return code
     # No model configured: exit 2 before anything starts; litellm imports meanwhile.
@@ -217,13 +223,15 @@ def check_message(message: str) -> None:
 def flags(args: argparse.Namespace) -> dict[str, Any]:
     """The flags that change what a turn does (kept in a parked turn's record, and handed to a
     warm helper with the question)."""
+    from graphchat.ci import memory_storage
+
     return {
         "json": bool(args.json),
         "yes": bool(args.yes),
         "model": args.model,
         "answers": os.path.abspath(args.answers) if args.answers else None,
         "no_stream": bool(args.no_stream),
-        "park": not getattr(args, "no_park", False),
+        "park": not getattr(args, "no_park", False) and not memory_storage(),  # no run record kept
         "home": getattr(args, "home", None),
         "wait": not getattr(args, "no_wait", False),
         "attach": list(getattr(args, "attach", None) or []),

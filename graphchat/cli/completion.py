@@ -131,6 +131,7 @@ COMPLETERS: dict[tuple[tuple[str, ...], str], Completer] = {
     (("plan", "validate"), "plan"): _plans,
     (("workbench", "plan"), "target"): _plans,
     (("plan", "draft"), "from_plan"): _plans,
+    (("plan", "draft"), "redraft"): _plans,
     (("ask",), "thread"): _threads,
     (("chat",), "thread"): _threads,
     (("plan", "draft"), "from_thread"): _threads,

@@ -59,7 +59,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--home", metavar="DIR", help="workspace folder (default: $GRAPHCHAT_HOME or nearest graphchat.yaml)"
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="show tracebacks on errors, and logs on stderr: -v info, -vv debug, -vvv trace (filter: $GRAPHCHAT_LOG)",
+    )
     parser.add_argument("--version", action="version", version=f"graphchat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in (only,) if only else GROUPS:
@@ -83,7 +89,7 @@ def _global_options_everywhere(parser: argparse.ArgumentParser) -> None:
                 child.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
             if "-v" not in known and "--verbose" not in known:
                 child.add_argument(
-                    "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+                    "-v", "--verbose", action="count", default=argparse.SUPPRESS, help=argparse.SUPPRESS
                 )
             _global_options_everywhere(child)
 
@@ -97,7 +103,7 @@ def _command_group(argv: list[str]) -> str | None:
         if arg == "--home":
             i += 2
             continue
-        if arg.startswith("--home=") or arg in ("-v", "--verbose"):
+        if arg.startswith("--home=") or arg in ("-v", "-vv", "-vvv", "--verbose"):
             i += 1
             continue
         arg = ALIASES.get(arg, arg)
@@ -128,12 +134,16 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    debug = args.verbose or os.environ.get("GRAPHCHAT_DEBUG") == "1"
+    debug = bool(args.verbose) or os.environ.get("GRAPHCHAT_DEBUG") == "1"
     try:
+        from graphchat.logs import configure
+
+        configure(int(args.verbose or 0))  # -v/-vv/-vvv and $GRAPHCHAT_LOG: logs on stderr
         code = int(func(args) or 0)
         return interrupts.exit_code() if interrupts.received() else code  # ended by SIGTERM/SIGHUP
     except GraphchatError as exc:
         report_error(exc.message, exc.hint)
+        _annotate(args, exc.message)
         if debug:
             import traceback
 
@@ -173,7 +183,15 @@ def main(argv: list[str] | None = None) -> int:
             f"internal error: {type(exc).__name__}: {exc}",
             "run with -v (or GRAPHCHAT_DEBUG=1) for the traceback",
         )
+        _annotate(args, f"internal error: {type(exc).__name__}: {exc}")
         return 1
+
+
+def _annotate(args: argparse.Namespace, message: str) -> None:
+    """A failed command under GRAPHCHAT_EVENTS=github: one `::error::` line (graphchat.ci)."""
+    from graphchat.ci import annotate
+
+    annotate("error", message, json=bool(getattr(args, "json", False)))
 
 
 def entry() -> None:

@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print {server, contents}")
     p.set_defaults(func=run_read)
 
+    from graphchat.cli import mcp_tools
+
+    mcp_tools.register(commands)  # mcp tools / test / probe
+
     p = commands.add_parser(
         "serve",
         help="serve the workspace's plans over MCP stdio (plan_<identifier> tools)",

@@ -228,6 +228,7 @@ class RunFlags:
 def run_command(args: argparse.Namespace) -> int:
     import os
 
+    from graphchat.ci import memory_storage
     from graphchat.errors import GraphchatError
     from graphchat.host import load_settings, needs_model
 
@@ -249,7 +250,7 @@ def run_command(args: argparse.Namespace) -> int:
         yes=args.yes,
         model=args.model,
         answers=os.path.abspath(args.answers) if args.answers else None,
-        park=not args.no_park,
+        park=not args.no_park and not memory_storage(),  # GRAPHCHAT_STORAGE=memory: no run record
         home=args.home,
         tree=args.tree,
     )
@@ -284,6 +285,7 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
     run may park (`flags.park`); `parking` is given when a parked run resumes."""
     import asyncio
 
+    from graphchat.ci import annotate
     from graphchat.cli.output import note, print_json
     from graphchat.errors import GraphchatError
     from graphchat.host import open_host
@@ -340,6 +342,11 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
     if outcome.usage:
         events.usage_summary(outcome.usage)
     if outcome.kind == "parked":
+        for request in outcome.requests:  # GRAPHCHAT_EVENTS=github: the run waits (exit 5)
+            annotate(
+                "warning", f"plan '{plan.identifier}' waits for a person: {request['question']}",
+                json=flags.json, title=f"request {request['id']}",
+            )  # fmt: skip
         return report_parked(outcome.requests, json=flags.json, home=flags.home)
     if parking is not None:
         parking.finished()
@@ -348,6 +355,7 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
     if outcome.kind == "input":
         import orjson
 
+        annotate("error", outcome.error or "", json=flags.json)
         note(outcome.error or "")
         if outcome.input_schema:
             note("input schema:")
@@ -361,6 +369,8 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any
         note(f"{mark} {outcome.exit['message']}")
         if not flags.json and "output" in outcome.exit:
             print_json(outcome.exit["output"])
+        if outcome.exit["status"] != "success":  # as graph: the exit's message, after the output
+            annotate("error", str(outcome.exit["message"]), json=flags.json)
         return exit_code(outcome)
     if not flags.json:
         if plan.finish == "output":
@@ -376,13 +386,13 @@ def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | Non
     """A parked run: each request, its question, what the answer may be and the exact command
     that answers it on stderr (`--json`: the `{parked, requests, resume}` object on stdout);
     exit 5."""
-    import os
 
+    from graphchat.ci import jsonl_events
     from graphchat.cli.output import note, print_json
     from graphchat.errors import EXIT_WAITING
     from graphchat.requests_text import answer_command, answer_help, approval_lines
 
-    jsonl = os.environ.get("GRAPHCHAT_EVENTS", "").lower() == "jsonl"  # request_opened said it
+    jsonl = jsonl_events()  # request_opened said it
     for request in [] if jsonl else requests:
         note(f"⏸ waiting for a person: request {request['id']}: {request['question']}")
         if request.get("hint"):
@@ -415,28 +425,6 @@ def exit_code(outcome: PlanOutcome) -> int:
 
 
 def envelope(outcome: PlanOutcome) -> dict[str, Any]:
-    """The `--json` envelope of `plan run`, key for key graph's (graph-cli plan_cmd.rs `run_plan`):
-    every key always present; `answer` is the solver's report or a fired exit's message (null
-    otherwise); `output` the output map or the fired exit's output; `exit` graph's `PlanExit`
-    ({status, message, reason, output, step}) or null; `usage` null when nothing was spent.
+    """The `--json` envelope of `plan run`: graph's result body (`PlanOutcome.body`).
     A failed run (exit 1) and a run that needs input (exit 3) print no envelope."""
-    exit_block = None
-    answer = outcome.answer or None
-    if outcome.exit is not None:
-        fired = outcome.exit
-        exit_block = {
-            "status": fired.get("status"),
-            "message": fired.get("message"),
-            "reason": fired.get("reason"),
-            "output": fired.get("output"),
-            "step": fired.get("step"),
-        }
-        answer = fired.get("message") or None
-    return {
-        "answer": answer,
-        "output": outcome.output,
-        "plan": outcome.plan,
-        "steps_executed": outcome.steps_executed,
-        "exit": exit_block,
-        "usage": outcome.usage or None,
-    }
+    return outcome.body()

@@ -23,8 +23,21 @@ def register_draft(plan_sub: argparse._SubParsersAction) -> None:
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-thread", metavar="ID", help="start from this thread's exchange")
     start.add_argument("--from-plan", metavar="NAME", help="start from this plan (name or path)")
+    start.add_argument(
+        "--from",
+        dest="redraft",
+        metavar="PLAN",
+        help="redraft into this plan's identity (identifier, name, description, input_schema; "
+        "every step replaced) and write it where that plan is (as graph's --from)",
+    )
     p.add_argument("--name", metavar="ID", help="the plan's identifier (and file name)")
+    p.add_argument("--output", metavar="PATH", help="write the plan here instead of plans/<ID>.yaml")
     p.add_argument("--stdout", action="store_true", help="print the plan's YAML; write nothing")
+    p.add_argument(
+        "--salvage",
+        action="store_true",
+        help="when no draft validates, write the valid first steps of the last one (graph's salvage)",
+    )
     p.add_argument("--json", action="store_true", help="print {ok, plan, path, attempts, problems}")
     p.add_argument("--force", action="store_true", help="overwrite an existing plan file")
     p.add_argument("-m", "--model", metavar="M", help="use this model instead of the planner role's")
@@ -41,6 +54,14 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
         thread = store.open(args.from_thread)
         events = thread.events()
         return {f"The conversation to start from (thread {thread.id})": thread_exchange(events)}
+    if args.redraft:
+        plan = _redrafted(args, settings)
+        text = plan.path.read_text(encoding="utf-8") if plan.path else ""
+        title = (
+            f"The plan to redraft ({plan.identifier}): keep its identifier, name, description and "
+            "input_schema; write every step anew"
+        )
+        return {title: text}
     if args.from_plan:
         from graphchat.cli.output import warn
         from graphchat.plans.discovery import find_plan
@@ -49,6 +70,42 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
         text = plan.path.read_text(encoding="utf-8") if plan.path else ""
         return {f"The plan to start from ({plan.identifier})": text}
     return {}
+
+
+def _redrafted(args: argparse.Namespace, settings: Any) -> Any:
+    """The plan `--from` names (loaded once)."""
+    if getattr(args, "_redrafted", None) is None:
+        from graphchat.cli.output import warn
+        from graphchat.plans.discovery import find_plan
+
+        args._redrafted = find_plan(args.redraft, settings.plans_dir, warn=warn)
+    return args._redrafted
+
+
+def _identity(plan: Any) -> dict[str, Any]:
+    """What `--from` keeps of a plan: graph's identity (identifier, name, description, input
+    schema)."""
+    identity: dict[str, Any] = {"name": plan.name, "description": plan.description}
+    if plan.input_schema is not None:
+        identity["input_schema"] = plan.input_schema
+    return identity
+
+
+def _target(args: argparse.Namespace, settings: Any, identifier: str) -> Path:
+    """Where the plan is written: --output, else the --from plan's own file, else
+    plans/<identifier>.yaml."""
+    if args.output:
+        return Path(args.output).expanduser().resolve()
+    if args.redraft and _redrafted(args, settings).path is not None:
+        return Path(_redrafted(args, settings).path)
+    return settings.plans_dir / f"{identifier}.yaml"
+
+
+def _write(path: Path, text: str) -> None:
+    from graphchat.fsutil import write_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text)
 
 
 def _taken(settings: Any, identifier: str, force: bool) -> str | None:
@@ -79,13 +136,24 @@ def run_draft(args: argparse.Namespace) -> int:
         raise GraphchatError("GOAL is empty: say what the plan should do", EXIT_USAGE)
     if args.name is not None and not IDENTIFIER_RE.match(args.name):
         raise GraphchatError(f"--name {args.name!r}: use only letters, digits, `_` and `-`", EXIT_USAGE)
+    if args.redraft and args.name:
+        raise GraphchatError("--from keeps that plan's identifier: --name cannot change it", EXIT_USAGE)
+    if args.stdout and args.output:
+        raise GraphchatError("--stdout writes no file: give --stdout or --output, not both", EXIT_USAGE)
     settings = load_settings(args.home, model_override=args.model)
     config = settings.model_for("planner")  # no model configured: exit 2 before anything else
     from graphchat.llm import LLM, preload_in_background
 
     preload_in_background()
     saving = not args.stdout
-    if args.name and saving:
+    identity = None
+    identifier = args.name
+    if args.redraft:
+        redrafted = _redrafted(args, settings)  # a plan that does not load: its error, now
+        identifier, identity = redrafted.identifier, _identity(redrafted)
+    if args.output and saving and Path(args.output).exists() and not args.force:
+        raise GraphchatError(f"{args.output} already exists", hint="--force replaces it")
+    if args.name and saving and not args.output:
         taken = _taken(settings, args.name, args.force)  # fail before spending model calls
         if taken:
             raise GraphchatError(
@@ -97,7 +165,7 @@ def run_draft(args: argparse.Namespace) -> int:
 
     def check(plan: Any) -> list[str]:
         """An identifier the planner chose that is taken goes back to it like a problem."""
-        if not saving or args.name:
+        if not saving or identifier or args.output:
             return []
         taken = _taken(settings, plan.identifier, args.force)
         return [f"identifier: {taken}: choose another identifier"] if taken else []
@@ -120,52 +188,72 @@ def run_draft(args: argparse.Namespace) -> int:
             from graphchat.llm.budget import budget_scope
 
             async with budget_scope(settings, "run") as _:  # the run's budgets (calls, cost, clock)
-                return await draft_plan(
+                result = await draft_plan(
                     args.goal,
                     llm=llm,
                     catalog=catalog,
                     settings=settings,
                     context=context,
-                    identifier=args.name,
+                    identifier=identifier,
+                    identity=identity,
                     attempts=ATTEMPTS,
-                    header=f"Drafted by `graphchat plan draft` for: {args.goal}",
+                    header=header,
                     check=check,
                     on_attempt=on_attempt,
                 )
+            kept = None
+            if not result.ok and args.salvage and result.last_doc is not None:
+                from graphchat.plans.draft import salvage
+
+                kept = salvage(result.last_doc, catalog, settings, header=header)  # graph's salvage
+            return result, kept
         finally:
             await catalog.aclose()
 
-    result = asyncio.run(go())
+    header = f"Drafted by `graphchat plan draft` for: {args.goal}"
+    result, kept = asyncio.run(go())
     if result.usage is not None and result.usage.calls:
         events.usage_summary(result.usage.to_dict())
     path: Path | None = None
     if result.ok and saving:
         assert result.yaml is not None and result.plan is not None
-        path = settings.plans_dir / f"{result.plan.identifier}.yaml"
-        from graphchat.fsutil import write_atomic
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, result.yaml)
+        path = _target(args, settings, result.plan.identifier)
+        _write(path, result.yaml)
+    if kept is not None and saving:
+        path = _target(args, settings, str(kept.doc.get("identifier") or "draft"))
+        _write(path, kept.yaml)
     if args.json:
-        print_json(
-            {
-                "ok": result.ok,
-                "plan": result.plan_doc,
-                "path": str(path) if path else None,
-                "attempts": result.attempts,
-                "problems": result.problems,
-            }
-        )
-    elif result.ok and args.stdout:
-        sys.stdout.write(result.yaml or "")
+        body: dict[str, Any] = {
+            "ok": result.ok,
+            "plan": result.plan_doc,
+            "path": str(path) if path else None,
+            "attempts": result.attempts,
+            "problems": result.problems,
+        }
+        if kept is not None:  # graph's salvage keys beside graphchat's
+            body.update(
+                plan=kept.doc,
+                salvaged={"steps": kept.kept, "of": kept.of, "dropped": kept.dropped},
+            )
+        print_json(body)
+    elif (result.ok or kept is not None) and args.stdout:
+        sys.stdout.write(result.yaml if result.ok else kept.yaml if kept is not None else "")
     elif path is not None:
         sys.stdout.write(f"{path}\n")
     if not result.ok:
-        report_error(
-            f"the planner's draft still does not validate after {result.attempts} attempts; nothing saved"
-        )
+        said = "; nothing saved" if kept is None else ""
+        report_error(f"the planner's draft still does not validate after {result.attempts} attempts{said}")
         for problem in result.problems:
             sys.stderr.write(f"  {problem}\n")
+        if kept is not None:
+            where = "printed" if not saving else f"saved to {path}"
+            dropped = f" (without its {' and '.join(kept.dropped)})" if kept.dropped else ""
+            sys.stderr.write(
+                f"salvaged: the valid first {kept.kept} of {kept.of} steps of the last draft{dropped}, {where}; "
+                "finish it with `graphchat plan step add` rather than redrafting\n"
+            )
+        elif args.salvage:
+            sys.stderr.write("salvaged: nothing (not even the last draft's first step validates)\n")
         return 1
     assert result.plan is not None
     events.info(

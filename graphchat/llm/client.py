@@ -115,6 +115,12 @@ class LLM:
         self.usage = self.usage + usage
         if budget is not None:
             budget.spent(usage.cost_usd, self.config.model, self.events)
+        import logging
+
+        logging.getLogger("graphchat.llm").info(
+            "%s: %s (%s) %d input / %d output tokens in %.0f ms",
+            site, self.config.model, self.config.role, usage.input_tokens, usage.output_tokens, ms,
+        )  # fmt: skip
         if self.events is not None:
             self.events.llm_call(
                 site, self.config.model, usage.input_tokens, usage.output_tokens, ms, role=self.config.role

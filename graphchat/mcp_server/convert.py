@@ -1,6 +1,8 @@
 """What the MCP client sees: public tool names (`plan_<identifier>`, one underscore) and
 ToolResults as CallToolResults (structured content plus the same JSON as one text block;
-errors as `is_error` results carrying the message, never a JSON-RPC error)."""
+errors as `is_error` results carrying the message; only a tool this server does not have is
+a JSON-RPC error, as in graph). A plan called by the client answers graph's result body
+(`PlanOutcome.body`)."""
 
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def to_call_result(result: ToolResult) -> Any:
 
     value = result.value
     structured = value if isinstance(value, dict) else {"result": value}
-    if result.is_error:
+    if result.is_error and not (isinstance(value, dict) and "error" not in value):
         text = result.error_message
         problems = value.get("problems") if isinstance(value, dict) else None
         if problems:
@@ -55,6 +57,14 @@ def to_call_result(result: ToolResult) -> Any:
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=structured, is_error=result.is_error
     )
+
+
+def unknown_tool(name: str) -> Any:
+    """A tool this server does not have: a JSON-RPC error (invalid params), as graph answers
+    (mcp_server/mod.rs), not an `isError` result."""
+    from mcp.types import INVALID_PARAMS, ErrorData
+
+    return ErrorData(code=INVALID_PARAMS, message=f"unknown tool '{name}'")
 
 
 def error_result(message: str) -> Any:

@@ -16,7 +16,14 @@ from graphchat.asks import Asker, UnavailableAsker
 from graphchat.events import EventSink
 from graphchat.fsutil import describe_failure
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
-from graphchat.mcp_server.convert import PREFIX, error_result, public_name, publicize, to_call_result
+from graphchat.mcp_server.convert import (
+    PREFIX,
+    error_result,
+    public_name,
+    publicize,
+    to_call_result,
+    unknown_tool,
+)
 from graphchat.mcp_server.runs import Run
 from graphchat.plans.model import PLAN_TOOL_PREFIX
 
@@ -104,13 +111,13 @@ class PlanServer:
         if name.startswith("graph_"):
             return await self._author(ctx, name, params.arguments or {})
         if not name.startswith(PREFIX):
-            return error_result(f"unknown tool: {name}")
+            return unknown_tool(name)
         self.refresh()
         await self.catalog.prepare()  # servers with no cached tool list (only once)
         catalog_name = PLAN_TOOL_PREFIX + name[len(PREFIX) :]
         spec = self.catalog.get(catalog_name)
         if spec is None or spec.source != "plan":
-            return error_result(f"unknown tool: {name}")
+            return unknown_tool(name)
         arguments = params.arguments if params.arguments is not None else {}
         session = ctx.session
         declared = form_elicitation_declared(session.client_capabilities)
@@ -142,7 +149,7 @@ class PlanServer:
         from graphchat.mcp_server import authoring
 
         if name not in authoring.TOOLS:
-            return error_result(f"unknown tool: {name}")
+            return unknown_tool(name)
         if name == "graph_tools_test":
             await self.catalog.prepare()
         call_ctx = CallContext(asker=UnavailableAsker(self.events), events=self.events, surface="mcp")

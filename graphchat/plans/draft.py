@@ -436,13 +436,19 @@ def _ordered(doc: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
 
 
 def normalise_document(
-    doc: Mapping[str, Any], catalog: Catalog, *, identifier: str | None = None
+    doc: Mapping[str, Any],
+    catalog: Catalog,
+    *,
+    identifier: str | None = None,
+    identity: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The draft as it will be written: fields in the usual order, the identifier forced when
-    one is given, and `requires_servers` naming the MCP servers whose tools it calls."""
+    one is given (and every field of `identity`: `plan draft --from`), and `requires_servers`
+    naming the MCP servers whose tools it calls."""
     out = _ordered(doc, PLAN_FIELDS)
-    if identifier:
-        out["identifier"] = identifier
+    forced = {**({"identifier": identifier} if identifier else {}), **(identity or {})}
+    if forced:
+        out.update(forced)
         out = _ordered(out, PLAN_FIELDS)
     steps = out.get("steps")
     if isinstance(steps, list):
@@ -536,10 +542,51 @@ class DraftResult:
     plan: Plan | None = None
     yaml: str | None = None
     usage: Usage | None = None
+    last_doc: dict[str, Any] | None = None  # the last draft that parsed (what `salvage` cuts)
 
     @property
     def ok(self) -> bool:
         return self.plan_doc is not None
+
+
+@dataclass
+class Salvage:
+    """The valid prefix of a draft that never validated (graph's salvage): the first `kept` of
+    its `of` top-level steps, `dropped` its finish (output or solver) when that did not
+    validate without the later steps."""
+
+    doc: dict[str, Any]
+    yaml: str
+    kept: int
+    of: int
+    dropped: list[str]
+
+
+def salvage(
+    doc: Mapping[str, Any],
+    catalog: Catalog,
+    settings: Settings,
+    *,
+    header: str | None = None,
+    plans: Mapping[str, Plan] | None = None,
+) -> Salvage | None:
+    """The longest prefix of `doc`'s steps that validates as a plan — with its finish, else
+    without it — or None when not even its first step does."""
+    steps = doc.get("steps")
+    if not isinstance(steps, list) or not steps:
+        return None
+    if plans is None:
+        plans = workspace_plans(settings)
+    finish = [k for k in ("output", "solver") if k in doc]
+    for kept in range(len(steps), 0, -1):
+        for dropped in ([], finish) if finish else ([],):
+            candidate = {k: v for k, v in doc.items() if k not in dropped}
+            candidate["steps"] = list(steps[:kept])
+            text = plan_yaml(candidate, header=header)
+            plan, problems = check_document(text, catalog, settings, plans=plans)
+            if plan is not None and not problems:
+                return Salvage(candidate, text, kept, len(steps), list(dropped))
+    return None
 
 
 OnAttempt = Callable[[int, list[str]], None]
@@ -555,6 +602,7 @@ async def draft_plan(
     attempts: int = 3,
     feedback: str | Sequence[str] | None = None,
     identifier: str | None = None,
+    identity: Mapping[str, Any] | None = None,
     header: str | None = None,
     check: Callable[[Plan], list[str]] | None = None,
     on_attempt: OnAttempt | None = None,
@@ -566,7 +614,8 @@ async def draft_plan(
     `feedback`: points to take into account from the first attempt on. `identifier` forces
     the plan's identifier; `header` is a comment put at the top of the YAML. `check(plan)` adds
     the host's own problems of a loaded draft (e.g. an identifier already taken), sent back like
-    the validator's. `on_attempt(n, problems)` is told each attempt's outcome.
+    the validator's. `on_attempt(n, problems)` is told each attempt's outcome. `identity`:
+    fields every draft keeps as given (`plan draft --from`: name, description, input_schema).
     Model errors raise GraphchatError; a draft that never validates is a result, not an error.
     """
     plans = workspace_plans(settings)
@@ -575,6 +624,7 @@ async def draft_plan(
     before = llm.usage
     problems: list[str] = []
     attempt = 0
+    last: dict[str, Any] | None = None
     for attempt in range(1, max(1, attempts) + 1):
         if attempt > 1:
             messages.append(retry_message(problems))
@@ -583,10 +633,13 @@ async def draft_plan(
         )
         messages.append({"role": "assistant", "content": completion.content})
         try:
-            doc = normalise_document(read_plan_reply(completion.content), catalog, identifier=identifier)
+            doc = normalise_document(
+                read_plan_reply(completion.content), catalog, identifier=identifier, identity=identity
+            )
         except ValueError as exc:
             problems = [str(exc)]
         else:
+            last = doc
             text = plan_yaml(doc, header=header)
             plan, problems = check_document(text, catalog, settings, plans=plans)
             if plan is not None and check is not None:
@@ -597,4 +650,4 @@ async def draft_plan(
                 return DraftResult(doc, attempt, [], plan=plan, yaml=text, usage=llm.usage - before)
         if on_attempt is not None:
             on_attempt(attempt, problems)
-    return DraftResult(None, attempt, problems, usage=llm.usage - before)
+    return DraftResult(None, attempt, problems, usage=llm.usage - before, last_doc=last)

@@ -83,6 +83,34 @@ class PlanOutcome:
     results: dict[str, Any] | None = None
     requests: list[Any] = field(default_factory=list)
 
+    def body(self) -> dict[str, Any]:
+        """graph's result body of a run (graph-cli plan_cmd.rs `run_plan`, mcp_server/run.rs):
+        `{answer, output, plan, steps_executed, exit, usage}`, every key always present; `answer`
+        is the solver's report or a fired exit's message (null otherwise); `output` the output map
+        or the fired exit's output; `exit` graph's `PlanExit` ({status, message, reason, output,
+        step}) or null; `usage` null when nothing was spent. The `plan run --json` envelope and
+        what `mcp serve` answers a plan call with."""
+        exit_block = None
+        answer = self.answer or None
+        if self.exit is not None:
+            fired = self.exit
+            exit_block = {
+                "status": fired.get("status"),
+                "message": fired.get("message"),
+                "reason": fired.get("reason"),
+                "output": fired.get("output"),
+                "step": fired.get("step"),
+            }
+            answer = fired.get("message") or None
+        return {
+            "answer": answer,
+            "output": self.output,
+            "plan": self.plan,
+            "steps_executed": self.steps_executed,
+            "exit": exit_block,
+            "usage": self.usage or None,
+        }
+
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
         from graphchat.catalog.base import ToolResult

@@ -78,6 +78,7 @@ _CLIENT_ONLY = frozenset(
     {
         "GRAPHCHAT_WARM",
         "GRAPHCHAT_EVENTS",
+        "GRAPH_EVENTS",
         "GRAPHCHAT_DEBUG",
         "GRAPHCHAT_HOME",
         "LITELLM_LOCAL_MODEL_COST_MAP",
@@ -231,6 +232,8 @@ def paths(identity: Identity, folder: Path | None = None) -> Paths:
 
 
 def disabled(environ: Mapping[str, str] | None = None) -> bool:
-    """GRAPHCHAT_WARM=0 (or off/false/no): no helper is used or started."""
+    """GRAPHCHAT_WARM=0 (or off/false/no): no helper is used or started; nor under
+    GRAPHCHAT_STORAGE=memory (graph's GRAPH_STORAGE), where a helper's files are not wanted."""
     env = os.environ if environ is None else environ
-    return env.get("GRAPHCHAT_WARM", "").strip().lower() in ("0", "off", "false", "no")
+    storage = (env.get("GRAPHCHAT_STORAGE", "").strip() or env.get("GRAPH_STORAGE", "").strip()).lower()
+    return env.get("GRAPHCHAT_WARM", "").strip().lower() in ("0", "off", "false", "no") or storage == "memory"

@@ -534,7 +534,7 @@ def test_an_unknown_pack_fails_at_start_listing_the_packs(tmp_path: Path, cli) -
     repo = make_repo(tmp_path, packs="[git, slackk]", examples=False)
     done = run(cli, repo, "tools", "list")
     assert done.returncode == 2
-    assert "unknown tool pack 'slackk' (available: git, github, data, llm)" in done.stderr
+    assert "unknown tool pack 'slackk' (available: git, github, slack, data, llm)" in done.stderr
     assert "graphchat.yaml:2" in done.stderr
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
-from mcp.types import ElicitResult
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ElicitResult
 
 from tests.conftest import clean_env
 from tests.servers.support import stdio, write_servers
@@ -158,8 +159,17 @@ async def test_plans_are_listed_as_plan_tools_and_an_output_plan_returns_its_jso
 
         result = await client.call_tool("plan_numbers", {"limit": 2, "label": "x"})
         assert not result.is_error, text_of(result)
-        assert result.structured_content == {"label": "x", "big": [3, 4]}
-        assert json.loads(text_of(result)) == {"label": "x", "big": [3, 4]}
+        assert result.structured_content["output"] == {"label": "x", "big": [3, 4]}
+        assert json.loads(text_of(result)) == result.structured_content
+        # graph's result body (mcp_server/run.rs), key for key
+        assert result.structured_content == {
+            "answer": None,
+            "output": {"label": "x", "big": [3, 4]},
+            "plan": "numbers",
+            "steps_executed": 1,
+            "exit": None,
+            "usage": None,
+        }
 
         # the list is rebuilt per request: a plan added while serving shows up
         (workspace / "plans" / "more.yaml").write_text(
@@ -173,14 +183,15 @@ async def test_missing_inputs_are_an_error_result_listing_every_problem(workspac
     make_workspace(workspace)
     async with serve(workspace) as client:
         result = await client.call_tool("plan_numbers", {})
-        unknown = await client.call_tool("plan_nope", {})
+        with pytest.raises(MCPError) as unknown:  # as graph: a JSON-RPC error, not an isError result
+            await client.call_tool("plan_nope", {})
     assert result.is_error
     text = text_of(result)
     assert "plan_numbers" in text and "plan__numbers" not in text
     assert "'limit' is a required property" in text and "'label' is a required property" in text
     assert result.structured_content is not None
     assert len(result.structured_content["problems"]) == 2
-    assert unknown.is_error and "unknown tool: plan_nope" in text_of(unknown)
+    assert unknown.value.code == INVALID_PARAMS and unknown.value.message == "unknown tool 'plan_nope'"
 
 
 async def test_an_ask_step_is_answered_through_elicitation_on_a_legacy_session(workspace: Path) -> None:
@@ -198,11 +209,11 @@ async def test_an_ask_step_is_answered_through_elicitation_on_a_legacy_session(w
     assert seen[0].message == "Which channel?"
     assert seen[0].requested_schema["properties"]["channel"]["enum"] == ["stable", "beta", "nightly"]
     assert not accepted.is_error, text_of(accepted)
-    assert accepted.structured_content == {
+    assert accepted.structured_content["output"] == {
         "asked": {"answer": {"channel": "beta", "count": 2}, "answered": True}
     }
     assert declined.is_error and "not answered (declined)" in text_of(declined)
-    assert cancelled.structured_content == {
+    assert cancelled.structured_content["output"] == {
         "asked": {"answer": {"channel": "stable"}, "answered": False, "declined": True, "reason": "declined"}
     }
 
@@ -212,7 +223,7 @@ async def test_without_the_elicitation_capability_a_question_is_unavailable(work
     async with serve(workspace) as client:  # no callback: no capability declared
         defaulted = await client.call_tool("plan_release_default", {})
         failed = await client.call_tool("plan_release_fail", {})
-    assert defaulted.structured_content == {
+    assert defaulted.structured_content["output"] == {
         "asked": {"answer": {"channel": "stable"}, "answered": False, "reason": "unavailable"}
     }
     assert failed.is_error and "not answered (unavailable)" in text_of(failed)
@@ -227,7 +238,7 @@ async def test_a_client_error_while_answering_is_unavailable(workspace: Path) ->
     async with serve(workspace, elicit=broken) as client:
         defaulted = await client.call_tool("plan_release_default", {})
     assert defaulted.structured_content is not None
-    assert defaulted.structured_content["asked"]["reason"] == "unavailable"
+    assert defaulted.structured_content["output"]["asked"]["reason"] == "unavailable"
 
 
 async def test_a_client_that_never_answers_times_out_as_unavailable(workspace: Path) -> None:
@@ -241,7 +252,7 @@ async def test_a_client_that_never_answers_times_out_as_unavailable(workspace: P
     async with serve(workspace, elicit=silent, env={"GRAPHCHAT_ELICIT_TIMEOUT": "0.3"}) as client:
         defaulted = await client.call_tool("plan_release_default", {})
     assert defaulted.structured_content is not None
-    assert defaulted.structured_content["asked"]["reason"] == "unavailable"
+    assert defaulted.structured_content["output"]["asked"]["reason"] == "unavailable"
 
 
 async def test_the_default_protocol_answers_through_input_required_round_trips(workspace: Path) -> None:
@@ -256,10 +267,12 @@ async def test_the_default_protocol_answers_through_input_required_round_trips(w
         declined = await client.call_tool("plan_release_default", {})
         plain = await client.call_tool("plan_numbers", {"limit": 3, "label": "y"})
     assert len(seen) == 2
-    assert accepted.structured_content == {"asked": {"answer": {"channel": "nightly"}, "answered": True}}
+    assert accepted.structured_content["output"] == {
+        "asked": {"answer": {"channel": "nightly"}, "answered": True}
+    }
     assert declined.structured_content is not None
-    assert declined.structured_content["asked"]["reason"] == "declined"
-    assert plain.structured_content == {"label": "y", "big": [4]}
+    assert declined.structured_content["output"]["asked"]["reason"] == "declined"
+    assert plain.structured_content["output"] == {"label": "y", "big": [4]}
 
 
 async def test_default_protocol_without_the_capability_is_unavailable(workspace: Path) -> None:
@@ -267,7 +280,7 @@ async def test_default_protocol_without_the_capability_is_unavailable(workspace:
     async with serve(workspace, mode="auto") as client:
         defaulted = await client.call_tool("plan_release_default", {})
     assert defaulted.structured_content is not None
-    assert defaulted.structured_content["asked"]["reason"] == "unavailable"
+    assert defaulted.structured_content["output"]["asked"]["reason"] == "unavailable"
 
 
 async def test_a_plan_calling_mcp_tools_runs_and_its_approval_is_elicited(workspace: Path) -> None:
@@ -283,7 +296,7 @@ async def test_a_plan_calling_mcp_tools_runs_and_its_approval_is_elicited(worksp
     assert tools["plan_touch_it"].annotations is not None
     assert tools["plan_touch_it"].annotations.read_only_hint is False
     assert not result.is_error, text_of(result)
-    assert result.structured_content == {"said": "hi: slept 0.0s"}
+    assert result.structured_content["output"] == {"said": "hi: slept 0.0s"}
     # the client's call of the plan is its consent; the destructive tool inside is asked about
     assert not touched.is_error, text_of(touched)
     assert target.exists()
@@ -345,7 +358,7 @@ def test_stdout_carries_nothing_but_json_rpc(workspace: Path) -> None:
     err = proc.stderr.read() if proc.stderr else ""
     assert proc.wait(timeout=10) == 0, err
     assert rest == ""
-    assert replies[3]["result"]["structuredContent"] == {"label": "z", "big": [2, 3, 4]}
+    assert replies[3]["result"]["structuredContent"]["output"] == {"label": "z", "big": [2, 3, 4]}
     events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert any(e["event"] == "tool_started" and e["tool"] == "plan__numbers" for e in events)
 
@@ -397,7 +410,7 @@ async def test_an_mcp_client_edits_a_plan_with_the_authoring_tools_and_hears_lis
                 progress.append((done, total, message))
 
             ran = await client.call_tool("plan_hello", {"who": "Ada"}, progress_callback=on_progress)
-            assert ran.structured_content == {"said": "hello Ada"}
+            assert ran.structured_content["output"] == {"said": "hello Ada"}
             assert progress == [(1.0, None, "step E0 (builtin__reshape) done")]
 
             # a plan file changed by someone else is announced too
@@ -439,3 +452,45 @@ async def test_an_mcp_client_edits_a_plan_with_the_authoring_tools_and_hears_lis
                 "isError": False,
                 "result": {"a": 1},
             }
+
+
+GATE = """identifier: gate
+name: Gate
+description: Refuse an empty list.
+input_schema:
+  type: object
+  properties:
+    items: {type: array}
+steps:
+  - id: E0
+    tool_name: exit
+    input:
+      when: {value: "{{input.items}}", op: empty}
+      status: error
+      message: no rows found
+output:
+  items: "{{input.items}}"
+"""
+
+
+async def test_a_fired_error_exit_is_an_error_result_with_graphs_body_and_the_exit_step(
+    workspace: Path,
+) -> None:
+    (workspace / "plans" / "gate.yaml").write_text(GATE)
+    async with serve(workspace) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        refused = await client.call_tool("plan_gate", {"items": []})
+        passed = await client.call_tool("plan_gate", {"items": [1]})
+    assert listed["plan_gate"].input_schema["properties"] == {"items": {"type": "array"}}
+    assert refused.is_error
+    assert refused.structured_content == {
+        "answer": "no rows found",
+        "output": None,
+        "plan": "gate",
+        "steps_executed": 0,  # as graph: a fired top-level exit counts 0
+        "exit": {"status": "error", "message": "no rows found", "reason": None, "output": None, "step": "E0"},
+        "usage": None,
+    }
+    assert json.loads(text_of(refused)) == refused.structured_content
+    assert not passed.is_error and passed.structured_content["exit"] is None
+    assert passed.structured_content["output"] == {"items": [1]}
