@@ -58,7 +58,9 @@ def make_repo(root: Path, *, packs: str = "[git, github]", examples: bool = True
     (repo / "plans").mkdir(parents=True)
     (repo / "tools").mkdir()
     (repo / "threads").mkdir()
-    write(repo / "graphchat.yaml", f"tools:\n  packs: {packs}\n")
+    # graph's repository names its models `scout` and `reviewer` ([models.named], .graph/config.toml)
+    named = "models:\n  named:\n    scout: openai/scout\n    reviewer: openai/reviewer\n"
+    write(repo / "graphchat.yaml", f"tools:\n  packs: {packs}\n{named}")
     write(repo / "crates" / "core.rs", "fn run() {}\n")
     write(repo / "README.md", "# demo\n")
     git(repo, "init", "-q", "-b", "main")
@@ -852,7 +854,10 @@ def _release(
     [
         ("tools: [git]\n", "tools: expected a mapping"),
         ("tools:\n  packs: git\n", "tools.packs: expected a list of pack names"),
-        ("tools:\n  pack: [git]\n", "tools.pack: unknown key (expected one of: packs, github_api_url)"),
+        (
+            "tools:\n  pack: [git]\n",
+            "tools.pack: unknown key (expected one of: packs, github_api_url, paths)",
+        ),
         ("tools:\n  github_api_url: api.github.com\n", "tools.github_api_url: expected an http(s) URL"),
     ],
 )
