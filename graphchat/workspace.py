@@ -152,6 +152,9 @@ class ModelConfig:
     # graph's `fallbacks`: tried in order when this model's provider fails (graphchat.llm.client)
     fallbacks: tuple[ModelConfig, ...] = ()
     description: str | None = None  # a named model's description (graph's routing hint)
+    # cache_control markers (system prompt, conversation tail): None where litellm says the
+    # provider caches (Anthropic, Bedrock, …), true always (a gateway in front of one), false never
+    prompt_caching: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,9 @@ class Settings:
 
     def _limited(self, config: ModelConfig) -> ModelConfig:
         """`config` with the per-answer limits of the settings where its role sets none."""
-        if config.model_timeout is not None and config.max_output_tokens is not None:
+        if not self.prompt_caching and config.prompt_caching is not False:  # settings.prompt_caching: false
+            config = ModelConfig(**{**config.__dict__, "prompt_caching": False})
+        if config.model_timeout is not None and config.max_output_tokens is not None and not config.fallbacks:
             return config
         return ModelConfig(
             **{
@@ -320,7 +325,7 @@ def _model_config(role: str, value: Any, path: tuple[str | int, ...] | None = No
                 item, (int, float)
             ):
                 raise _Problem((*path, key), f"{dotted}.{key}: expected a number")
-            if key == "vision" and not isinstance(item, bool):
+            if key in ("vision", "prompt_caching") and not isinstance(item, bool):
                 raise _Problem((*path, key), f"{dotted}.{key}: expected true or false")
             if key in ("context_window", "max_output_tokens") and (
                 not isinstance(item, int) or isinstance(item, bool) or item <= 0
@@ -507,7 +512,7 @@ def _pricing(section: Any) -> dict[str, dict[str, float]]:
     return out
 
 
-PROMPT_KEYS = ("chat", "solver", "judge", "planner")  # prompts.<key> replaces that built-in prompt
+PROMPT_KEYS = ("chat",)  # prompts.<key> replaces that built-in prompt (graph's [prompts].chat)
 
 
 def _prompts(section: Any) -> dict[str, str]:

@@ -19,6 +19,23 @@ if TYPE_CHECKING:
     from graphchat.workspace import ModelConfig
 
 Message = dict[str, Any]
+# Providers whose prompt cache is asked for with cache_control markers (litellm's prefixes).
+MARKED_CACHE_PROVIDERS = ("anthropic", "bedrock", "vertex_ai", "vertex_ai_beta")
+CACHE_POINTS = [{"location": "message", "role": "system"}, {"location": "message", "index": -1}]
+
+
+def _caches(config: ModelConfig) -> bool:
+    """Whether calls to `config` carry cache_control markers: its `prompt_caching` when set,
+    else where litellm's model list says the provider caches prompts (settings.prompt_caching:
+    false turns it off everywhere)."""
+    if config.prompt_caching is not None:
+        return config.prompt_caching
+    if config.model.split("/", 1)[0] not in MARKED_CACHE_PROVIDERS:
+        return False  # OpenAI and its kind cache by themselves, with no marker in the request
+    try:
+        return bool(litellm_module().utils.supports_prompt_caching(config.model))
+    except Exception:  # an unmapped model
+        return False
 
 
 class LLM:
@@ -47,6 +64,8 @@ class LLM:
             kwargs["temperature"] = config.temperature
         # The global litellm.num_retries is ignored (and reset) upstream: pass it on every call.
         kwargs["num_retries"] = self.num_retries
+        if _caches(config):  # graph's two breakpoints: the system prompt, the conversation's tail
+            kwargs["cache_control_injection_points"] = CACHE_POINTS
         return kwargs
 
     async def complete(
@@ -151,7 +170,13 @@ class LLM:
             budget.spent(usage.cost_usd, config.model, self.events)
         if self.events is not None:  # a failed-over call is the answering model's (as graph meters it)
             self.events.llm_call(
-                site, config.model, usage.input_tokens, usage.output_tokens, ms, role=config.role
+                site,
+                config.model,
+                usage.input_tokens,
+                usage.output_tokens,
+                ms,
+                role=config.role,
+                cache=_cache_tokens(raw_usage),
             )
         return Completion(
             content=content, tool_calls=calls, usage=usage, model=config.model, finish_reason=finish
@@ -341,6 +366,24 @@ class LLM:
         if not supported and not (self.config.api_base and self.config.model.startswith("openai/")):
             return None  # unknown model: rely on the instruction and validation
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
+def _cache_tokens(raw: Any) -> dict[str, int]:
+    """The cache reads and writes a provider reported (Anthropic's fields, or OpenAI's
+    prompt_tokens_details.cached_tokens), the non-zero ones."""
+
+    def get(source: Any, name: str) -> Any:
+        return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+
+    if raw is None:
+        return {}
+    details = get(raw, "prompt_tokens_details")
+    read = get(raw, "cache_read_input_tokens") or (
+        get(details, "cached_tokens") if details is not None else 0
+    )
+    written = get(raw, "cache_creation_input_tokens")
+    found = {"cache_read_input_tokens": int(read or 0), "cache_creation_input_tokens": int(written or 0)}
+    return {key: value for key, value in found.items() if value}
 
 
 def _outage(error: GraphchatError) -> bool:

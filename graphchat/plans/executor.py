@@ -145,6 +145,8 @@ class UsageTap(EventSink):
                 group["calls"] = group.get("calls", 0) + 1
                 group["input_tokens"] = group.get("input_tokens", 0) + spent_in
                 group["output_tokens"] = group.get("output_tokens", 0) + spent_out
+                for key in ("cache_read_input_tokens", "cache_creation_input_tokens"):  # graph's keys
+                    group[key] = group.get(key, 0) + int(fields.get(key) or 0)
         if self.inner is not None:
             self.inner.emit(event, **fields)
 

@@ -368,3 +368,61 @@ def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_sou
     assert done.returncode == 0, done.stdout + done.stderr
     paths = graphchat("config", "path", "--json", env=env)
     assert json.loads(paths.stdout)["files"][0] == {"path": str(user), "exists": True}
+
+
+# --- prompt caching ------------------------------------------------------------------------------
+
+
+def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    """A model marked `prompt_caching: true` (an OpenAI-compatible gateway in front of Anthropic)
+    gets graph's two breakpoints; settings.prompt_caching: false turns them off everywhere."""
+    config = (
+        f"models:\n  default: {{model: openai/gateway, api_base: {model_server.url}, api_key: sk-t, "
+        "prompt_caching: true}\n"
+    )
+    (workspace / "graphchat.yaml").write_text(config)
+    (workspace / "plans" / "p.yaml").write_text(
+        "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
+        "    input: {instruction: hi}\n"
+    )
+    model_server.script = [
+        {
+            "text": "ok",
+            "usage": {
+                "prompt_tokens": 20,
+                "completion_tokens": 2,
+                "prompt_tokens_details": {"cached_tokens": 16},
+            },
+        }
+    ]
+    done = graphchat("plan", "run", "p", "--json")
+    assert done.returncode == 0, done.stderr
+    last = model_server.requests[-1]["messages"][-1]
+    assert last.get("cache_control") == {"type": "ephemeral"}, model_server.requests[-1]
+    usage = json.loads(done.stdout)["usage"]
+    assert usage["by_model"][0]["cache_read_input_tokens"] == 16
+    assert usage["by_step"][0]["cache_read_input_tokens"] == 16
+    (workspace / "graphchat.yaml").write_text(config + "settings:\n  prompt_caching: false\n")
+    assert graphchat("plan", "run", "p").returncode == 0
+    assert "cache_control" not in json.dumps(model_server.requests[-1])
+
+
+def test_a_plain_openai_compatible_model_gets_no_markers(workspace: Path, graphchat, model_server) -> None:
+    (workspace / "plans" / "p.yaml").write_text(
+        "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
+        "    input: {instruction: hi}\n"
+    )
+    done = graphchat("plan", "run", "p", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert "cache_control" not in json.dumps(model_server.requests[-1])
+
+
+def test_prompt_caching_is_on_by_default_where_the_provider_takes_markers() -> None:
+    from graphchat.llm.client import _caches
+    from graphchat.workspace import ModelConfig
+
+    assert _caches(ModelConfig(model="anthropic/claude-sonnet-4-5"))
+    assert not _caches(ModelConfig(model="anthropic/claude-sonnet-4-5", prompt_caching=False))
+    assert not _caches(ModelConfig(model="openai/gpt-4o"))  # OpenAI caches by itself
