@@ -155,6 +155,7 @@ class ModelConfig:
     # cache_control markers (system prompt, conversation tail): None where litellm says the
     # provider caches (Anthropic, Bedrock, …), true always (a gateway in front of one), false never
     prompt_caching: bool | None = None
+    repair: ModelConfig | None = None  # the `repair` role's model: the one pass fixing a structured reply
 
 
 @dataclass(frozen=True)
@@ -267,17 +268,17 @@ class Settings:
         )
 
     def _limited(self, config: ModelConfig) -> ModelConfig:
-        """`config` with the per-answer limits of the settings where its role sets none."""
-        if not self.prompt_caching and config.prompt_caching is not False:  # settings.prompt_caching: false
-            config = ModelConfig(**{**config.__dict__, "prompt_caching": False})
-        if config.model_timeout is not None and config.max_output_tokens is not None and not config.fallbacks:
-            return config
+        """`config` with the per-answer limits of the settings where its role sets none, the
+        settings' prompt_caching, and the `repair` role's model for its one repair pass."""
+        repair = self.models.get("repair")
         return ModelConfig(
             **{
                 **config.__dict__,
                 "model_timeout": config.model_timeout or self.model_timeout,
                 "max_output_tokens": config.max_output_tokens or self.max_output_tokens,
                 "fallbacks": tuple(self._limited(f) for f in config.fallbacks),
+                "prompt_caching": config.prompt_caching if self.prompt_caching else False,
+                "repair": self._limited(repair) if repair is not None and config.role != "repair" else None,
             }
         )
 
@@ -301,7 +302,7 @@ def _model_config(role: str, value: Any, path: tuple[str | int, ...] | None = No
         return ModelConfig(model=value.strip(), role=role)
     if not isinstance(value, dict):
         raise _Problem(path, f"{dotted}: expected a model string or a mapping with `model`")
-    known = {f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role")}
+    known = {f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role", "repair")}
     model = value.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _Problem(path, f"{dotted}: `model` is required (a litellm model string)")

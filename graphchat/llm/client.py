@@ -326,7 +326,14 @@ class LLM:
                         "value that matches the schema, nothing else.",
                     },
                 ]
-            completion = await self._complete_structured(history, response_format, site)
+            fixer = (
+                self
+                if not attempt or self.config.repair is None
+                else LLM(self.config.repair, events=self.events)
+            )
+            completion = await fixer._complete_structured(history, response_format, site)
+            if fixer is not self:  # graph's repair role: its call counts in this model's usage
+                self.usage = self.usage + fixer.usage
             content = completion.content
             try:
                 value = parse_json_reply(content)

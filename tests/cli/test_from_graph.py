@@ -426,3 +426,22 @@ def test_prompt_caching_is_on_by_default_where_the_provider_takes_markers() -> N
     assert _caches(ModelConfig(model="anthropic/claude-sonnet-4-5"))
     assert not _caches(ModelConfig(model="anthropic/claude-sonnet-4-5", prompt_caching=False))
     assert not _caches(ModelConfig(model="openai/gpt-4o"))  # OpenAI caches by itself
+
+
+def test_the_repair_role_makes_the_one_repair_pass_of_a_structured_reply(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    base = f"api_base: {model_server.url}, api_key: sk-t"
+    (workspace / "graphchat.yaml").write_text(
+        f"models:\n  default: {{model: openai/main, {base}}}\n  repair: {{model: openai/fixer, {base}}}\n"
+    )
+    (workspace / "plans" / "p.yaml").write_text(
+        "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
+        "    input:\n      instruction: hi\n      output_schema: {type: object, required: [n], properties: {n: {type: integer}}}\n"
+        "output:\n  n: '{{E0.n}}'\n"
+    )
+    model_server.script = [{"text": "not json"}, {"json": {"n": 4}}]
+    done = graphchat("plan", "run", "p", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == {"n": 4}
+    assert [r["model"] for r in model_server.requests] == ["main", "fixer"]
