@@ -231,6 +231,14 @@ def test_graphs_review_plan_runs_with_its_named_models_routed(tmp_path: Path) ->
         # E3 groups the change (builtin__infer: default), the scout agent runs per group (named
         # model `scout` = claude-haiku-4-5), the review is the named model `reviewer`
         assert "claude-haiku-4-5" in models and "claude-sonnet-5" in models, models
+
+        def said(request: dict[str, Any]) -> str:
+            return json.dumps(request["messages"])
+
+        scouts = [r["model"] for r in server.requests if "matching this schema" in said(r)]
+        reviews = [r["model"] for r in server.requests if "PASS 2 (HIGHEST PRIORITY)" in said(r)]
+        assert scouts and set(scouts) == {"claude-haiku-4-5"}  # the agent step's `model: scout`
+        assert reviews == ["claude-sonnet-5"]  # the review's `model: reviewer`
         by_step = {row["path"]: row for row in report["usage"]["by_step"]}
         scout_steps = [path for path in by_step if path.startswith("E4f")]
         assert scout_steps, by_step
