@@ -9,8 +9,8 @@ Run here: file_survey, weekly_status, change_summary, nightly_diff_report, docs_
 changelog_entry, compose_changelog (git-cliff is a test dependency), pr_review and pr_followup
 (fake API), and graph_review_core's empty-diff path. Validated only: graph_review_9000 and
 graph_review_thread_audit (their user__gh_pr_thread_sync shells out to `gh`), and
-graph_review_core's review path (its steps name graph's `[models.named]` models `scout` and
-`reviewer`, which graphchat's model roles do not have).
+graph_review_core's review path here (it runs, with its named models `scout` and `reviewer`
+routed, in tests/cli/test_from_graph.py).
 """
 
 from __future__ import annotations
