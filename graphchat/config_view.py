@@ -2,7 +2,8 @@
 over earlier ones (a mapping merges key by key, a list or a value is replaced whole), secrets
 masked, and the layer each value came from.
 
-The layers, in order: the defaults, the workspace's `graphchat.yaml`, its `catalog/servers.yaml`
+The layers, in order: the defaults, the user's `$XDG_CONFIG_HOME/graphchat/config.yaml`, the
+workspace's `graphchat.yaml` (its `approvals.deny` combined with the user's), its `catalog/servers.yaml`
 (under `mcpServers`, the shape that file is written in), and the environment variables that set
 the default model (`GRAPHCHAT_MODEL`, `GRAPHCHAT_API_BASE`, `GRAPHCHAT_API_KEY`)."""
 
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from graphchat.workspace import CONFIG_NAME, WARM_IDLE_DEFAULT, Settings
+from graphchat.workspace import CONFIG_NAME, WARM_IDLE_DEFAULT, Settings, user_config_path
 
 DEFAULTS_SOURCE = "(default)"
 MASK = "********"
@@ -45,7 +46,7 @@ def _defaults() -> dict[str, Any]:
 
 def config_files(settings: Settings) -> list[Path]:
     """The files graphchat reads its configuration from, in the order they are layered."""
-    return [settings.workspace / CONFIG_NAME, settings.catalog_dir / "servers.yaml"]
+    return [user_config_path(), settings.workspace / CONFIG_NAME, settings.catalog_dir / "servers.yaml"]
 
 
 def _leaves(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -90,12 +91,23 @@ def effective_config(
     origins: dict[str, str] = {}
     _merge(config, _defaults(), DEFAULTS_SOURCE, origins)
     files: list[str] = []
-    yaml_path, servers_path = config_files(settings)
-    if yaml_path.is_file():
-        data = load_yaml_file(yaml_path).data
+    user_path, yaml_path, servers_path = config_files(settings)
+    denied: list[Any] = []
+    for path in (user_path, yaml_path):
+        if not path.is_file():
+            continue
+        data = load_yaml_file(path).data
         if isinstance(data, Mapping):
-            _merge(config, data, str(yaml_path), origins)
-        files.append(str(yaml_path))
+            _merge(config, data, str(path), origins)
+            deny = (
+                (data.get("approvals") or {}).get("deny")
+                if isinstance(data.get("approvals"), Mapping)
+                else None
+            )
+            if isinstance(deny, list):
+                denied += [d for d in deny if d not in denied]
+                config["approvals"]["deny"] = list(denied)  # combined across layers, never dropped
+        files.append(str(path))
     if servers_path.is_file():
         data = load_yaml_file(servers_path).data
         if isinstance(data, Mapping):

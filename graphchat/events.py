@@ -37,8 +37,17 @@ class EventSink:
         self.emit("agent_round", n=n)
 
     def llm_call(
-        self, site: str, model: str, input_tokens: int, output_tokens: int, ms: float, role: str | None = None
+        self,
+        site: str,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        ms: float,
+        role: str | None = None,
+        cache: dict[str, int] | None = None,
     ) -> None:
+        """`cache`: the cache tokens the provider reported (cache_read_input_tokens,
+        cache_creation_input_tokens), when any."""
         self.emit(
             "llm_call",
             site=site,
@@ -47,6 +56,7 @@ class EventSink:
             output_tokens=output_tokens,
             ms=round(ms, 1),
             role=role,
+            **(cache or {}),
         )
 
     def waiting(self, what: str | None) -> None:

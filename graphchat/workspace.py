@@ -15,7 +15,8 @@ from typing import Any
 from graphchat.errors import ConfigError, did_you_mean
 
 CONFIG_NAME = "graphchat.yaml"
-ROLES = ("default", "chat", "solver", "judge", "planner", "sampling")
+ROLES = ("default", "chat", "solver", "judge", "planner", "sampling", "repair")
+NAMED_KEY = "named"  # models.named.<name>: graph's [models.named.<name>]
 APPROVAL_MODES = ("ask", "auto", "deny")
 SETTINGS_KEYS = (
     "max_agent_iterations",
@@ -34,6 +35,7 @@ SETTINGS_KEYS = (
     "max_output_tokens",
     "max_map_items",
     "max_run_seconds",
+    "prompt_caching",
 )
 # Budgets a turn or a run cannot pass (graphchat.llm.budget; docs/cli.md#budgets): settings
 # that are seconds, and settings that `off` (or null) turns off.
@@ -46,13 +48,41 @@ TEXT_SETTINGS = ("system_prompt", "system_prompt_file")
 # git tools, as graph's github pack does). `data` and `llm` are always on and may be listed.
 TOOL_PACKS = ("git", "github", "slack")
 ALWAYS_ON_PACKS = ("data", "llm")
-TOOLS_KEYS = ("packs", "github_api_url")
+TOOLS_KEYS = ("packs", "github_api_url", "paths")
 NO_MODEL_HINT = "set GRAPHCHAT_MODEL (e.g. GRAPHCHAT_MODEL=openai/gpt-4o-mini) or `models: {default: ...}` in graphchat.yaml"
 
 
 def user_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "graphchat"
+
+
+def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's configuration layer, read under the workspace's graphchat.yaml:
+    `$XDG_CONFIG_HOME/graphchat/config.yaml` (default ~/.config/graphchat/config.yaml)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "graphchat" / "config.yaml"
+
+
+def merge_layers(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """`layer` over `base` as graph merges its layers: mappings key by key, a list or a value
+    replaced whole — except `approvals.deny`, combined (a deny is never dropped by a layer above)."""
+    out = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_layers(out[key], value)
+        else:
+            out[key] = value
+    deny_below = (
+        (base.get("approvals") or {}).get("deny") if isinstance(base.get("approvals"), Mapping) else None
+    )
+    deny_above = (
+        (layer.get("approvals") or {}).get("deny") if isinstance(layer.get("approvals"), Mapping) else None
+    )
+    if isinstance(deny_below, list) and isinstance(deny_above, list):
+        out["approvals"] = {**out["approvals"], "deny": list(dict.fromkeys([*deny_below, *deny_above]))}
+    return out
 
 
 def is_workspace(path: Path) -> bool:
@@ -119,6 +149,13 @@ class ModelConfig:
     max_output_tokens: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     role: str = "default"
+    # graph's `fallbacks`: tried in order when this model's provider fails (graphchat.llm.client)
+    fallbacks: tuple[ModelConfig, ...] = ()
+    description: str | None = None  # a named model's description (graph's routing hint)
+    # cache_control markers (system prompt, conversation tail): None where litellm says the
+    # provider caches (Anthropic, Bedrock, …), true always (a gateway in front of one), false never
+    prompt_caching: bool | None = None
+    repair: ModelConfig | None = None  # the `repair` role's model: the one pass fixing a structured reply
 
 
 @dataclass(frozen=True)
@@ -159,6 +196,13 @@ class Settings:
     max_output_tokens: int = 100_000  # of one answer
     max_map_items: int = 100_000
     max_run_seconds: float | None = None  # wall clock of a turn or run; off unless set
+    named: dict[str, ModelConfig] = field(default_factory=dict)  # models.named
+    prompt_caching: bool = True  # settings.prompt_caching: cache_control where the provider takes it
+    # plans.paths / tools.paths: more folders read beside the workspace's plans/ and tools/
+    plan_paths: tuple[Path, ...] = ()
+    tool_paths: tuple[Path, ...] = ()
+    prompts: dict[str, str] = field(default_factory=dict)  # prompts.<name>: replaces a built-in prompt
+    layers: tuple[Path, ...] = ()  # the configuration files read, user's first
 
     @property
     def catalog_dir(self) -> Path:
@@ -182,6 +226,8 @@ class Settings:
         """
         base = self.models.get(role) or self.models.get("default")
         name = override or self.model_override
+        if name and name in self.named:
+            return self._limited(self.named[name])
         if name:
             if base is None:
                 base = ModelConfig(model=name, role=role)
@@ -194,15 +240,45 @@ class Settings:
             raise ConfigError(f"no model configured for role '{role}' (workspace config: {where})", hint=hint)
         return self._limited(base if base.role == role else ModelConfig(**{**base.__dict__, "role": role}))
 
+    def step_model(self, name: str | None, role: str, *, where: str = "") -> ModelConfig:
+        """The model a step, tool or gate names with `model:` — a role, a named model
+        (models.named) or a litellm model string (`provider/model`) — else `role`'s. An unknown
+        bare name is a ConfigError naming `where` and the names known (never a silent default)."""
+        if not name:
+            return self.model_for(role)
+        if name in ROLES:
+            return self.model_for(name)
+        problem = self.model_name_problem(name)
+        if problem:
+            raise ConfigError(
+                f"{where}: {problem}" if where else problem,
+                hint="name a role, a model of `models.named` in graphchat.yaml, or a litellm `provider/model`",
+            )
+        return self.model_for(role, override=name)
+
+    def model_name_problem(self, name: str) -> str | None:
+        """Why `name` is no model here (a role, a named model or a `provider/model`), else None."""
+        if name in ROLES or name in self.named or "/" in name:
+            return None
+        guess = did_you_mean(name, [*ROLES, *self.named])
+        named = ", ".join(self.named) or "none"
+        return (
+            f"unknown model '{name}' ({guess + ' ' if guess else ''}named models: {named}; "
+            f"roles: {', '.join(ROLES)})"
+        )
+
     def _limited(self, config: ModelConfig) -> ModelConfig:
-        """`config` with the per-answer limits of the settings where its role sets none."""
-        if config.model_timeout is not None and config.max_output_tokens is not None:
-            return config
+        """`config` with the per-answer limits of the settings where its role sets none, the
+        settings' prompt_caching, and the `repair` role's model for its one repair pass."""
+        repair = self.models.get("repair")
         return ModelConfig(
             **{
                 **config.__dict__,
                 "model_timeout": config.model_timeout or self.model_timeout,
                 "max_output_tokens": config.max_output_tokens or self.max_output_tokens,
+                "fallbacks": tuple(self._limited(f) for f in config.fallbacks),
+                "prompt_caching": config.prompt_caching if self.prompt_caching else False,
+                "repair": self._limited(repair) if repair is not None and config.role != "repair" else None,
             }
         )
 
@@ -216,35 +292,66 @@ class _Problem(Exception):
         self.message = message
 
 
-def _model_config(role: str, value: Any) -> ModelConfig:
+def _model_config(role: str, value: Any, path: tuple[str | int, ...] | None = None) -> ModelConfig:
+    """One model entry: a litellm model string, or a mapping with `model` and call options
+    (`fallbacks`: more entries, tried in order on provider errors). `role` is the role or the
+    named model's name; `path` where the entry is in graphchat.yaml (default models.<role>)."""
+    path = path or ("models", role)
+    dotted = ".".join(str(p) for p in path)
     if isinstance(value, str) and value.strip():
         return ModelConfig(model=value.strip(), role=role)
     if not isinstance(value, dict):
-        raise _Problem(("models", role), f"models.{role}: expected a model string or a mapping with `model`")
-    known = {f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role")}
+        raise _Problem(path, f"{dotted}: expected a model string or a mapping with `model`")
+    known = {f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role", "repair")}
     model = value.get("model")
     if not isinstance(model, str) or not model.strip():
-        raise _Problem(("models", role), f"models.{role}: `model` is required (a litellm model string)")
+        raise _Problem(path, f"{dotted}: `model` is required (a litellm model string)")
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, item in value.items():
+        if key == "fallbacks":
+            if not isinstance(item, list) or not item:
+                raise _Problem((*path, key), f"{dotted}.fallbacks: expected a list of model entries")
+            kwargs[key] = tuple(
+                _model_config(role, entry, (*path, key, index)) for index, entry in enumerate(item)
+            )
+            continue
+        if key == "description":
+            if not isinstance(item, str):
+                raise _Problem((*path, key), f"{dotted}.description: expected text")
+            kwargs[key] = item
+            continue
         if key in known:
             if key in ("temperature", "input_cost_per_token", "output_cost_per_token") and not isinstance(
                 item, (int, float)
             ):
-                raise _Problem(("models", role, key), f"models.{role}.{key}: expected a number")
-            if key == "vision" and not isinstance(item, bool):
-                raise _Problem(("models", role, key), f"models.{role}.{key}: expected true or false")
+                raise _Problem((*path, key), f"{dotted}.{key}: expected a number")
+            if key in ("vision", "prompt_caching") and not isinstance(item, bool):
+                raise _Problem((*path, key), f"{dotted}.{key}: expected true or false")
             if key in ("context_window", "max_output_tokens") and (
                 not isinstance(item, int) or isinstance(item, bool) or item <= 0
             ):
-                raise _Problem(("models", role, key), f"models.{role}.{key}: expected a positive integer")
+                raise _Problem((*path, key), f"{dotted}.{key}: expected a positive integer")
             if key == "model_timeout":
-                item = _duration(item, ("models", role, key))
+                item = _duration(item, (*path, key))  # type: ignore[arg-type]
             kwargs[key] = item
         else:
             extra[key] = item
     return ModelConfig(**kwargs, extra=extra, role=role)
+
+
+def _named_models(value: Any) -> dict[str, ModelConfig]:
+    """`models.named`: name -> entry (graph's [models.named.<name>]); a name may not be a role's."""
+    if not isinstance(value, dict):
+        raise _Problem(("models", NAMED_KEY), "models.named: expected a mapping of name -> model entry")
+    named: dict[str, ModelConfig] = {}
+    for name, entry in value.items():
+        if str(name) in ROLES:
+            raise _Problem(
+                ("models", NAMED_KEY, name), f"models.named.{name}: a named model may not take a role's name"
+            )
+        named[str(name)] = _model_config(str(name), entry, ("models", NAMED_KEY, str(name)))
+    return named
 
 
 def _parse_config(data: Any) -> dict[str, Any]:
@@ -252,7 +359,7 @@ def _parse_config(data: Any) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise _Problem((), "expected a mapping at the top level")
-    allowed = {"models", "settings", "approvals", "tools", "user"}
+    allowed = {"models", "settings", "approvals", "tools", "user", "plans", "pricing", "prompts"}
     for key in data:
         if key not in allowed:
             guess = did_you_mean(str(key), allowed)
@@ -265,11 +372,15 @@ def _parse_config(data: Any) -> dict[str, Any]:
     if not isinstance(models, dict):
         raise _Problem(("models",), "models: expected a mapping of role -> model")
     for role, value in models.items():
+        if role == NAMED_KEY:
+            out["named"] = _named_models(value)
+            continue
         if role not in ROLES:
             guess = did_you_mean(str(role), ROLES)
             raise _Problem(
                 ("models", role),
-                f"models.{role}: unknown role ({guess + ' ' if guess else ''}roles: {', '.join(ROLES)})",
+                f"models.{role}: unknown role ({guess + ' ' if guess else ''}roles: {', '.join(ROLES)}; "
+                "named models go under models.named)",
             )
         out["models"][role] = _model_config(role, value)
     user = data.get("user") or {}
@@ -287,6 +398,13 @@ def _parse_config(data: Any) -> dict[str, Any]:
                 ("settings", key),
                 f"settings.{key}: unknown setting ({guess}settings are: {', '.join(SETTINGS_KEYS)})",
             )
+        if key == "prompt_caching":
+            if not isinstance(value, bool):
+                raise _Problem(
+                    ("settings", key), f"settings.prompt_caching: expected true or false, got {value!r}"
+                )
+            out[key] = value
+            continue
         if key == "warm":
             if value not in WARM_MODES:
                 raise _Problem(
@@ -343,7 +461,91 @@ def _parse_config(data: Any) -> dict[str, Any]:
             raise _Problem(("approvals", key), f"approvals.{key}: unknown key")
     out["approvals"] = Approvals(mode=mode, **lists)
     out.update(_parse_tools(data.get("tools")))
+    out["plan_paths"] = _paths(data.get("plans"), "plans")
+    out["pricing"] = _pricing(data.get("pricing"))
+    out["prompts"] = _prompts(data.get("prompts"))
     return out
+
+
+def _paths(section: Any, name: str) -> tuple[str, ...]:
+    """`plans: {paths: [...]}` (graph's [plans].paths): folders read beside the workspace's own."""
+    if section is None:
+        return ()
+    if not isinstance(section, dict) or set(section) - {"paths"}:
+        raise _Problem((name,), f"{name}: expected a mapping with `paths` (a list of folders)")
+    return _path_list(section.get("paths"), (name, "paths"))
+
+
+def _path_list(value: Any, path: tuple[str, ...]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _Problem(path, f"{'.'.join(path)}: expected a list of folders")
+    return tuple(value)
+
+
+PRICE_KEYS = ("input", "output", "cache_write", "cache_read")  # USD per million tokens (graph's)
+
+
+def _pricing(section: Any) -> dict[str, dict[str, float]]:
+    """`pricing: {<model>: {input, output, cache_write?, cache_read?}}` in USD per million tokens,
+    keyed by the model string as written (with or without its `provider/`)."""
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise _Problem(("pricing",), "pricing: expected a mapping of model -> {input, output}")
+    out: dict[str, dict[str, float]] = {}
+    for model, prices in section.items():
+        where = ("pricing", str(model))
+        if not isinstance(prices, dict):
+            raise _Problem(where, f"pricing.{model}: expected a mapping with input and output")
+        for key, value in prices.items():
+            if key not in PRICE_KEYS:
+                guess = did_you_mean(str(key), PRICE_KEYS)
+                raise _Problem(
+                    (*where, key),
+                    f"pricing.{model}.{key}: unknown key ({guess + ' ' if guess else ''}"
+                    f"expected: {', '.join(PRICE_KEYS)})",
+                )
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise _Problem((*where, key), f"pricing.{model}.{key}: expected USD per million tokens")
+        out[str(model)] = {k: float(v) for k, v in prices.items()}
+    return out
+
+
+PROMPT_KEYS = ("chat",)  # prompts.<key> replaces that built-in prompt (graph's [prompts].chat)
+
+
+def _prompts(section: Any) -> dict[str, str]:
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise _Problem(("prompts",), "prompts: expected a mapping of prompt name -> text")
+    for key, value in section.items():
+        if key not in PROMPT_KEYS:
+            guess = did_you_mean(str(key), PROMPT_KEYS)
+            raise _Problem(
+                ("prompts", key),
+                f"prompts.{key}: unknown prompt ({guess + ' ' if guess else ''}prompts: {', '.join(PROMPT_KEYS)})",
+            )
+        if not isinstance(value, str) or not value.strip():
+            raise _Problem(("prompts", key), f"prompts.{key}: expected a non-empty text")
+    return {str(k): str(v) for k, v in section.items()}
+
+
+def priced(config: ModelConfig, pricing: Mapping[str, Mapping[str, float]]) -> ModelConfig:
+    """`config` with the prices of `pricing` (per million tokens) where it sets none itself;
+    its fallbacks too."""
+    import dataclasses
+
+    fallbacks = tuple(priced(f, pricing) for f in config.fallbacks)
+    bare = config.model.split("/", 1)[-1]
+    prices = pricing.get(config.model) or pricing.get(bare)
+    changes: dict[str, Any] = {"fallbacks": fallbacks}
+    if prices and config.input_cost_per_token is None and config.output_cost_per_token is None:
+        changes["input_cost_per_token"] = prices.get("input", 0.0) / 1e6
+        changes["output_cost_per_token"] = prices.get("output", 0.0) / 1e6
+    return dataclasses.replace(config, **changes)
 
 
 def _duration(value: Any, path: tuple[str, ...] = ("settings", "warm_idle")) -> Any:
@@ -389,7 +591,11 @@ def _parse_tools(tools: Any) -> dict[str, Any]:
     url = tools.get("github_api_url")
     if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
         raise _Problem(("tools", "github_api_url"), "tools.github_api_url: expected an http(s) URL")
-    return {"packs": tuple(dict.fromkeys(p for p in packs if p in TOOL_PACKS)), "github_api_url": url}
+    return {
+        "packs": tuple(dict.fromkeys(p for p in packs if p in TOOL_PACKS)),
+        "github_api_url": url,
+        "tool_paths": _path_list(tools.get("paths"), ("tools", "paths")),
+    }
 
 
 def _env_default_model(
@@ -457,25 +663,54 @@ def load_settings(
     parsed: dict[str, Any] = {"models": {}}
     raw: dict[str, Any] = {}
     doc: Any = None
-    if config_path.is_file():
-        from graphchat.yamlfile import load_yaml_file
+    layers: list[tuple[Path, Any]] = []  # (file, its document), the user's first
+    from graphchat.yamlfile import load_yaml_file
 
-        doc = load_yaml_file(config_path)
+    for path in (user_config_path(environ), config_path):
+        if not path.is_file():
+            continue
+        layer = load_yaml_file(path)
         try:
-            parsed = _parse_config(doc.data)
+            _parse_config(layer.data)  # each layer is checked alone, so an error names its file
+        except _Problem as problem:
+            raise ConfigError(f"{layer.where(problem.path)}: {problem.message}") from None
+        layers.append((path, layer))
+        raw = merge_layers(raw, layer.data or {})
+    if layers:
+        doc = layers[-1][1]
+        try:
+            parsed = _parse_config(raw)
         except _Problem as problem:
             raise ConfigError(f"{doc.where(problem.path)}: {problem.message}") from None
-        raw = doc.data or {}
-    else:
+    if not config_path.is_file():
         config_path = None  # type: ignore[assignment]
+
+    def folders(section: str, key: str) -> tuple[Path, ...]:
+        """The layer's folders, relative ones from its own folder (the workspace's, the user's)."""
+        for path, layer in reversed(layers):
+            data = layer.data if isinstance(layer.data, dict) else {}
+            if isinstance(data.get(section), dict) and key in data[section]:
+                root = workspace if path == workspace / CONFIG_NAME else path.parent
+                return tuple(
+                    (root / Path(p).expanduser()).resolve() for p in parsed.get(f"{section[:-1]}_paths", ())
+                )
+        return ()
+
+    pricing = parsed.get("pricing", {})
+    parsed["models"] = {role: priced(config, pricing) for role, config in parsed["models"].items()}
+    named = {name: priced(config, pricing) for name, config in parsed.get("named", {}).items()}
+    prompts = parsed.get("prompts", {})
     models = _env_default_model(parsed["models"], environ)
+    from graphchat.plans.discovery import set_plan_paths
+
+    set_plan_paths(workspace / "plans", folders("plans", "paths"))
     return Settings(
         workspace=workspace,
         config_path=config_path,
         models=models,
         max_agent_iterations=parsed.get("max_agent_iterations", 15),
         max_tool_result_chars=parsed.get("max_tool_result_chars", 20000),
-        system_prompt=_system_prompt(parsed, workspace, doc),
+        system_prompt=prompts.get("chat") or _system_prompt(parsed, workspace, doc),
         planning_attempts=parsed.get("planning_attempts", 2),
         user=parsed.get("user", {}),
         max_thread_result_chars=parsed.get("max_thread_result_chars", 1_000_000),
@@ -494,4 +729,10 @@ def load_settings(
         max_output_tokens=parsed.get("max_output_tokens", 100_000),
         max_map_items=parsed.get("max_map_items", 100_000),
         max_run_seconds=parsed.get("max_run_seconds"),
+        named=named,
+        prompt_caching=parsed.get("prompt_caching", True),
+        plan_paths=folders("plans", "paths"),
+        tool_paths=folders("tools", "paths"),
+        prompts=prompts,
+        layers=tuple(path for path, _ in layers),
     )

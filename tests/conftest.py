@@ -43,6 +43,7 @@ def clean_env(extra: dict[str, str] | None = None, home: Path | None = None) -> 
     }
     if home is not None:
         env["XDG_DATA_HOME"] = str(home / ".xdg")
+        env["XDG_CONFIG_HOME"] = str(home / ".xdg-config")  # no user configuration layer leaks in
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     # settings.warm defaults to auto: a test starts no helper unless it says so (its own

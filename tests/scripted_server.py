@@ -95,7 +95,15 @@ def _usage(reply: dict[str, Any], body: dict[str, Any]) -> dict[str, int]:
     given = reply.get("usage") or {}
     prompt = given.get("prompt_tokens", 10 + len(json.dumps(body.get("messages", []))) // 4)
     completion = given.get("completion_tokens", 5)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    extra = {
+        k: v for k, v in given.items() if k not in ("prompt_tokens", "completion_tokens")
+    }  # cache details
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        **extra,
+    }
 
 
 def _tool_calls(reply: dict[str, Any]) -> list[dict[str, Any]]:

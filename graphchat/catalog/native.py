@@ -138,11 +138,8 @@ class NativeSource(ToolSource):
         return ToolResult(value)
 
     def _model(self, name: str | None) -> Any:
-        from graphchat.workspace import ROLES
-
-        if name and name in ROLES:
-            return self.settings.model_for(name)
-        return self.settings.model_for("default", override=name or None)
+        """`model`: a role, a named model (models.named) or a litellm model string."""
+        return self.settings.step_model(name or None, "default")
 
     async def aclose(self) -> None:
         pass

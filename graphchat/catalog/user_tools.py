@@ -92,9 +92,11 @@ class ToolDoc:
 
 
 def tool_dirs(settings: Settings) -> list[Path]:
-    """The workspace's `tools/`, then the user's (`$XDG_CONFIG_HOME/graphchat/tools`)."""
+    """The workspace's `tools/`, the folders of `tools.paths`, then the user's
+    (`$XDG_CONFIG_HOME/graphchat/tools`)."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return [settings.workspace / "tools", Path(base) / "graphchat" / "tools"]
+    folders = [settings.workspace / "tools", *settings.tool_paths, Path(base) / "graphchat" / "tools"]
+    return list(dict.fromkeys(folders))
 
 
 def load_tool_file(path: Path) -> ToolDoc:
@@ -370,12 +372,9 @@ class ToolRunner:
         return ToolResult(value)
 
     def _model(self, name: str | None) -> Any:
-        """graph's `model`: a role (default `chat`, falling back to default) or a model string."""
-        from graphchat.workspace import ROLES
-
-        if not name or name in ROLES:
-            return self.settings.model_for(name or "chat")
-        return self.settings.model_for("default", override=name)
+        """graph's `model`: a role (default `chat`, falling back to default), a named model or
+        a litellm model string."""
+        return self.settings.step_model(name, "chat")
 
 
 class UserToolSource(ToolSource):

@@ -87,6 +87,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the workspace folder (default: .)")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    p.add_argument(
+        "--from-graph",
+        action="store_true",
+        help="DIR is a graph project (.graph/config.toml): carry its configuration over, and read "
+        "its plans and tools in place",
+    )
     p.set_defaults(func=run_init)
     w = sub.add_parser(
         "where",
@@ -105,6 +111,8 @@ def run_init(args: argparse.Namespace) -> int:
     root = Path(args.dir).expanduser()
     if root.exists() and not root.is_dir():
         raise GraphchatError(f"{args.dir}: not a directory", 2)
+    if getattr(args, "from_graph", False):
+        return _init_from_graph(root, force=args.force)
     existing = [name for name in FILES if (root / name).exists()]
     if existing and not args.force:
         raise GraphchatError(
@@ -126,6 +134,45 @@ def run_init(args: argparse.Namespace) -> int:
         '  graphchat ask "what time is it in Tokyo?"\n'
         "  graphchat plan run clocks\n"
     )
+    return 0
+
+
+def _init_from_graph(root: Path, *, force: bool) -> int:
+    """`init --from-graph`: graphchat.yaml and catalog/servers.yaml from graph's configuration
+    (graphchat.graph_import); the same files again is a no-op, different ones need --force."""
+    from graphchat.errors import GraphchatError
+    from graphchat.fsutil import write_atomic
+    from graphchat.graph_import import translate
+
+    result = translate(root)
+    files = {
+        "graphchat.yaml": "\n".join(result.config) + "\n",
+        "catalog/servers.yaml": "\n".join(result.servers) + "\n",
+    }
+    differing = [
+        name for name, text in files.items() if (root / name).exists() and (root / name).read_text() != text
+    ]
+    if differing and not force:
+        raise GraphchatError(
+            f"{root / differing[0]} exists and differs; nothing was written",
+            hint="use --force to rewrite " + ", ".join(differing),
+        )
+    written = [name for name, text in files.items() if not (root / name).exists() or name in differing]
+    for sub in ("catalog", "plans", "threads"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for name in written:
+        write_atomic(root / name, files[name].encode())
+    where = root.resolve()
+    sys.stdout.write(f"{where}\n")
+    err = sys.stderr
+    err.write(f"read {', '.join(str(p) for p in result.sources)}\n")
+    err.write(
+        f"wrote {', '.join(written)}\n" if written else "nothing to write: the workspace is up to date\n"
+    )
+    for line in result.carried:
+        err.write(f"carried: {line}\n")
+    for line in result.dropped:
+        err.write(f"not carried: {line}\n")
     return 0
 
 

@@ -19,6 +19,23 @@ if TYPE_CHECKING:
     from graphchat.workspace import ModelConfig
 
 Message = dict[str, Any]
+# Providers whose prompt cache is asked for with cache_control markers (litellm's prefixes).
+MARKED_CACHE_PROVIDERS = ("anthropic", "bedrock", "vertex_ai", "vertex_ai_beta")
+CACHE_POINTS = [{"location": "message", "role": "system"}, {"location": "message", "index": -1}]
+
+
+def _caches(config: ModelConfig) -> bool:
+    """Whether calls to `config` carry cache_control markers: its `prompt_caching` when set,
+    else where litellm's model list says the provider caches prompts (settings.prompt_caching:
+    false turns it off everywhere)."""
+    if config.prompt_caching is not None:
+        return config.prompt_caching
+    if config.model.split("/", 1)[0] not in MARKED_CACHE_PROVIDERS:
+        return False  # OpenAI and its kind cache by themselves, with no marker in the request
+    try:
+        return bool(litellm_module().utils.supports_prompt_caching(config.model))
+    except Exception:  # an unmapped model
+        return False
 
 
 class LLM:
@@ -29,14 +46,14 @@ class LLM:
         self.events = events
         self.num_retries = num_retries
         self.usage = Usage()
-        self._checked = False
+        self._checked: set[str] = set()  # the models whose configuration was checked
 
     @property
     def model(self) -> str:
         return self.config.model
 
-    def _kwargs(self) -> dict[str, Any]:
-        config = self.config
+    def _kwargs(self, config: ModelConfig | None = None) -> dict[str, Any]:
+        config = config or self.config
         kwargs: dict[str, Any] = dict(config.extra)
         kwargs["model"] = config.model
         if config.api_base:
@@ -47,6 +64,8 @@ class LLM:
             kwargs["temperature"] = config.temperature
         # The global litellm.num_retries is ignored (and reset) upstream: pass it on every call.
         kwargs["num_retries"] = self.num_retries
+        if _caches(config):  # graph's two breakpoints: the system prompt, the conversation's tail
+            kwargs["cache_control_injection_points"] = CACHE_POINTS
         return kwargs
 
     async def complete(
@@ -60,14 +79,48 @@ class LLM:
         site: str = "chat",
         stream: bool = True,
     ) -> Completion:
-        """One model call. Text reaches `on_text` as it streams; errors are GraphchatError (exit 1)."""
-        litellm = await alitellm_module(warm=self.config.model)
-        if not self._checked:
+        """One model call. Text reaches `on_text` as it streams; errors are GraphchatError (exit 1).
+
+        A model with `fallbacks` (graph's provider failover) moves to the next one when its
+        provider fails as an outage does (429, 5xx, no connection, silence) after its own
+        retries — never on a bad request or a rejected answer; when every one fails, the error
+        names each attempt."""
+        candidates = (self.config, *self.config.fallbacks)
+        failures: list[str] = []
+        for index, config in enumerate(candidates):
+            try:
+                return await self._complete(
+                    config, messages, tools, on_text, tool_choice, response_format, site, stream
+                )
+            except GraphchatError as exc:
+                if len(candidates) == 1 or not _outage(exc):
+                    raise
+                failures.append(f"{config.model}: {exc.message}")
+                if index + 1 < len(candidates) and self.events is not None:
+                    self.events.warning(
+                        f"{config.model} failed, trying {candidates[index + 1].model}: {exc.message}"
+                    )
+        raise GraphchatError(f"every model failed ({len(failures)} tried) — " + " | ".join(failures))
+
+    async def _complete(
+        self,
+        config: ModelConfig,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        on_text: Callable[[str], None] | None,
+        tool_choice: Any,
+        response_format: Any,
+        site: str,
+        stream: bool,
+    ) -> Completion:
+        """One call to one model (`config`: this LLM's or one of its fallbacks)."""
+        litellm = await alitellm_module(warm=config.model)
+        if config.model not in self._checked:
             from graphchat.llm.errors import check_configuration
 
-            check_configuration(litellm, self.config)  # nothing is sent for a config mistake
-            self._checked = True
-        kwargs = self._kwargs()
+            check_configuration(litellm, config)  # nothing is sent for a config mistake
+            self._checked.add(config.model)
+        kwargs = self._kwargs(config)
         kwargs["messages"] = messages
         if tools:
             kwargs["tools"] = tools
@@ -85,11 +138,11 @@ class LLM:
         try:
             if stream:
                 # Without include_usage, litellm invents usage with a local tokenizer.
-                assembler = await self._stream(litellm, kwargs, on_text, budget)
+                assembler = await self._stream(litellm, kwargs, on_text, budget, config)
                 content, calls = assembler.content, assembler.tool_calls()
                 raw_usage, finish = assembler.usage, assembler.finish_reason
             else:
-                response = await self._request(litellm, kwargs, budget)
+                response = await self._request(litellm, kwargs, budget, config)
                 content, calls, raw_usage, finish = _from_response(response)
                 answer = "".join([content, *(call.arguments for call in calls)])
                 self._check_output(len(answer), answer)
@@ -102,31 +155,37 @@ class LLM:
 
             raise to_graphchat_error(
                 exc,
-                self.config,
+                config,
                 num_retries=self.num_retries,
                 messages=messages,
-                count_tokens=lambda m: count_tokens(self.config.model, m),
+                count_tokens=lambda m: count_tokens(config.model, m),
             ) from exc
         finally:
             if events is not None:
                 events.waiting(None)
         ms = (time.perf_counter() - started) * 1000
-        usage = self._usage(raw_usage)
+        usage = self._usage(raw_usage, config)
         self.usage = self.usage + usage
         if budget is not None:
-            budget.spent(usage.cost_usd, self.config.model, self.events)
+            budget.spent(usage.cost_usd, config.model, self.events)
         import logging
 
         logging.getLogger("graphchat.llm").info(
             "%s: %s (%s) %d input / %d output tokens in %.0f ms",
-            site, self.config.model, self.config.role, usage.input_tokens, usage.output_tokens, ms,
+            site, config.model, config.role, usage.input_tokens, usage.output_tokens, ms,
         )  # fmt: skip
-        if self.events is not None:
+        if self.events is not None:  # a failed-over call is the answering model's (as graph meters it)
             self.events.llm_call(
-                site, self.config.model, usage.input_tokens, usage.output_tokens, ms, role=self.config.role
+                site,
+                config.model,
+                usage.input_tokens,
+                usage.output_tokens,
+                ms,
+                role=config.role,
+                cache=_cache_tokens(raw_usage),
             )
         return Completion(
-            content=content, tool_calls=calls, usage=usage, model=self.config.model, finish_reason=finish
+            content=content, tool_calls=calls, usage=usage, model=config.model, finish_reason=finish
         )
 
     @property
@@ -139,21 +198,27 @@ class LLM:
         """The longest answer taken (settings.max_output_tokens)."""
         return self.config.max_output_tokens or MAX_OUTPUT_TOKENS
 
-    def _silent(self) -> GraphchatError:
-        return GraphchatError(
-            f"{self.config.model} sent nothing for {self.timeout:g} s (settings.model_timeout); the call was ended"
+    def _silent(self, model: str | None = None) -> GraphchatError:
+        error = GraphchatError(
+            f"{model or self.config.model} sent nothing for {self.timeout:g} s (settings.model_timeout); "
+            "the call was ended"
         )
+        error.outage = True  # type: ignore[attr-defined]  # a fallback may answer
+        return error
 
-    async def _request(self, litellm: Any, kwargs: dict[str, Any], budget: Budget | None) -> Any:
+    async def _request(
+        self, litellm: Any, kwargs: dict[str, Any], budget: Budget | None, config: ModelConfig | None = None
+    ) -> Any:
         """One paid request: charged to the turn's or run's budget first, then sent; a reply
         that does not start (or, not streamed, does not arrive) within the timeout ends it."""
+        model = (config or self.config).model
         if budget is not None:
-            budget.charge(self.config.model)
+            budget.charge(model)
         try:
             async with asyncio.timeout(self.timeout):
                 return await litellm.acompletion(**kwargs)
         except TimeoutError:
-            raise self._silent() from None
+            raise self._silent(model) from None
 
     async def _stream(
         self,
@@ -161,6 +226,7 @@ class LLM:
         kwargs: dict[str, Any],
         on_text: Callable[[str], None] | None,
         budget: Budget | None = None,
+        config: ModelConfig | None = None,
     ) -> StreamAssembler:
         """Stream one reply. A stream that breaks before anything arrived is tried again (up to
         num_retries); once text has reached the person it is not (that would repeat it).
@@ -169,8 +235,9 @@ class LLM:
         `max_output_tokens`, ends with an error naming the setting (never retried)."""
         attempt = 0
         stream_kwargs = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+        model = (config or self.config).model
         while True:
-            response = await self._request(litellm, stream_kwargs, budget)
+            response = await self._request(litellm, stream_kwargs, budget, config)
             assembler = StreamAssembler(on_text)
             checked = (
                 self.max_output_tokens
@@ -189,7 +256,7 @@ class LLM:
                 return assembler
             except TimeoutError:
                 await _close(response)
-                raise self._silent() from None
+                raise self._silent(model) from None
             except GraphchatError:
                 await _close(response)
                 raise
@@ -197,9 +264,11 @@ class LLM:
                 if assembler.started or attempt >= self.num_retries:
                     from graphchat.llm.errors import provider_message
 
-                    raise GraphchatError(
-                        f"the connection to {self.config.model} broke off mid-reply: {provider_message(exc)}"
-                    ) from exc
+                    broke = GraphchatError(
+                        f"the connection to {model} broke off mid-reply: {provider_message(exc)}"
+                    )
+                    broke.outage = not assembler.started  # type: ignore[attr-defined]  # text shown: no failover
+                    raise broke from exc
                 attempt += 1
 
     def _check_output(self, size: int, text: str) -> None:
@@ -213,18 +282,18 @@ class LLM:
             "the call was ended"
         )
 
-    def _usage(self, raw: Any) -> Usage:
+    def _usage(self, raw: Any, config: ModelConfig | None = None) -> Usage:
         def field(name: str) -> int:
             value = raw.get(name) if isinstance(raw, dict) else getattr(raw, name, None)
             return int(value or 0)
 
         input_tokens = field("prompt_tokens") if raw is not None else 0
         output_tokens = field("completion_tokens") if raw is not None else 0
-        return Usage(input_tokens, output_tokens, self.cost(input_tokens, output_tokens), calls=1)
+        return Usage(input_tokens, output_tokens, self.cost(input_tokens, output_tokens, config), calls=1)
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+    def cost(self, input_tokens: int, output_tokens: int, config: ModelConfig | None = None) -> float | None:
         """USD for a call: the configured price, else litellm's price list, else None (unknown)."""
-        config = self.config
+        config = config or self.config
         if config.input_cost_per_token is not None or config.output_cost_per_token is not None:
             return input_tokens * (config.input_cost_per_token or 0.0) + output_tokens * (
                 config.output_cost_per_token or 0.0
@@ -263,7 +332,14 @@ class LLM:
                         "value that matches the schema, nothing else.",
                     },
                 ]
-            completion = await self._complete_structured(history, response_format, site)
+            fixer = (
+                self
+                if not attempt or self.config.repair is None
+                else LLM(self.config.repair, events=self.events)
+            )
+            completion = await fixer._complete_structured(history, response_format, site)
+            if fixer is not self:  # graph's repair role: its call counts in this model's usage
+                self.usage = self.usage + fixer.usage
             content = completion.content
             try:
                 value = parse_json_reply(content)
@@ -303,6 +379,41 @@ class LLM:
         if not supported and not (self.config.api_base and self.config.model.startswith("openai/")):
             return None  # unknown model: rely on the instruction and validation
         return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
+def _cache_tokens(raw: Any) -> dict[str, int]:
+    """The cache reads and writes a provider reported (Anthropic's fields, or OpenAI's
+    prompt_tokens_details.cached_tokens), the non-zero ones."""
+
+    def get(source: Any, name: str) -> Any:
+        return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+
+    if raw is None:
+        return {}
+    details = get(raw, "prompt_tokens_details")
+    read = get(raw, "cache_read_input_tokens") or (
+        get(details, "cached_tokens") if details is not None else 0
+    )
+    written = get(raw, "cache_creation_input_tokens")
+    found = {"cache_read_input_tokens": int(read or 0), "cache_creation_input_tokens": int(written or 0)}
+    return {key: value for key, value in found.items() if value}
+
+
+def _outage(error: GraphchatError) -> bool:
+    """Whether a failed call looks like its provider's outage (429, 408, 5xx, no connection, a
+    silent model) — the failures a fallback model may answer; a bad request would fail anywhere."""
+    marked = getattr(error, "outage", None)
+    if marked is not None:
+        return bool(marked)
+    cause = error.__cause__
+    if cause is None:
+        return False
+    status = getattr(cause, "status_code", None)
+    if isinstance(status, int):
+        return status in (408, 429) or status >= 500
+    import openai
+
+    return isinstance(cause, (openai.APIConnectionError, openai.APITimeoutError))
 
 
 def _first_text_ends_wait(on_text: Callable[[str], None], events: EventSink) -> Callable[[str], None]:

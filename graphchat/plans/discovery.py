@@ -1,4 +1,5 @@
-"""Find the workspace's plans: every *.yaml/*.yml in plans/ (not its subfolders), sorted, first
+"""Find the workspace's plans: every *.yaml/*.yml in plans/ (not its subfolders), sorted, then
+in each folder of `plans.paths` (graphchat.yaml; registered here by load_settings), first
 identifier wins.
 
 A file that does not load is skipped with a one-line warning, and asking for it by name
@@ -18,6 +19,13 @@ from graphchat.plans.model import Plan, PlanLoadError, plan_identifier
 Warn = Callable[[str], None]
 
 _cache: dict[Path, tuple[tuple[int, int], Plan | PlanLoadError]] = {}
+# plans.paths: a workspace's plans folder -> the further folders read after it
+_more_folders: dict[Path, tuple[Path, ...]] = {}
+
+
+def set_plan_paths(plans_dir: Path, folders: tuple[Path, ...]) -> None:
+    """Read `folders` (plans.paths) after `plans_dir` wherever that plans folder is searched."""
+    _more_folders[plans_dir] = tuple(f for f in folders if f != plans_dir)
 
 
 def load_cached(path: Path) -> Plan:
@@ -44,15 +52,19 @@ def load_cached(path: Path) -> Plan:
 
 
 def plan_files(plans_dir: Path) -> list[Path]:
-    """Every *.yaml / *.yml file in the folder, in sorted order; hidden ones skipped. Subfolders
-    are not searched, as graph's `load_plan_docs` (pipeline/doc.rs) reads one directory."""
-    if not plans_dir.is_dir():
-        return []
-    return sorted(
-        path
-        for path in plans_dir.iterdir()
-        if path.name.endswith((".yaml", ".yml")) and not path.name.startswith(".") and path.is_file()
-    )
+    """Every *.yaml / *.yml file in the folder, in sorted order, then those of its plans.paths
+    folders; hidden ones skipped. Subfolders are not searched, as graph's `load_plan_docs`
+    (pipeline/doc.rs) reads one directory."""
+    files: list[Path] = []
+    for folder in (plans_dir, *_more_folders.get(plans_dir, ())):
+        if not folder.is_dir():
+            continue
+        files += sorted(
+            path
+            for path in folder.iterdir()
+            if path.name.endswith((".yaml", ".yml")) and not path.name.startswith(".") and path.is_file()
+        )
+    return files
 
 
 def summary(err: PlanLoadError) -> str:

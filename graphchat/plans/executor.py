@@ -178,6 +178,8 @@ class UsageTap(EventSink):
                 group["calls"] = group.get("calls", 0) + 1
                 group["input_tokens"] = group.get("input_tokens", 0) + spent_in
                 group["output_tokens"] = group.get("output_tokens", 0) + spent_out
+                for key in ("cache_read_input_tokens", "cache_creation_input_tokens"):  # graph's keys
+                    group[key] = group.get(key, 0) + int(fields.get(key) or 0)
         if self.inner is not None:
             self.inner.emit(event, **fields)
 
@@ -464,15 +466,13 @@ def chain_problem(plan_id: str, chain: tuple[str, ...]) -> str | None:
 
 def llm_factory_for(settings: Any) -> LLMFactory:
     """An LLM per (role, model) made on first use, so a run that calls no model never imports
-    litellm. `model` may name a role (`judge`, `solver`, …) or be a litellm model string."""
-    from graphchat.workspace import ROLES
+    litellm. `model` may name a role (`judge`, `solver`, …), a named model (models.named) or be
+    a litellm model string; an unknown name is a ConfigError listing the names known."""
 
     def factory(role: str, model: str | None, events: EventSink | None) -> ModelClient:
         from graphchat.llm import LLM
 
-        if model and model in ROLES:
-            role, model = model, None
-        return LLM(settings.model_for(role, override=model), events=events)
+        return LLM(settings.step_model(model, role), events=events)
 
     return factory
 

@@ -118,10 +118,16 @@ def validate_against_catalog(
     excused = set(missing) if soft_required_servers else set()
     labelled = step_labels(plan)
     skipped = set(skip)
+    settings = next(
+        (getattr(src, "settings", None) for src in catalog.sources if hasattr(src, "settings")), None
+    )
     for label, step in labelled:
         tool = step.tool_name
         if label in skipped or not tool:
             continue
+        problem = _model_problem(step.input.get("model"), settings)
+        if problem:
+            problems.append(f"step {label}: model: {problem}")
         if tool in CONTROL:
             if tool == "agent" and isinstance(step.input.get("tools"), list):
                 for pattern in step.input["tools"]:
@@ -140,6 +146,15 @@ def validate_against_catalog(
         elif notes is not None:
             notes.append(finding.text)
     return problems
+
+
+def _model_problem(name: Any, settings: Any) -> str | None:
+    """A step's literal `model:` that names no role, named model (models.named) nor litellm
+    `provider/model` here; a template is known only at run time."""
+    if not isinstance(name, str) or not name or "{{" in name or settings is None:
+        return None
+    problem: str | None = settings.model_name_problem(name)
+    return problem
 
 
 def partial_problems(

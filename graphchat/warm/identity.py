@@ -115,6 +115,7 @@ def config_files(workspace: Path, environ: Mapping[str, str]) -> list[Path]:
     base = environ.get("XDG_CONFIG_HOME") or os.path.join(
         environ.get("HOME") or os.path.expanduser("~"), ".config"
     )
+    files.append(Path(base) / "graphchat" / "config.yaml")  # the user's configuration layer
     for folder in (workspace / "tools", Path(base) / "graphchat" / "tools"):
         try:
             files.extend(sorted(p for p in folder.iterdir() if p.is_file()))

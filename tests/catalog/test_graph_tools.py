@@ -9,8 +9,8 @@ Run here: file_survey, weekly_status, change_summary, nightly_diff_report, docs_
 changelog_entry, compose_changelog (git-cliff is a test dependency), pr_review and pr_followup
 (fake API), and graph_review_core's empty-diff path. Validated only: graph_review_9000 and
 graph_review_thread_audit (their user__gh_pr_thread_sync shells out to `gh`), and
-graph_review_core's review path (its steps name graph's `[models.named]` models `scout` and
-`reviewer`, which graphchat's model roles do not have).
+graph_review_core's review path here (it runs, with its named models `scout` and `reviewer`
+routed, in tests/cli/test_from_graph.py).
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ def make_repo(root: Path, *, packs: str = "[git, github]", examples: bool = True
     (repo / "plans").mkdir(parents=True)
     (repo / "tools").mkdir()
     (repo / "threads").mkdir()
-    write(repo / "graphchat.yaml", f"tools:\n  packs: {packs}\n")
+    # graph's repository names its models `scout` and `reviewer` ([models.named], .graph/config.toml)
+    named = "models:\n  named:\n    scout: openai/scout\n    reviewer: openai/reviewer\n"
+    write(repo / "graphchat.yaml", f"tools:\n  packs: {packs}\n{named}")
     write(repo / "crates" / "core.rs", "fn run() {}\n")
     write(repo / "README.md", "# demo\n")
     git(repo, "init", "-q", "-b", "main")
@@ -848,7 +850,10 @@ def _release(
     [
         ("tools: [git]\n", "tools: expected a mapping"),
         ("tools:\n  packs: git\n", "tools.packs: expected a list of pack names"),
-        ("tools:\n  pack: [git]\n", "tools.pack: unknown key (expected one of: packs, github_api_url)"),
+        (
+            "tools:\n  pack: [git]\n",
+            "tools.pack: unknown key (expected one of: packs, github_api_url, paths)",
+        ),
         ("tools:\n  github_api_url: api.github.com\n", "tools.github_api_url: expected an http(s) URL"),
     ],
 )

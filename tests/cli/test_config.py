@@ -66,15 +66,18 @@ def test_config_path_json_is_graphs_envelope(workspace: Path, cli: GraphchatRunn
     done = cli("config", "path", "--json")
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
-    assert set(body) == GRAPH_PATH and body["count"] == len(body["files"]) == 2
+    assert set(body) == GRAPH_PATH and body["count"] == len(body["files"]) == 3
     assert all(set(f) == GRAPH_FILE for f in body["files"])
+    user = workspace.parent / ".xdg-config" / "graphchat" / "config.yaml"  # the user's layer, first
     assert body["files"] == [
+        {"path": str(user), "exists": False},
         {"path": str(workspace / "graphchat.yaml"), "exists": True},
         {"path": str(workspace / "catalog" / "servers.yaml"), "exists": False},
     ]
     text = cli("config", "path").stdout
     assert (
-        text == f"{workspace / 'graphchat.yaml'}\texists\n{workspace / 'catalog' / 'servers.yaml'}\tmissing\n"
+        text == f"{user}\tmissing\n{workspace / 'graphchat.yaml'}\texists\n"
+        f"{workspace / 'catalog' / 'servers.yaml'}\tmissing\n"
     )
 
 
