@@ -37,11 +37,11 @@ SKIPPED_NOTE = "skipped: result injected"
 
 class StepStatus(EventSink):
     """Forwards every event to `inner` and keeps what the run did: each top-level step's status
-    and the tool calls made (a skipped call is not one)."""
+    and the tool calls made (a skipped call is not one). Not a `human` sink: a map's item calls
+    are not dropped (they are counted, and the run tab shows each one)."""
 
     def __init__(self, inner: EventSink, steps: list[str], changed: Callable[[], None]) -> None:
         self.inner = inner
-        self.human = inner.human
         self.status: dict[str, str] = dict.fromkeys(steps, "pending")
         self.changed = changed
         self.tool_calls = 0

@@ -41,6 +41,8 @@ class PauseScreen(ModalScreen[Decision]):
         Binding("a", "decide('abort')", "abort"),
     ]
 
+    AUTO_FOCUS = None  # the keys are the screen's; the result box takes focus only on k
+
     def __init__(self, pause: Pause) -> None:
         super().__init__()
         self.pause = pause
@@ -57,11 +59,7 @@ class PauseScreen(ModalScreen[Decision]):
             with VerticalScroll(id="dialog-body"):
                 yield Static(Text(self.pause.describe()), id="pause-text")
             yield Label(self.keys_text(), id="pause-keys")
-            yield Input(placeholder="the injected result (JSON); Enter injects it", id="inject")
             yield Static(id="dialog-error")
-
-    def on_mount(self) -> None:
-        self.query_one("#inject", Input).display = False
 
     def action_decide(self, action: str) -> None:
         if action == "step" and self.pause.kind == "failed":
@@ -69,10 +67,10 @@ class PauseScreen(ModalScreen[Decision]):
         self.dismiss(Decision(action))
 
     def action_skip(self) -> None:
-        if self.pause.kind == "model":
+        if self.pause.kind == "model" or self.query("#inject"):
             return
-        box = self.query_one("#inject", Input)
-        box.display = True
+        box = Input(placeholder="the injected result (JSON); Enter injects it, Escape goes back", id="inject")
+        self.query_one("#dialog", Vertical).mount(box, before="#dialog-error")
         box.focus()
 
     @on(Input.Submitted, "#inject")
