@@ -275,6 +275,8 @@ class WorkbenchApp(App[None]):
             await self.bench.run(inputs, debug=debug)
         except DraftError as exc:
             self.bench.log_run(f"✗ {exc}")
+        # its end is in the run tab (a closed pause gave the focus, and its tab, back to the plan)
+        self.query_one("#tabs", TabbedContent).active = "run"
         self.refresh_panes()
 
     def action_breakpoint(self) -> None:

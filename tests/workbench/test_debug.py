@@ -81,6 +81,8 @@ output:
 def _settings(workspace: Path, server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> Any:
     for key, value in server.env().items():
         monkeypatch.setenv(key, value)
+    if (workspace / "graphchat.yaml").is_file():  # the model is the workspace's
+        monkeypatch.delenv("GRAPHCHAT_MODEL")
     write_servers(workspace, {"files": stdio()})
     from graphchat.host import load_settings
 
@@ -399,3 +401,90 @@ async def test_the_agent_can_start_a_debug_run_and_the_person_answers_its_pauses
         )
         assert told["outcome"] == "ok" and told["spent"]["tool_calls"] == 3
         assert out.read_text() == "first\nafter from noted\n"
+
+
+JUDGED = """\
+identifier: judged
+name: Judged
+description: A decide whose gate a model judges.
+steps:
+  - id: E0
+    tool_name: builtin__reshape
+    input:
+      shape: {ticket: "the server is down"}
+  - id: E1
+    tool_name: decide
+    input:
+      infer: "Is this urgent: {{E0.ticket}}?"
+      then: {tool_name: builtin__reshape, input: {shape: {level: high}}}
+      else: {tool_name: builtin__reshape, input: {shape: {level: low}}}
+output:
+  level: "{{E1.result.level}}"
+"""
+
+
+async def test_a_breakpoint_on_a_decide_pauses_its_model_call_and_the_run_ends_with_tokens_and_cost(
+    workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_server.push(
+        {
+            "json": {"verdict": True, "reason": "an outage"},
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 50},
+        }
+    )
+    model = {"model": "openai/scripted", "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002}
+    (workspace / "graphchat.yaml").write_text(json.dumps({"models": {"default": model}}))  # a known price
+    async with _bench_app(workspace, model_server, monkeypatch, JUDGED) as (app, pilot, bench):
+        bench.breakpoints.add("E1")
+        result: dict[str, Any] = {}
+
+        async def run() -> None:
+            result.update(await bench.run({}, debug=True))
+
+        app.run_worker(run())
+        await _paused(app, pilot, "before a model call (judge) in E1")
+        assert not model_server.requests  # the judge has not been asked yet
+        assert "s step · c continue · a abort" in _shown(app, "#pause-keys")  # no skip for a model
+        await pilot.press("s")
+        await _paused(app, pilot, "before builtin__reshape in E1/then/")  # the branch's call, same breakpoint
+        await pilot.press("c")
+        await _run_ended(app, pilot)
+        assert len(model_server.requests) == 1 and result["output"] == {"level": "high"}
+        log = _run_log(app)
+        assert "spent: 2 tool calls · 1 model call · 1,000 in / 50 out tokens · $0.0011" in log, log
+        assert result["spent"]["input_tokens"] == 1000 and result["spent"]["cost_usd"] == pytest.approx(
+            0.0011
+        )
+
+
+@pytest.mark.slow
+def test_on_a_terminal_a_debug_run_pauses_steps_aborts_and_quits(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    import time
+
+    import pexpect
+
+    from tests.workbench.test_workbench import GREET, _spawn
+
+    (workspace / "plans" / "greet.yaml").write_text(GREET)
+    child = _spawn(workspace, model_server, "greet")
+    try:
+        child.expect("E1  builtin__reshape")  # the plan is on the screen
+        time.sleep(1)  # keys sent while the app still mounts can reach the chat's input instead
+        child.send("\t")  # to the plan
+        time.sleep(0.5)
+        child.send("g")
+        child.expect("before builtin__reshape in E0")
+        child.expect("s step · c continue · k skip with a result · a abort")
+        child.send("s")
+        child.expect("before builtin__reshape in E1")
+        child.expect("s step · c continue")  # the pause dialog is up (not only the run tab's line)
+        child.send("a")
+        child.expect("outcome: aborted")
+        child.expect("spent: 1 tool call")
+        child.send("q")  # nothing unsaved: no question
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
