@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # What the plan tab shows beside a top-level step, by status.
 MARKS = {
     "pending": "· pending",
+    "not run": "· not run",
     "running": "◐ running",
     "paused": "⏸ paused",
     "done": "✓ done",
@@ -236,6 +237,9 @@ async def run_draft(bench: Bench, inputs: dict[str, Any], *, debug: bool = False
     finally:
         bench.running = False
         bench.debugger = None
+        for step, state in status.status.items():  # the run is over: what it did not reach
+            if state == "pending":
+                status.status[step] = "not run"
     usage = spend.total()
     result["spent"] = {"tool_calls": status.tool_calls, **usage.to_dict()}
     bench.log_run(spent_line(status.tool_calls, usage))
