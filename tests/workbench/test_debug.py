@@ -490,3 +490,22 @@ def test_on_a_terminal_a_debug_run_pauses_steps_aborts_and_quits(
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+async def test_a_pause_is_the_approval_but_deny_rules_win_over_it(
+    workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "notes.txt"
+    (workspace / "graphchat.yaml").write_text(json.dumps({"approvals": {"deny": ["files__note"]}}))
+    async with _bench_app(workspace, model_server, monkeypatch, NOTES) as (app, pilot, bench):
+        result: dict[str, Any] = {}
+
+        async def run() -> None:
+            result.update(await bench.run({"file": str(out)}, debug=True))
+
+        app.run_worker(run())
+        await _paused(app, pilot, "before files__note in E0")
+        await pilot.press("s")  # let it go: the deny rule still refuses it
+        await _run_ended(app, pilot)
+        assert result["outcome"] == "failed" and "the approvals policy denies it" in result["error"]
+        assert not out.exists() and "✗ failed" in _row(app, "E0")
