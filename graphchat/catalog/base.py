@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
@@ -102,10 +102,30 @@ class CallContext:
     assume_yes: bool = False
     surface: str = "agent"  # agent | plan | cli | mcp
     on_usage: Callable[[Usage], None] | None = None
+    # A debugger on the call path (the workbench's debug runs): told of every call before it
+    # runs and of every failed one; None almost always.
+    hook: CallHook | None = None
 
     def child(self, plan_id: str) -> CallContext:
         """The context of a plan run inside this one (one plan deeper)."""
         return replace(self, chain=(*self.chain, plan_id), surface="plan")
+
+
+class CallHook(Protocol):
+    """A debugger on `Catalog.call`, the one call path (graphchat.workbench.debug).
+
+    `before_call` may pause: it returns a ToolResult to use instead of running the call (a
+    result the person injected), True when the person let the call go at a pause (that pause
+    is the call's approval; deny rules still win), False when it did not pause. `after_call`
+    sees each failed result and returns the one to use (the same, or an injected one)."""
+
+    async def before_call(
+        self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext
+    ) -> ToolResult | bool: ...
+
+    async def after_call(
+        self, spec: ToolSpec, arguments: dict[str, Any], result: ToolResult, ctx: CallContext
+    ) -> ToolResult: ...
 
 
 class ToolSource:
@@ -341,8 +361,17 @@ class Catalog:
         if arguments is None:
             arguments = {}
         problem = validate_arguments(spec, arguments)
+        paused = False
+        if problem is None and ctx.hook is not None:
+            decided = await ctx.hook.before_call(spec, arguments, ctx)
+            if isinstance(decided, ToolResult):  # skipped: the person's result stands for it
+                if events:
+                    events.tool_finished(name, 0.0, decided.is_error, "skipped: result injected")
+                return decided
+            paused = decided
         if problem is None and self.approver is not None:
-            problem = await self.approver(spec, arguments, ctx)
+            # a debug pause the person let through is the call's approval (deny rules still win)
+            problem = await self.approver(spec, arguments, replace(ctx, assume_yes=True) if paused else ctx)
         if problem is not None:
             result = ToolResult.error(problem)
             if events:
@@ -369,6 +398,8 @@ class Catalog:
             result = ToolResult.error(f"{name}: {describe_failure(exc)}")
         finally:
             CURRENT_CALL.reset(current)
+        if result.is_error and ctx.hook is not None:
+            result = await ctx.hook.after_call(spec, arguments, result, ctx)
         result.ms = (time.perf_counter() - started) * 1000
         log.info("%s %s in %.0f ms", name, "failed" if result.is_error else "done", result.ms)
         log.log(5, "%s result: %.2000r", name, result.value)

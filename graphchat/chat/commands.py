@@ -247,10 +247,10 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
 async def _workbench(app: ChatApp, arg: str) -> bool:
     """The current thread frozen (as /freeze, nothing written) and opened in the workbench, on
     the chat's loop and catalog; the chat goes on when it closes."""
-    from graphchat.asks import UnavailableAsker
     from graphchat.chat.app import current_thread_id
     from graphchat.errors import GraphchatError
     from graphchat.workbench import launch
+    from graphchat.workbench.pane_asker import PaneAsker
 
     ui = app.ui
     thread_id = current_thread_id(app.session)
@@ -259,7 +259,7 @@ async def _workbench(app: ChatApp, arg: str) -> bool:
         return True
     try:
         bench = launch.prepare(
-            app.settings, app.catalog, thread=thread_id, from_thread=True, asker=UnavailableAsker()
+            app.settings, app.catalog, thread=thread_id, from_thread=True, asker=PaneAsker()
         )
         await launch.show(bench)
     except GraphchatError as exc:

@@ -18,8 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="edit, validate, run and save a plan with a chat agent beside it",
         description=(
             "Two panes: the chat agent (the chat's model and catalog plus workbench__* tools that "
-            "edit the draft) and the plan / context / run tabs. Keys: v validate, r run, u undo, "
-            "Ctrl-S save, q quit. Without NAME|PATH: a new draft."
+            "edit the draft) and the plan / context / run tabs. Keys: v validate, r run, g debug run "
+            "(pauses before each call, or only at breakpoints), b breakpoint on the selected step, "
+            "u undo, Ctrl-S save, q quit. Without NAME|PATH: a new draft."
         ),
     )
     plan.add_argument(
@@ -54,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _workbench(args: argparse.Namespace) -> int:
-    from graphchat.asks import UnavailableAsker
     from graphchat.host import load_settings, open_host
     from graphchat.workbench import launch
     from graphchat.workbench.bench import LineSink
+    from graphchat.workbench.pane_asker import PaneAsker
 
     settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
     log_path = settings.catalog_dir / "logs" / "workbench.log"
@@ -68,7 +69,8 @@ async def _workbench(args: argparse.Namespace) -> int:
             log.write(line + "\n")
             log.flush()
 
-        host = open_host(settings, events=LineSink(write), here=lambda events: UnavailableAsker())
+        pane = PaneAsker()  # the one asker: questions open in the workbench pane
+        host = open_host(settings, events=LineSink(write), here=lambda events: pane)
         try:
             bench = launch.prepare(
                 settings,

@@ -19,8 +19,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Log, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
+from graphchat.asks import Answer, Question
 from graphchat.plans.authoring import all_steps
 from graphchat.workbench.bench import Bench
+from graphchat.workbench.debug import Decision, Pause
+from graphchat.workbench.pane_asker import PaneAsker
+from graphchat.workbench.screens import CSS as DIALOGS_CSS
+from graphchat.workbench.screens import InputsScreen, PauseScreen, QuestionScreen
 
 _ROW_ID = re.compile(r"[├└]─\S?\s*(?:─\s*)?([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -42,7 +47,8 @@ class ConfirmQuit(ModalScreen[bool]):
 
 class WorkbenchApp(App[None]):
     TITLE = "graphchat workbench"
-    CSS = """
+    CSS = (
+        """
     #chat { width: 45%; border-right: solid $primary; }
     #chat-log { height: 1fr; }
     #tabs { width: 55%; }
@@ -51,9 +57,13 @@ class WorkbenchApp(App[None]):
     #confirm { padding: 1 2; border: thick $warning; background: $surface; }
     ConfirmQuit { align: center middle; }
     """
+        + DIALOGS_CSS
+    )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("v", "validate", "validate"),
         Binding("r", "run", "run"),
+        Binding("g", "debug_run", "debug run"),
+        Binding("b", "breakpoint", "breakpoint"),
         Binding("u", "undo", "undo"),
         Binding("ctrl+s", "save", "save", priority=True),
         Binding("q", "quit_bench", "quit"),
@@ -67,6 +77,9 @@ class WorkbenchApp(App[None]):
         self._shown_chat = 0
         self._shown_run = 0
         bench.notify = self._refresh_soon
+        bench.show_pause = self._show_pause
+        if isinstance(bench.asker, PaneAsker):  # the workbench pane answers the run's questions
+            bench.asker.show = self._ask_in_pane
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -103,7 +116,22 @@ class WorkbenchApp(App[None]):
         plan = self.bench.draft.plan()
         if plan is None:
             return self.bench.draft.text.splitlines()
-        return tree(plan)
+        return tree(plan, self.step_marks([s.label for s in plan.steps]))
+
+    def step_marks(self, labels: list[str]) -> dict[str, str] | None:
+        """Beside each top-level step: its status in the last (or current) run, its breakpoint."""
+        from graphchat.workbench.runs import MARKS
+
+        status, breakpoints = self.bench.step_status, self.bench.breakpoints
+        if not status and not breakpoints:
+            return None
+        marks = {}
+        for label in labels:
+            mark = MARKS.get(status.get(label, ""), "")
+            if label in breakpoints:
+                mark = f"● breakpoint  {mark}".rstrip()
+            marks[label] = mark
+        return marks
 
     def validation_text(self) -> str:
         draft = self.bench.draft
@@ -213,18 +241,73 @@ class WorkbenchApp(App[None]):
         self.refresh_panes()
 
     def action_run(self) -> None:
-        self.query_one("#tabs", TabbedContent).active = "run"
-        self.run_draft()
+        self.start_run(debug=False)
 
-    @work(exclusive=True, group="run")
-    async def run_draft(self) -> None:
+    def action_debug_run(self) -> None:
+        self.start_run(debug=True)
+
+    def start_run(self, *, debug: bool) -> None:
+        """A run of the draft; a plan with required inputs first opens the inputs editor."""
+        from graphchat.workbench.runs import needs_inputs, prefilled_inputs
+
+        if self.bench.running:
+            self.notify("a run is going on", severity="warning")
+            return
+        plan = self.bench.draft.plan()
+        schema = plan.input_schema if plan is not None else None
+        self.query_one("#tabs", TabbedContent).active = "run"
+        if not needs_inputs(schema):
+            self.run_draft({}, debug)
+            return
+        text = json.dumps(prefilled_inputs(schema), indent=2, ensure_ascii=False)
+
+        def entered(inputs: dict | None) -> None:
+            if inputs is not None:
+                self.run_draft(inputs, debug)
+
+        self.push_screen(InputsScreen(schema, text), entered)
+
+    @work(group="run")
+    async def run_draft(self, inputs: dict, debug: bool = False) -> None:
         from graphchat.workbench.draft import DraftError
 
         try:
-            await self.bench.run({})
+            await self.bench.run(inputs, debug=debug)
         except DraftError as exc:
             self.bench.log_run(f"✗ {exc}")
+        # its end is in the run tab (a closed pause gave the focus, and its tab, back to the plan)
+        self.query_one("#tabs", TabbedContent).active = "run"
         self.refresh_panes()
+
+    def action_breakpoint(self) -> None:
+        plan = self.bench.draft.plan()
+        if plan is None or self.selected not in {s.label for s in plan.steps}:
+            self.notify("select a top-level step for a breakpoint", severity="warning")
+            return
+        self.bench.breakpoints ^= {self.selected}
+        self.refresh_panes()
+
+    # -- the person answers the run: debug pauses, questions ----------------------------------
+
+    def _show_pause(self, pause: Pause) -> None:
+        def decided(decision: Decision | None) -> None:
+            if self.bench.debugger is not None and decision is not None:
+                self.bench.debugger.answer(decision)
+
+        self.push_screen(PauseScreen(pause), decided)
+        self._refresh_soon()
+
+    async def _ask_in_pane(self, question: Question) -> Answer:
+        import asyncio
+
+        answered: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+
+        def done(answer: Answer | None) -> None:
+            if not answered.done():
+                answered.set_result(answer if answer is not None else Answer.declined())
+
+        self.push_screen(QuestionScreen(question), done)
+        return await answered
 
     def action_undo(self) -> None:
         from graphchat.workbench.draft import DraftError

@@ -24,6 +24,7 @@ from graphchat.workbench.draft import Draft, DraftError
 if TYPE_CHECKING:
     from graphchat.asks import Asker
     from graphchat.llm.client import LLM
+    from graphchat.workbench.debug import Debugger, Pause
     from graphchat.workspace import Settings
 
 SYSTEM_PROMPT = """You are graphchat's plan workbench assistant. A person and you edit one plan \
@@ -102,6 +103,13 @@ class Bench:
         self.notify: Callable[[], None] = lambda: None
         self._llm: LLM | None = None
         self.draft.on_change.append(self._draft_changed)
+        # runs (graphchat.workbench.runs): the breakpoints (top-level step ids), the last run's
+        # step status, the debugger of the debug run going on; `show_pause` is the screen's
+        self.breakpoints: set[str] = set()
+        self.step_status: dict[str, str] = {}
+        self.running = False
+        self.debugger: Debugger | None = None
+        self.show_pause: Callable[[Pause], None] = lambda pause: None
 
     def close(self) -> None:
         """Hand the sources back to the catalog they came from (chat's `/workbench` goes on)."""
@@ -253,8 +261,8 @@ class Bench:
         if name == "validate_plan":
             problems = self.validate()
             return {"ok": not problems, "problems": problems}
-        if name == "run_plan":
-            return await self.run(arguments.get("inputs") or {})
+        if name == "run_plan":  # a debug run's pauses are the person's to answer, on the screen
+            return await self.run(arguments.get("inputs") or {}, debug=bool(arguments.get("debug")))
         if name == "save_plan":
             return {"ok": True, "savedTo": str(self.save())}
         if name == "read_file":  # the research tools touch the disk: off the event loop
@@ -303,40 +311,11 @@ class Bench:
         self.notify()
         return problems
 
-    async def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """A full run of the draft through the executor, its transcript in the run tab."""
-        from graphchat.plans.executor import llm_factory_for, run_plan
+    async def run(self, inputs: dict[str, Any], *, debug: bool = False) -> dict[str, Any]:
+        """A run of the draft (a debug run with `debug`), its transcript in the run tab."""
+        from graphchat.workbench.runs import run_draft
 
-        plan = self.draft.plan()
-        if plan is None:
-            raise DraftError(
-                "the draft has problems; fix them before a run: " + "; ".join(self.draft.problems)
-            )
-        self.run_lines.clear()
-        self.log_run(f"run {plan.identifier} {json.dumps(inputs, ensure_ascii=False)}")
-        sink = LineSink(self.log_run)
-        outcome = await run_plan(
-            plan,
-            inputs,
-            catalog=self.catalog,
-            ctx=CallContext(asker=self.asker, events=sink, surface="cli"),
-            llm_factory=llm_factory_for(self.settings),
-            events=sink,
-            settings=self.settings,
-        )
-        result: dict[str, Any] = {"outcome": outcome.kind, "steps_executed": outcome.steps_executed}
-        if outcome.error:
-            result["error"] = outcome.error
-        if outcome.output is not None:
-            result["output"] = outcome.output
-        if outcome.answer:
-            result["answer"] = outcome.answer
-        if outcome.usage:
-            result["usage"] = outcome.usage
-        self.log_run(f"outcome: {outcome.kind}" + (f" — {outcome.error}" if outcome.error else ""))
-        if outcome.usage:
-            self.log_run(f"spent: {json.dumps(outcome.usage)}")
-        return result
+        return await run_draft(self, inputs, debug=debug)
 
     def save(self) -> str:
         path = self.draft.save()

@@ -69,8 +69,10 @@ TOOLS: dict[str, tuple[str, dict[str, Any], str]] = {
     "restore_draft": ("Undo the last draft change (one level; again to redo).", _schema(), "read"),
     "validate_plan": ("Validate the draft: static problems and the catalog's.", _schema(), "read"),
     "run_plan": (
-        "Run the draft in full through the plan executor (real tool calls) with `inputs`.",
-        _schema({"inputs": _OBJ}),
+        "Run the draft in full through the plan executor (real tool calls) with `inputs`. "
+        "debug: true starts a debug run: it pauses before calls for the person (not you) to "
+        "step, continue, skip or abort on their screen.",
+        _schema({"inputs": _OBJ, "debug": {"type": "boolean"}}),
         "read",  # each call the plan makes is approved on its own
     ),
     "save_plan": ("Save the draft to its plan file.", _schema(), "read"),
