@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Parked
 from graphchat.catalog.base import CallContext
 from graphchat.events import EventSink
 from graphchat.plans import finish as finishes
@@ -23,7 +24,6 @@ from graphchat.plans.runtime import (
     ExitFired,
     Frame,
     LLMFactory,
-    Parked,
     Parking,
     StepFailed,
     checkpoint,

@@ -98,17 +98,6 @@ class ExitFired(Exception):
         return data
 
 
-class Parked(Exception):
-    """A question nobody here can answer was opened as a request (`requests`): the run stops
-    where it is and waits for a person (`plan run` exits 5). Its position is kept by the run's
-    `Parking` (see the executor)."""
-
-    def __init__(self, requests: list[Any], frames: dict[str, Any] | None = None) -> None:
-        super().__init__(f"waiting for {len(requests)} request(s)")
-        self.requests = requests
-        self.frames = frames or {}  # where inside a step the run stopped: a map's finished items
-
-
 class Parking(Protocol):
     """How a run parks and resumes (issue 9). The executor reports its top-level position
     (`resumed_at`, `step_done`, `parked`); an `ask` step takes a stored answer (`answer_for`)

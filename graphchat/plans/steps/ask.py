@@ -7,10 +7,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.asks import MAX_OPTIONS, Question, UnavailableAsker
+from graphchat.asks import MAX_OPTIONS, Parked, Question, UnavailableAsker
 from graphchat.plans.grammar import Results, Schema, Site, closed, has_template, yaml_kind
 from graphchat.plans.model import Step
-from graphchat.plans.runtime import Frame, Parked, StepFailed, StepRunner, render, render_text
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, render, render_text
 
 FIELDS = ("prompt", "hint", "output_schema", "when_unanswered", "default", "timeout")
 BODIES: tuple[str, ...] = ()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphchat.asks import Parked
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import (
     AskTurn,
     Frame,
-    Parked,
     Progress,
     StepFailed,
     StepRunner,

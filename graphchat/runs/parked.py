@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import Answer, Asker, ParkedCall, Question
+from graphchat.asks import Answer, Asker, Parked, Question
 from graphchat.errors import GraphchatError
 
 if TYPE_CHECKING:
     from graphchat.events import EventSink
     from graphchat.plans.model import Plan
-    from graphchat.requests import RequestStore
+    from graphchat.runs.requests import RequestStore
 
 
 class RunRecord:
@@ -280,7 +280,7 @@ def waiting_on(thread: Any) -> list[str]:
 class ParkingAsker(Asker):
     """The asker of a headless `ask` (nobody here): wraps `inner`, and a question it cannot
     answer — an approval of a sensitive tool, the model's `ask_user` — is opened as a request
-    and its call parks (`asks.ParkedCall`); the agent loop holds the call, the turn parks."""
+    and its call parks (`asks.Parked`); the agent loop holds the call, the turn parks."""
 
     def __init__(self, inner: Asker, store: RequestStore, events: EventSink | None = None) -> None:
         super().__init__(inner.events)
@@ -315,4 +315,4 @@ class ParkingAsker(Asker):
         )
         if self.sink is not None:
             self.sink.emit("request_opened", **request.public())
-        raise ParkedCall(request.public())
+        raise Parked([request.public()])
