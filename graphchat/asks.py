@@ -122,9 +122,10 @@ class Asker:
     async def _ask(self, question: Question) -> Answer:
         raise NotImplementedError
 
-    def park(self, question: Question) -> None:
-        """Nobody here answered `question`: a host whose runs can wait opens it as a request
-        and raises Parked; the others return (the question stays unavailable)."""
+    def park(self, question: Question) -> Answer | None:
+        """Nobody here answered `question`: a host whose runs can wait returns the answer a
+        person gave it meanwhile (a resumed run), or opens it as a request and raises Parked;
+        the others return None (the question stays unavailable)."""
         return None
 
 

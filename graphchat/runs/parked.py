@@ -173,8 +173,14 @@ class PlanParking:
         self.events = events
         self.resumed = resumed
         self.answers: dict[str, Answer] = {}
+        # every step finished below the top level, by address (Frame.path + label): the frames
+        # of the run, flattened — a map's items and their body steps, a branch's steps, a
+        # sub-plan's steps, a decide's verdict (issue 19)
+        self.done_below: dict[str, Any] = {}
         if resumed:
             self._load_answers()
+            position = self.record.data.get("position") or {}
+            self.done_below = dict(position.get("finished") or {})
 
     def _load_answers(self) -> None:
         for request_id in self.record.data.get("requests") or []:
@@ -198,20 +204,13 @@ class PlanParking:
         return int(position["done"]), dict(position["scope"]), int(position.get("steps_executed") or 0)
 
     def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
+        self.done_below.clear()  # the top-level step finished: its result (in the scope) is enough
         if self.resumed:  # a checkpoint: a resumed run killed now resumes after this step
             self._position(done, scope, steps_executed)
             self.record.save()
 
-    def parked(
-        self,
-        done: int,
-        scope: dict[str, Any],
-        steps_executed: int,
-        requests: list[Any],
-        frames: dict[str, Any],
-    ) -> None:
+    def parked(self, done: int, scope: dict[str, Any], steps_executed: int, requests: list[Any]) -> None:
         self._position(done, scope, steps_executed)
-        self.record.data["position"]["frames"] = frames
         self.record.data["requests"] = [r["id"] for r in requests]
         self.record.data["parked_at"] = time.time()
         try:
@@ -226,11 +225,18 @@ class PlanParking:
             "done": done,
             "scope": {k: v for k, v in scope.items() if k != "input"},
             "steps_executed": steps_executed,
+            # below the top: what finished inside the top-level step in flight (the others'
+            # results are in the scope)
+            "finished": self.done_below,
         }
 
-    def saved_frame(self, key: str) -> Any:
-        position = self.record.data.get("position") or {}
-        return (position.get("frames") or {}).get(key) if self.resumed else None
+    def remember(self, key: str, value: Any) -> None:
+        self.done_below[key] = value
+
+    def remembered(self, key: str) -> tuple[bool, Any]:
+        if key in self.done_below:
+            return True, self.done_below[key]
+        return False, None
 
     # -- the ask step's side --
 
@@ -316,3 +322,44 @@ class ParkingAsker(Asker):
         if self.sink is not None:
             self.sink.emit("request_opened", **request.public())
         raise Parked([request.public()])
+
+
+# --- the asker of a plan run that may park -----------------------------------------------------
+
+
+class PlanAsker(Asker):
+    """The asker of a `plan run` that may park: wraps the host's. An approval nobody here can
+    give parks the run at the step whose call needs it (the address `PARKING_AT` holds, at any
+    depth); in the resumed run the same call gets the person's permit or deny (issue 19)."""
+
+    def __init__(self, inner: Asker) -> None:
+        super().__init__(inner.events)
+        self.inner = inner
+        self.lasting_answers = inner.lasting_answers
+
+    @property
+    def can_answer(self) -> bool:
+        return self.inner.can_answer
+
+    async def _ask(self, question: Question) -> Answer:
+        return await self.inner._ask(question)
+
+    def park(self, question: Question) -> Answer | None:
+        from graphchat.plans.runtime import PARKING_AT
+
+        at = PARKING_AT.get()
+        if at is None or question.kind != "approval":
+            return self.inner.park(question)
+        parking, step = at
+        key = f"{step}#approval"
+        stored = parking.answer_for(key)
+        if stored is not None:
+            return stored  # type: ignore[no-any-return]
+        plan = (getattr(parking, "record", None) and parking.record.data.get("plan") or {}).get("identifier")  # type: ignore[attr-defined]
+        source = {
+            "plan": plan,
+            "step": step,
+            "tool": question.context.get("tool"),
+            "arguments": question.context.get("arguments"),
+        }
+        raise Parked([parking.open(question, key, source, None)])

@@ -69,6 +69,13 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
     elif parking is not None:
         parking.events = events
     ctx = host.context(surface="plan", assume_yes=flags.yes)
+    if parking is not None:  # an approval nobody here can give parks the run (issue 19)
+        from dataclasses import replace
+
+        from graphchat.runs.parked import PlanAsker
+
+        if ctx.asker is not None:
+            ctx = replace(ctx, asker=PlanAsker(ctx.asker))
     streamed: list[str] = []
 
     def on_text(text: str) -> None:

@@ -189,7 +189,8 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         hint=hint or None,
     )
     parking = runner.parking
-    key = frame.prefix + step.label + (f"[{frame.index}]" if frame.index is not None else "")
+    shown = frame.prefix + step.label + (f"[{frame.index}]" if frame.index is not None else "")
+    key = runner.base + frame.path + step.label  # its address in the run (unique at any depth)
     stored = parking.answer_for(key) if parking is not None else None
     if stored is not None:  # a parked run resumed: the request's answer
         answer = stored
@@ -204,7 +205,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     mode = data.get("when_unanswered", "fail")
     if not answer.answered and answer.reason == "unavailable" and mode != "default" and parking is not None:
         # Nobody here can answer and no default settles it: the run waits for a person.
-        source = {"plan": runner.plan.identifier, "step": key}
+        source = {"plan": runner.plan.identifier, "step": shown}
         raise Parked([parking.open(question, key, source, timeout_of(step, scope))])
     if answer.answered:
         problems = errors(schema, answer.value)
