@@ -64,10 +64,10 @@ class Parked(BaseException):  # noqa: N818 - a control-flow signal, like Cancell
     """The one park signal (issue 19): a question nobody here can answer was opened as a
     request, and whatever was running — a tool call, a round of calls, a turn, a plan step at
     any depth — waits for a person. Raised where the request is opened and re-raised by each
-    enclosing level, which adds what it needs to resume:
+    enclosing level, which adds what it needs to resume (where a plan stopped is kept by its
+    parking, step by step: see `runs/parked.py`):
 
     - `requests`: the requests waited on (their `requests --json` shape);
-    - `frames`: where inside a plan it stopped (keyed by step path: a map's finished items…);
     - `round`: the agent loop's round (its calls, which wait, the others' results);
     - `thread_id`: the thread whose turn waits.
 
@@ -76,14 +76,12 @@ class Parked(BaseException):  # noqa: N818 - a control-flow signal, like Cancell
     def __init__(
         self,
         requests: list[dict[str, Any]],
-        frames: dict[str, Any] | None = None,
         *,
         round: Any = None,
         thread_id: str | None = None,
     ) -> None:
         super().__init__(f"waiting for {len(requests)} request(s)")
         self.requests = requests
-        self.frames = frames or {}
         self.round = round
         self.thread_id = thread_id
 

@@ -65,9 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     cancel.add_argument("id", metavar="ID")
     cancel.set_defaults(func=cancel_command)
 
-    resume = sub.add_parser("resume", help="resume the run of an answered request")
-    resume.add_argument("id", metavar="ID", help="the request id")
+    resume = sub.add_parser("resume", help="resume an interrupted run, or the run of an answered request")
+    resume.add_argument("id", metavar="ID", help="a run id (`graphchat runs`) or a request id")
     resume.set_defaults(func=resume_command)
+
+    runs = sub.add_parser("runs", help="the runs that have not finished: running, parked, interrupted")
+    runs.add_argument("--json", action="store_true", help="as JSON")
+    runs.set_defaults(func=runs_command)
 
 
 def _store(args: argparse.Namespace) -> Any:
@@ -233,6 +237,13 @@ def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
 
 def resume_command(args: argparse.Namespace) -> int:
     store = _store(args)
+    if store.find(args.id) is None:  # not a request: a run id (`graphchat runs`)
+        from graphchat.cli.front import TerminalFront
+        from graphchat.runs.parked import RunRecord
+        from graphchat.runs.resume import resume_run
+
+        if RunRecord.load(store, args.id) is not None:
+            return resume_run(store, args.id, TerminalFront())
     store.get(args.id)  # an unknown id: exit 1 naming it
     request = store.recover(args.id)  # an answer whose claimer died before writing it: finished now
     if request.state == "open":
@@ -254,6 +265,28 @@ def resume(store: Any, request: Any) -> int:
     from graphchat.runs.resume import resume as resume_run
 
     return resume_run(store, request, TerminalFront())
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """`graphchat runs [--json]`: every journaled run not finished (issue 19)."""
+    from graphchat.cli.output import note, print_json
+    from graphchat.display import safe
+    from graphchat.runs.parked import all_runs
+
+    store = _store(args)
+    found = [record.summary(store) for record in all_runs(store)]
+    if args.json:
+        print_json({"runs": found, "count": len(found)})
+        return 0
+    if not found:
+        note("no runs to resume")
+        return 0
+    for run in found:
+        what = f"plan {run['plan']}" if run["plan"] else f"thread {run['thread']}"
+        last = f"  after {run['last_step']}" if run["last_step"] else ""
+        line = f"{run['id']}  {run['state']:<11} {what}  started {run['started']}{last}"
+        sys.stdout.write(safe(line) + "\n")
+    return 0
 
 
 # --- cancelling ------------------------------------------------------------------------------------

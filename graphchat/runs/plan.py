@@ -66,6 +66,7 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
         times = StepTimes(events)
     if parking is None and flags.park:
         parking = parking_for(settings, plan, inputs, flags, events)
+        parking.start()  # journaled from its first step (issue 19): `graphchat runs` lists it
     elif parking is not None:
         parking.events = events
     ctx = host.context(surface="plan", assume_yes=flags.yes)
@@ -182,4 +183,6 @@ def resume_plan(store: Any, record: Any, front: Front) -> int:
     settings = load_settings(data["workspace"], model=flags.model)
     plan = plan_of(record, front.warn)
     parking = PlanParking(store, record, None, resumed=True)
+    record.data["state"] = "running"
+    record.save()
     return execute(settings, plan, data.get("inputs"), flags, front, parking)

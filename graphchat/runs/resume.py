@@ -35,6 +35,41 @@ def resume(store: RequestStore, request: Request, front: Front) -> int:
     raise GraphchatError(f"the run of request {request.id} is a {command!r} run, which cannot resume here")
 
 
+def resume_run(store: RequestStore, run_id: str, front: Front) -> int:
+    """`graphchat resume RUN_ID`: continue an interrupted (or answered, parked) run in this
+    process; nothing that finished runs again."""
+    from graphchat.runs.parked import RunRecord
+
+    record = RunRecord.load(store, run_id)
+    if record is None:
+        raise GraphchatError(
+            f"no run {run_id!r} to resume (it has finished, or never ran)",
+            hint="`graphchat runs` lists the runs that can resume",
+        )
+    record.check_version()
+    state = record.state(store)
+    if state == "running":
+        raise GraphchatError(f"run {run_id} is running in another process")
+    open_ids = [
+        i for i in record.data.get("requests") or [] if (r := store.find(i)) is not None and r.state == "open"
+    ]
+    if open_ids:
+        raise GraphchatError(
+            f"run {run_id} waits on request {', '.join(open_ids)}",
+            hint=f"answer it: graphchat answer {open_ids[0]} VALUE (or permit/deny it)",
+        )
+    record.lock(run_id)
+    if record.data.get("command") == "plan run":
+        from graphchat.runs.plan import resume_plan
+
+        return resume_plan(store, record, front)
+    if record.data.get("command") == "ask":
+        from graphchat.runs.turn import resume_ask
+
+        return int(resume_ask(store, record, front))
+    raise GraphchatError(f"run {run_id} is a {record.data.get('command')!r} run, which cannot resume here")
+
+
 def run_known(store: RequestStore, run_id: str) -> bool:
     """Whether `run_id` names a run or thread any request (settled ones included) belongs to."""
     return any(run_id in (r.run, r.source.get("thread")) for r in store.all(finished=True))
