@@ -296,11 +296,10 @@ class PlanParking:
         import orjson
 
         if self._journal is None:
-            self._journal = open(self.record.journal, "ab")  # noqa: SIM115 - open for the run
+            self._journal = open(self.record.journal, "ab", buffering=0)  # noqa: SIM115 - open for the run
         position = self.record.data.get("position") or {}
         line = orjson.dumps({"at": position.get("done", 0), "k": key, "v": value}, default=str)
-        self._journal.write(line + b"\n")
-        self._journal.flush()
+        self._journal.write(line + b"\n")  # unbuffered: one write, in the page cache at once
         if time.monotonic() - self._synced >= 1.0:
             self._sync()
 

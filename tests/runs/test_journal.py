@@ -102,3 +102,84 @@ def test_resuming_a_run_that_does_not_exist_or_is_of_another_version_is_one_line
     old = graphchat("resume", "00aa11bb22cc")
     assert old.returncode == 1, old.stderr
     assert "format version 99" in old.stderr and "Traceback" not in old.stderr
+
+
+KILLED = """identifier: killed
+name: Killed
+description: Side effects, a map, a question, and a last side effect.
+steps:
+  - id: T1
+    tool_name: shop__get_item
+    input: {id: "first-0"}
+  - id: M
+    tool_name: map
+    input:
+      over: [a, b, c, d]
+      concurrency: 1
+      do:
+        - id: G
+          tool_name: shop__get_item
+          input: {id: "item-{{index}}"}
+        - id: W
+          tool_name: tools__slow
+          input: {seconds: 0.3, label: "{{item}}"}
+  - id: Q
+    tool_name: ask
+    input:
+      prompt: Go on?
+      output_schema:
+        type: object
+        properties: {go: {type: boolean}}
+        required: [go]
+  - id: T3
+    tool_name: shop__get_item
+    input: {id: "last-0"}
+output:
+  go: "{{Q.answer.go}}"
+  last: "{{T3.id}}"
+"""
+
+
+def test_killed_at_random_moments_again_and_again_it_finishes_and_nothing_finished_ran_twice(
+    graphchat: GraphchatRunner,
+    shop: Path,  # noqa: F811
+) -> None:
+    import random
+
+    (shop / "plans" / "killed.yaml").write_text(KILLED)
+    rng = random.Random(19)
+    kills = 0
+    command: tuple[str, ...] = ("plan", "run", "killed")
+    finished = None
+    for attempt in range(40):
+        process = spawn(shop, *command)
+        try:
+            out, err = process.communicate(timeout=rng.uniform(0.5, 3.0) * (1 + attempt / 4))
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.communicate(timeout=30)
+            kills += 1
+        else:
+            if process.returncode == 0:
+                finished = out
+                break
+            assert process.returncode == 5, err  # parked on the question
+        runs = json.loads(graphchat("runs", "--json").stdout)["runs"]
+        if not runs:  # killed before its record was written: nothing had run
+            assert command[0] == "plan" and not counts(shop), (command, counts(shop))
+            continue
+        (run,) = runs
+        waiting = [r for r in json.loads(graphchat("requests", "--json").stdout)["requests"]]
+        if waiting:
+            command = ("answer", waiting[0]["id"], "yes")
+        else:
+            assert run["state"] in ("interrupted", "parked"), run
+            command = ("resume", run["id"])
+    assert finished is not None, "the run never finished"
+    assert json.loads(finished) == {"go": True, "last": "last-0"}
+    seen = counts(shop)
+    assert set(seen) == {"first-0", "item-0", "item-1", "item-2", "item-3", "last-0"}
+    # only a call in flight at a kill may repeat: one at a time here (concurrency 1)
+    repeats = sum(n - 1 for n in seen.values())
+    assert repeats <= kills, (seen, kills)
+    assert json.loads(graphchat("runs", "--json").stdout)["runs"] == []
