@@ -59,14 +59,35 @@ class Answer:
         return cls(False, None, "unavailable")
 
 
-class ParkedCall(BaseException):  # noqa: N818 - a control-flow signal, like CancelledError
-    """A tool call's question was opened as a request (`graphchat.requests`): the call waits
-    for a person. A BaseException so that no tool-error handler turns it into a result; the
-    agent loop holds the call and the turn parks (issue 9)."""
+class Parked(BaseException):  # noqa: N818 - a control-flow signal, like CancelledError
+    """The one park signal (issue 19): a question nobody here can answer was opened as a
+    request, and whatever was running — a tool call, a round of calls, a turn, a plan step at
+    any depth — waits for a person. Raised where the request is opened and re-raised by each
+    enclosing level, which adds what it needs to resume (where a plan stopped is kept by its
+    parking, step by step: see `runs/parked.py`):
 
-    def __init__(self, request: dict[str, Any]) -> None:
-        super().__init__(f"waiting for request {request.get('id')}")
-        self.request = request
+    - `requests`: the requests waited on (their `requests --json` shape);
+    - `round`: the agent loop's round (its calls, which wait, the others' results);
+    - `thread_id`: the thread whose turn waits.
+
+    A BaseException so that no tool-error or step-error handler turns it into a result."""
+
+    def __init__(
+        self,
+        requests: list[dict[str, Any]],
+        *,
+        round: Any = None,
+        thread_id: str | None = None,
+    ) -> None:
+        super().__init__(f"waiting for {len(requests)} request(s)")
+        self.requests = requests
+        self.round = round
+        self.thread_id = thread_id
+
+    @property
+    def request(self) -> dict[str, Any]:
+        """The first request waited on (a single tool call waits on one)."""
+        return self.requests[0]
 
 
 class Asker:
@@ -98,9 +119,10 @@ class Asker:
     async def _ask(self, question: Question) -> Answer:
         raise NotImplementedError
 
-    def park(self, question: Question) -> None:
-        """Nobody here answered `question`: a host whose runs can wait opens it as a request
-        and raises ParkedCall; the others return (the question stays unavailable)."""
+    def park(self, question: Question) -> Answer | None:
+        """Nobody here answered `question`: a host whose runs can wait returns the answer a
+        person gave it meanwhile (a resumed run), or opens it as a request and raises Parked;
+        the others return None (the question stays unavailable)."""
         return None
 
 

@@ -79,16 +79,16 @@ def _result_event(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     )
 
 
-class ParkedRound(Exception):  # noqa: N818 - the round waits, it did not fail
-    """Calls of a round wait for a person (issue 9): `parked` maps a call's position to its
-    request; `held` are the results of the calls after the first parked one (recorded once
-    the parked ones have theirs, so results stay paired with calls by position)."""
+@dataclass
+class WaitingRound:
+    """A round whose calls wait for a person (issue 9), carried by `asks.Parked.round`:
+    `parked` maps a call's position to its request; `held` are the results of the calls after
+    the first parked one (recorded once the parked ones have theirs, so results stay paired
+    with calls by position)."""
 
-    def __init__(self, calls: list[ToolCall], parked: dict[int, dict[str, Any]], held: dict[int, ToolResult]):
-        super().__init__(f"{len(parked)} tool call(s) wait for a person")
-        self.calls = calls
-        self.parked = parked
-        self.held = held
+    calls: list[ToolCall]
+    parked: dict[int, dict[str, Any]]
+    held: dict[int, ToolResult]
 
 
 async def run_tool_round(
@@ -99,12 +99,12 @@ async def run_tool_round(
     One failing call never cancels the others. Returns the results in call order. On
     cancellation the in-flight calls are cancelled, and each call not yet recorded is recorded:
     its result if it completed meanwhile, else a "cancelled" error. A call whose question was
-    opened as a request (`ParkedCall`) waits, unrecorded: the others finish and are recorded
-    (replay pairs results with calls by id), and the round raises `ParkedRound`.
+    opened as a request (`asks.Parked`) waits, unrecorded: the others finish and are recorded
+    (replay pairs results with calls by id), and the round raises `Parked` carrying a `WaitingRound`.
     """
     import time
 
-    from graphchat.asks import ParkedCall
+    from graphchat.asks import Parked
 
     started = time.perf_counter()
     tasks = [asyncio.create_task(_call_one(catalog, call, ctx), name=f"tool:{call.name}") for call in calls]
@@ -119,7 +119,7 @@ async def run_tool_round(
                 k = position[task]
                 try:
                     results[k] = task.result()
-                except ParkedCall as waiting:
+                except Parked as waiting:
                     parked[k] = waiting.request
                     results[k] = ToolResult.error("waiting for a person")
                     continue
@@ -150,7 +150,7 @@ async def run_tool_round(
                 record(_result_event(call, result))
         raise
     if parked:
-        raise ParkedRound(calls, parked, {})
+        raise Parked([parked[k] for k in sorted(parked)], round=WaitingRound(calls, parked, {}))
     return [results[k] for k in range(len(calls))]
 
 

@@ -38,16 +38,6 @@ class TurnResult:
     usage: dict[str, Any] = field(default_factory=dict)
 
 
-class TurnParked(Exception):  # noqa: N818 - the turn waits, it did not fail
-    """A turn's tool calls wait for a person (requests, issue 9): the thread keeps the turn
-    open, marked `turn_parked`; `round` says which calls wait and holds the others' results."""
-
-    def __init__(self, thread_id: str, round: Any) -> None:
-        super().__init__(f"thread {thread_id} waits for a person")
-        self.thread_id = thread_id
-        self.round = round
-
-
 class Session:
     """Turns over one thread at a time. The thread is created on first use (no empty threads)."""
 
@@ -229,7 +219,8 @@ class Session:
         message: str | None,
         budget: Budget,
     ) -> TurnResult:
-        from graphchat.agent.loop import ParkedRound, run_loop
+        from graphchat.agent.loop import run_loop
+        from graphchat.asks import Parked
         from graphchat.catalog.base import CallContext
         from graphchat.errors import GraphchatError
         from graphchat.jsonschema_util import preload_in_background
@@ -267,11 +258,11 @@ class Session:
                 max_tool_result_chars=self.settings.max_tool_result_chars,
                 stream=self.stream,
             )
-        except ParkedRound as parked:  # the turn waits for a person: it stays open, marked
+        except Parked as parked:  # the turn waits for a person: it stays open, marked
             self._spent(llm, before, extra_usage)
-            requests = [parked.parked[k]["id"] for k in sorted(parked.parked)]
-            thread.append(dict(ev.turn_parked(requests)))
-            raise TurnParked(thread.id, parked) from None
+            thread.append(dict(ev.turn_parked([r["id"] for r in parked.requests])))
+            parked.thread_id = thread.id
+            raise
         except asyncio.CancelledError:
             if budget.timed_out:  # settings.max_run_seconds: the turn failed, nobody interrupted it
                 self._close_failed(thread, budget.deadline_message(), llm, before, extra_usage)

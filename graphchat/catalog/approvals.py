@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
-    from graphchat.asks import Asker, Question
+    from graphchat.asks import Answer, Asker, Question
     from graphchat.catalog.base import Approver, CallContext, ToolSpec
     from graphchat.workspace import Settings
 
@@ -132,7 +132,9 @@ class PolicyApprover:
             return refusal
         asker = ctx.asker
         if asker is not None and not asker.can_answer:
-            asker.park(self._question(spec, arguments))  # a host that can wait parks the call
+            stored = asker.park(self._question(spec, arguments))  # a host that can wait parks the call
+            if stored is not None:  # a resumed run: the person's permit or deny
+                return self._given(spec, stored, asker, ctx)
         if asker is None or not asker.can_answer:
             return self._refusal(
                 spec,
@@ -162,7 +164,9 @@ class PolicyApprover:
             except Exception as exc:  # a broken asker must refuse, not run the tool
                 return self._refusal(spec, f"the approval question failed ({exc})", ctx)
             if not answer.answered and answer.reason == "unavailable":
-                asker.park(question)
+                stored = asker.park(question)
+                if stored is not None:
+                    return self._given(spec, stored, asker, ctx)
             if not answer.answered:
                 reason = "the user declined" if answer.reason == "declined" else "nobody could answer"
                 return self._refusal(spec, f"approval was not given ({reason})", ctx)
@@ -173,6 +177,17 @@ class PolicyApprover:
             if choice in ("once", "o", "yes", "y"):
                 return None
             return self._refusal(spec, "the user refused it", ctx)
+
+    def _given(self, spec: ToolSpec, answer: Answer, asker: Asker, ctx: CallContext) -> str | None:
+        """A settled approval request (`graphchat permit` / `deny --reason R`): None runs the
+        call; else the refusal, with the person's reason."""
+        value = answer.value if isinstance(answer.value, dict) else {}
+        if answer.answered and value.get("approved"):
+            if value.get("always"):
+                self._always(spec.name, asker, ctx)
+            return None
+        why = f" ({answer.note})" if answer.note and answer.note != "denied" else ""
+        return self._refusal(spec, f"the user refused it{why}", ctx)
 
     def _always(self, entry: str, asker: Asker, ctx: CallContext) -> None:
         """An "always" answer: `entry` is allowed for this run and written to approvals.allow

@@ -328,7 +328,7 @@ def waiting_requests(app: ChatApp) -> list[Any]:
     """The open requests of this workspace (parked runs waiting for a person, issue 9)."""
     if app.settings is None:
         return []
-    from graphchat.requests import RequestStore
+    from graphchat.runs.requests import RequestStore
 
     try:
         return RequestStore(app.settings.workspace).all()

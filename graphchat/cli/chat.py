@@ -144,8 +144,10 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
     from graphchat.catalog.approvals import OPTIONS, argument_text
     from graphchat.chat.asker import ChatLineReader
     from graphchat.errors import GraphchatError
-    from graphchat.parked import RunRecord, waiting_on
-    from graphchat.requests import AlreadySettled, RequestStore
+    from graphchat.runs.answers import settle
+    from graphchat.runs.parked import RunRecord, waiting_on
+    from graphchat.runs.requests import AlreadySettled, RequestStore
+    from graphchat.runs.turn import resumed_results
 
     waiting = waiting_on(thread)
     if not waiting:
@@ -189,20 +191,19 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
                 elsewhere(f"request {request.id} stays open (graphchat answer {request.id} VALUE)")
                 return
             if request.kind != "approval":
-                store.settle(request.id, "answered", answer.value)
+                settle(store, request.id, "answered", answer.value)
             elif answer.value == "refuse":
-                store.settle(request.id, "declined", {"approved": False}, reason="denied")
+                settle(store, request.id, "declined", {"approved": False}, reason="denied")
             else:
-                store.settle(request.id, "answered", {"approved": True, "always": answer.value == "always"})
+                settle(store, request.id, "answered", {"approved": True, "always": answer.value == "always"})
         record.lock(waiting[0])
     except (AlreadySettled, GraphchatError) as exc:
         elsewhere(f"request {waiting[0]}: {exc.message}")
         return
-    from graphchat.cli.ask import _resumed_results
 
     async def resume() -> Any:
         await app.tools_ready()
-        results = await _resumed_results(host, store, record)
+        results = await resumed_results(host, store, record)
         record.delete()  # the thread holds the answers from here on: the turn goes on in it
         return await session.resume(results, on_text=ui.on_text)
 

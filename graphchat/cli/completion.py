@@ -98,7 +98,7 @@ def _tools(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
 
 
 def _requests(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> dict[str, str]:
-    from graphchat.requests import RequestStore
+    from graphchat.runs.requests import RequestStore
 
     found = RequestStore(_workspace(parsed_args)).all()
     return {r.id: str(r.question) for r in found if r.id.startswith(prefix)}

@@ -4,8 +4,6 @@ the executor, and the deliverable on stdout with the spec's exit codes."""
 from __future__ import annotations
 
 import argparse
-import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -171,60 +169,6 @@ def _empty_file(path: str) -> bool:
         return False
 
 
-def check_tools_resolve(plan: Any, catalog: Any, settings: Any) -> None:
-    """Before any step runs: every tool the plan names must resolve (no server is started)."""
-    from graphchat.errors import GraphchatError
-    from graphchat.plans.discovery import discover
-    from graphchat.plans.splice_types import learned_shapes
-    from graphchat.plans.validate import known_servers, validate_against_catalog
-
-    index = discover(settings.plans_dir, warn=lambda _message: None)
-    # Servers never started here have no cached tool list yet: they count as configured (and
-    # are started by the run itself), only unconfigured ones are problems.
-    servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
-    shapes = learned_shapes(settings.catalog_dir / "shapes")
-    # Only certain failures stop a run before its first step; what depends on evidence (a
-    # learned shape, an open declared schema) is a note: a shape cache never makes a working
-    # plan unrunnable.
-    notes: list[str] = []
-    problems = validate_against_catalog(
-        plan, catalog, servers=servers, plans=index.plans, shapes=shapes, at_run=True, notes=notes
-    )
-    if notes:
-        from graphchat.cli.output import note
-
-        for line in _located(plan, notes):
-            note(f"note: {line}")
-    if problems:
-        lines = "\n".join(f"  {line}" for line in _located(plan, problems))
-        raise GraphchatError(f"plan '{plan.identifier}' cannot run here:\n{lines}")
-
-
-def _located(plan: Any, problems: list[str]) -> list[str]:
-    """`<file>:<line>: <problem>` (the plan's file), or `<identifier>: <problem>`."""
-    if plan.path is None:
-        return [f"{plan.identifier}: {problem}" for problem in problems]
-    from graphchat.plans.loader import locate
-
-    return locate(plan.path, problems)
-
-
-# --- running -----------------------------------------------------------------------------------
-
-
-@dataclass
-class RunFlags:
-    """The flags that change what a run does (kept in a parked run's record)."""
-
-    json: bool = False
-    yes: bool = False
-    model: str | None = None
-    answers: str | None = None  # an absolute path
-    park: bool = True
-    home: str | None = None  # --home as given (for the command that answers)
-    tree: bool = False
-
-
 def run_command(args: argparse.Namespace) -> int:
     import os
 
@@ -245,6 +189,9 @@ def run_command(args: argparse.Namespace) -> int:
         )
     if plan.finish == "solver":
         needs_model(settings, "solver")  # no model configured: exit 2 now, before any step runs
+    from graphchat.cli.front import TerminalFront
+    from graphchat.runs.plan import RunFlags, execute
+
     flags = RunFlags(
         json=args.json,
         yes=args.yes,
@@ -254,132 +201,7 @@ def run_command(args: argparse.Namespace) -> int:
         home=args.home,
         tree=args.tree,
     )
-    return execute(settings, plan, inputs, flags)
-
-
-def parking_for(settings: Any, plan: Any, inputs: Any, flags: RunFlags, events: Any) -> Any:
-    """A fresh run's parking (issue 9): its record is written only if the run parks."""
-    import os
-    from dataclasses import asdict
-
-    from graphchat.parked import PlanParking, RunRecord, plan_fingerprint
-    from graphchat.requests import RequestStore
-
-    store = RequestStore(settings.workspace)
-    record = RunRecord.new(
-        store,
-        {
-            "command": "plan run",
-            "flags": asdict(flags),
-            "cwd": os.getcwd(),
-            "workspace": str(settings.workspace),
-            "plan": plan_fingerprint(plan),
-            "inputs": inputs,
-        },
-    )
-    return PlanParking(store, record, events)
-
-
-def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, parking: Any = None) -> int:
-    """Run `plan` and present its outcome: the deliverable on stdout, the exit code. A fresh
-    run may park (`flags.park`); `parking` is given when a parked run resumes."""
-    import asyncio
-
-    from graphchat.ci import annotate
-    from graphchat.cli.output import note, print_json
-    from graphchat.errors import GraphchatError
-    from graphchat.host import open_host
-    from graphchat.plans.executor import llm_factory_for, run_plan
-
-    host = open_host(settings, answers=flags.answers)
-    events = host.events
-    times = None
-    if flags.tree:
-        from graphchat.plans.picture import StepTimes
-
-        times = StepTimes(events)
-    if parking is None and flags.park:
-        parking = parking_for(settings, plan, inputs, flags, events)
-    elif parking is not None:
-        parking.events = events
-    ctx = host.context(surface="plan", assume_yes=flags.yes)
-    streamed: list[str] = []
-
-    from graphchat.display import safe
-
-    shown = safe if sys.stdout.isatty() else str  # a terminal: escaped; a pipe: byte-exact
-
-    def on_text(text: str) -> None:
-        streamed.append(text)
-        sys.stdout.write(shown(text))
-        sys.stdout.flush()
-
-    async def go() -> Any:
-        try:
-            check_tools_resolve(plan, host.catalog, settings)
-            return await run_plan(
-                plan,
-                inputs,
-                catalog=host.catalog,
-                ctx=ctx,
-                llm_factory=llm_factory_for(settings),
-                events=times or events,
-                on_text=None if flags.json else on_text,
-                settings=settings,
-                parking=parking,
-            )
-        finally:
-            await host.aclose()
-
-    outcome = asyncio.run(go())
-    if times is not None:
-        from graphchat.plans.picture import tree
-
-        sys.stderr.write("\n".join(tree(plan, times.status)) + "\n")
-    if streamed and not streamed[-1].endswith("\n"):
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-    if outcome.usage:
-        events.usage_summary(outcome.usage)
-    if outcome.kind == "parked":
-        for request in outcome.requests:  # GRAPHCHAT_EVENTS=github: the run waits (exit 5)
-            annotate(
-                "warning", f"plan '{plan.identifier}' waits for a person: {request['question']}",
-                json=flags.json, title=f"request {request['id']}",
-            )  # fmt: skip
-        return report_parked(outcome.requests, json=flags.json, home=flags.home)
-    if parking is not None:
-        parking.finished()
-    if flags.json and outcome.kind not in ("failed", "input"):  # as graph: no envelope then
-        print_json(envelope(outcome))
-    if outcome.kind == "input":
-        import orjson
-
-        annotate("error", outcome.error or "", json=flags.json)
-        note(outcome.error or "")
-        if outcome.input_schema:
-            note("input schema:")
-            note(orjson.dumps(outcome.input_schema, option=orjson.OPT_INDENT_2).decode())
-        return exit_code(outcome)
-    if outcome.kind == "failed":
-        raise GraphchatError(outcome.error or "plan failed")
-    if outcome.kind == "exit":
-        assert outcome.exit is not None
-        mark = "✓" if outcome.exit["status"] == "success" else "✗"
-        note(f"{mark} {outcome.exit['message']}")
-        if not flags.json and "output" in outcome.exit:
-            print_json(outcome.exit["output"])
-        if outcome.exit["status"] != "success":  # as graph: the exit's message, after the output
-            annotate("error", str(outcome.exit["message"]), json=flags.json)
-        return exit_code(outcome)
-    if not flags.json:
-        if plan.finish == "output":
-            print_json(outcome.output)
-        elif plan.finish == "solver" and not streamed and outcome.answer:
-            sys.stdout.write(shown(outcome.answer.rstrip("\n")) + "\n")
-    if plan.finish == "silent":
-        note(f"✓ plan '{plan.identifier}' completed ({outcome.steps_executed} steps)")
-    return 0
+    return execute(settings, plan, inputs, flags, TerminalFront())
 
 
 def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | None = None) -> int:

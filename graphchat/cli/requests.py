@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
@@ -66,13 +65,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     cancel.add_argument("id", metavar="ID")
     cancel.set_defaults(func=cancel_command)
 
-    resume = sub.add_parser("resume", help="resume the run of an answered request")
-    resume.add_argument("id", metavar="ID", help="the request id")
+    resume = sub.add_parser("resume", help="resume an interrupted run, or the run of an answered request")
+    resume.add_argument("id", metavar="ID", help="a run id (`graphchat runs`) or a request id")
     resume.set_defaults(func=resume_command)
+
+    runs = sub.add_parser("runs", help="the runs that have not finished: running, parked, interrupted")
+    runs.add_argument("--json", action="store_true", help="as JSON")
+    runs.set_defaults(func=runs_command)
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from graphchat.requests import RequestStore
+    from graphchat.runs.requests import RequestStore
     from graphchat.workspace import find_workspace
 
     return RequestStore(find_workspace(args.home))
@@ -83,12 +86,13 @@ def _store(args: argparse.Namespace) -> Any:
 
 def list_command(args: argparse.Namespace) -> int:
     from graphchat.cli.output import note, print_json
+    from graphchat.runs.resume import run_known
 
     store = _store(args)
     found = store.all(finished=args.all)
     if getattr(args, "run", None):
         found = [r for r in found if args.run in (r.run, r.source.get("thread"))]
-        if not found and not _run_known(store, args.run):
+        if not found and not run_known(store, args.run):
             raise GraphchatError(
                 f"no run or thread {args.run!r} has requests",
                 hint="`graphchat requests --all` lists them all",
@@ -136,7 +140,7 @@ def prune_command(args: argparse.Namespace) -> int:
 
 def _open_request(store: Any, request_id: str, *, approval: bool) -> Any:
     """The request, checked to be of the kind this command answers (exit 2 naming the right one)."""
-    from graphchat.requests import AlreadySettled
+    from graphchat.runs.requests import AlreadySettled
 
     request = store.get(request_id)
     if approval and request.kind != "approval":
@@ -157,7 +161,7 @@ def _open_request(store: Any, request_id: str, *, approval: bool) -> Any:
 
 
 def answer_command(args: argparse.Namespace) -> int:
-    from graphchat.requests import read_answer
+    from graphchat.runs.requests import read_answer
 
     store = _store(args)
     request = _open_request(store, args.id, approval=False)
@@ -172,8 +176,14 @@ def answer_command(args: argparse.Namespace) -> int:
             raise GraphchatError(
                 f"answer refused: {exc} (request {args.id} stays open)", EXIT_FAILURE
             ) from None
-    _check_resumable(store, request, args)
-    store.settle(args.id, "answered", value)
+    return _settle(store, args, "answered", value)
+
+
+def _settle(store: Any, args: argparse.Namespace, state: str, value: Any, reason: str | None = None) -> int:
+    """Record the answer (through `runs.answers.settle`, as every answer), then resume."""
+    from graphchat.runs.answers import settle
+
+    settle(store, args.id, state, value, reason, resumable=not getattr(args, "no_resume", False))
     return _after(store, args.id, args)
 
 
@@ -193,61 +203,28 @@ def _ask_on_terminal(request: Any) -> Any:
 def permit_command(args: argparse.Namespace) -> int:
     store = _store(args)
     _open_request(store, args.id, approval=True)
-    store.settle(args.id, "answered", {"approved": True, "always": bool(args.always)})
-    return _after(store, args.id, args)
+    return _settle(store, args, "answered", {"approved": True, "always": bool(args.always)})
 
 
 def deny_command(args: argparse.Namespace) -> int:
     store = _store(args)
     _open_request(store, args.id, approval=True)
-    store.settle(args.id, "declined", {"approved": False}, reason=args.reason or "denied")
-    return _after(store, args.id, args)
+    return _settle(store, args, "declined", {"approved": False}, args.reason or "denied")
 
 
 def decline_command(args: argparse.Namespace) -> int:
     store = _store(args)
-    _check_resumable(store, _open_request(store, args.id, approval=False), args)
-    store.settle(args.id, "declined", None, reason=args.reason or "declined")
-    return _after(store, args.id, args)
-
-
-def _check_resumable(store: Any, request: Any, args: argparse.Namespace) -> None:
-    """Before an answer is recorded: a parked plan whose file changed cannot resume, so the
-    answer is refused and the request stays open (`--no-resume` records it all the same)."""
-    from graphchat.parked import RunRecord
-
-    if getattr(args, "no_resume", False) or request.run is None:
-        return
-    record = RunRecord.load(store, request.run)
-    if record is not None and record.data.get("command") == "plan run":
-        plan_of(record)
-
-
-def plan_of(record: Any) -> Any:
-    """The parked run's plan, loaded again; a changed plan file is refused, naming the change."""
-    from graphchat.cli.output import warn
-    from graphchat.parked import plan_change, plan_fingerprint
-    from graphchat.plans.discovery import find_plan
-
-    saved = record.data["plan"]
-    if not saved.get("path"):
-        raise GraphchatError(f"plan '{saved.get('identifier')}' has no file to resume from")
-    plan = find_plan(saved["path"], Path(record.data["workspace"]) / "plans", warn=warn)
-    change = plan_change(saved, plan_fingerprint(plan))
-    if change is not None:
-        raise GraphchatError(
-            f"plan '{saved['identifier']}' changed since the run parked ({saved['path']}): {change}",
-            hint="put the plan back as it was, or run it again from the start with `graphchat plan run`",
-        )
-    return plan
+    _open_request(store, args.id, approval=False)
+    return _settle(store, args, "declined", None, args.reason or "declined")
 
 
 def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
     """The answer is recorded: resume the run now, unless --no-resume or others still wait."""
     from graphchat.cli.output import note
+    from graphchat.runs.answers import still_waiting
 
     request = store.get(request_id)
-    waiting = _still_waiting(store, request)
+    waiting = still_waiting(store, request)
     if waiting:
         note(f"✓ request {request_id} {request.state}; {len(waiting)} more still wait: {', '.join(waiting)}")
         return 0
@@ -258,20 +235,15 @@ def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
     return resume(store, request)
 
 
-def _still_waiting(store: Any, request: Any) -> list[str]:
-    from graphchat.parked import RunRecord
-
-    if request.run is None:
-        return []
-    record = RunRecord.load(store, request.run)
-    if record is None:
-        return []
-    ids = record.data.get("requests") or []
-    return [i for i in ids if (r := store.find(i)) is not None and r.state == "open"]
-
-
 def resume_command(args: argparse.Namespace) -> int:
     store = _store(args)
+    if store.find(args.id) is None:  # not a request: a run id (`graphchat runs`)
+        from graphchat.cli.front import TerminalFront
+        from graphchat.runs.parked import RunRecord
+        from graphchat.runs.resume import resume_run
+
+        if RunRecord.load(store, args.id) is not None:
+            return resume_run(store, args.id, TerminalFront())
     store.get(args.id)  # an unknown id: exit 1 naming it
     request = store.recover(args.id)  # an answer whose claimer died before writing it: finished now
     if request.state == "open":
@@ -279,78 +251,54 @@ def resume_command(args: argparse.Namespace) -> int:
             f"request {args.id} is still open",
             hint=f"answer it: {'graphchat permit' if request.kind == 'approval' else 'graphchat answer'} {args.id}",
         )
-    waiting = _still_waiting(store, request)
+    from graphchat.runs.answers import still_waiting
+
+    waiting = still_waiting(store, request)
     if waiting:
         raise GraphchatError(f"the run of request {args.id} still waits on: {', '.join(waiting)}")
     return resume(store, request)
 
 
 def resume(store: Any, request: Any) -> int:
-    """Resume the parked run `request` belongs to, in this process."""
-    from graphchat.parked import RunRecord
+    """Resume the parked run `request` belongs to, in this process, on this terminal."""
+    from graphchat.cli.front import TerminalFront
+    from graphchat.runs.resume import resume as resume_run
 
-    record = RunRecord.load(store, request.run) if request.run else None
-    if record is None:
-        raise GraphchatError(
-            f"the run of request {request.id} is not parked (it has finished, or never parked)"
-        )
-    record.lock(request.id)
-    command = record.data.get("command")
-    if command == "plan run":
-        return resume_plan(store, record)
-    if command == "ask":
-        from graphchat.cli.ask import resume_ask
-
-        return int(resume_ask(store, record))
-    raise GraphchatError(f"the run of request {request.id} is a {command!r} run, which cannot resume here")
+    return resume_run(store, request, TerminalFront())
 
 
-def resume_plan(store: Any, record: Any) -> int:
-    from graphchat.cli.plan import RunFlags, execute
-    from graphchat.host import load_settings
-    from graphchat.parked import PlanParking
+def runs_command(args: argparse.Namespace) -> int:
+    """`graphchat runs [--json]`: every journaled run not finished (issue 19)."""
+    from graphchat.cli.output import note, print_json
+    from graphchat.display import safe
+    from graphchat.runs.parked import all_runs
 
-    data = record.data
-    flags = RunFlags(**data["flags"])
-    settings = load_settings(data["workspace"], model=flags.model)
-    plan = plan_of(record)
-    parking = PlanParking(store, record, None, resumed=True)
-    return execute(settings, plan, data.get("inputs"), flags, parking)
-
-
-def _run_known(store: Any, run_id: str) -> bool:
-    """Whether `run_id` names a run or thread any request (settled ones included) belongs to."""
-    return any(run_id in (r.run, r.source.get("thread")) for r in store.all(finished=True))
+    store = _store(args)
+    found = [record.summary(store) for record in all_runs(store)]
+    if args.json:
+        print_json({"runs": found, "count": len(found)})
+        return 0
+    if not found:
+        note("no runs to resume")
+        return 0
+    for run in found:
+        what = f"plan {run['plan']}" if run["plan"] else f"thread {run['thread']}"
+        last = f"  after {run['last_step']}" if run["last_step"] else ""
+        line = f"{run['id']}  {run['state']:<11} {what}  started {run['started']}{last}"
+        sys.stdout.write(safe(line) + "\n")
+    return 0
 
 
 # --- cancelling ------------------------------------------------------------------------------------
 
 
 def cancel_command(args: argparse.Namespace) -> int:
-    """`graphchat cancel ID`: a parked run's open requests become cancelled, its record goes,
-    and a parked `ask` turn's thread records the cancellation (its waiting calls get a
-    "cancelled" result and the turn closes as failed, so the thread can go on)."""
+    """`graphchat cancel ID` (runs.resume.cancel)."""
     from graphchat.cli.output import note
-    from graphchat.requests import AlreadySettled
+    from graphchat.runs.resume import cancel
 
-    store = _store(args)
-    record = _record_for(store, args.id)
-    record.lock(args.id)  # nobody resumes it meanwhile
-    ids = list(record.data.get("requests") or [])
-    cancelled = []
-    for request_id in ids:
-        request = store.find(request_id)
-        if request is None or request.state != "open":
-            continue
-        try:
-            store.settle(request_id, "cancelled", None, reason="cancelled")
-        except AlreadySettled:
-            continue
-        cancelled.append(request_id)
+    record, cancelled = cancel(_store(args), args.id)
     thread_id = record.data.get("thread")
-    if record.data.get("command") == "ask" and thread_id:
-        _thread_records_cancel(record, ids)
-    record.delete()
     what = (
         f"plan '{record.data.get('plan', {}).get('identifier')}'" if record.data.get("plan") else "ask turn"
     )
@@ -359,63 +307,3 @@ def cancel_command(args: argparse.Namespace) -> int:
     shown = ", ".join(cancelled) if cancelled else "none open"
     note(f"✓ cancelled the parked run {record.id} ({what}); requests cancelled: {shown}")
     return 0
-
-
-def _record_for(store: Any, some_id: str) -> Any:
-    """The parked run `some_id` names: a run id, a request id, or a parked turn's thread id."""
-    from graphchat.parked import RunRecord
-
-    record = RunRecord.load(store, some_id) if some_id.isalnum() else None
-    if record is not None:
-        return record
-    request = store.find(some_id)
-    if request is not None and request.run:
-        record = RunRecord.load(store, request.run)
-        if record is not None:
-            return record
-    folder = store.dir / "runs"
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        record = RunRecord.load(store, path.stem)
-        if record is not None and record.data.get("thread") == some_id:
-            return record
-    raise GraphchatError(
-        f"no parked run {some_id!r} (a run id, a request id or a thread id)",
-        hint="`graphchat requests --json` shows each request's run",
-    )
-
-
-def _thread_records_cancel(record: Any, ids: list[str]) -> None:
-    """The parked turn's thread: each waiting call gets a "cancelled" result, and the turn
-    closes as failed (left out of what the model is sent next; the thread can go on)."""
-    from graphchat.threads import lines as ev
-    from graphchat.threads.store import ThreadStore
-
-    workspace = Path(record.data["workspace"])
-    try:
-        from graphchat.host import load_settings
-
-        threads_dir = load_settings(str(workspace)).threads_dir
-    except GraphchatError:
-        threads_dir = workspace / "threads"
-    thread = ThreadStore(threads_dir).open(record.data["thread"])
-    calls = record.data.get("calls") or []
-    parked = {int(k) for k in (record.data.get("parked") or {})}
-    held = record.data.get("held") or {}
-    thread.append(dict(ev.turn_resumed()))
-    for k in range(min(parked) if parked else len(calls), len(calls)):
-        call = calls[k]
-        if str(k) in held:
-            content, is_error = _held_text(held[str(k)]), bool(held[str(k)].get("is_error"))
-        else:
-            content, is_error = "cancelled: the person cancelled this call (graphchat cancel)", True
-        thread.append(
-            dict(ev.tool_result(call.get("id") or "", call.get("name") or "", content, is_error=is_error))
-        )
-    thread.append(dict(ev.turn_failed(f"cancelled (graphchat cancel): requests {', '.join(ids)}")))
-    thread.close()
-
-
-def _held_text(held: dict[str, Any]) -> str:
-    from graphchat.catalog.base import ToolResult
-
-    return ToolResult(held.get("value"), bool(held.get("is_error"))).to_text()

@@ -10,20 +10,21 @@ per-item deep copies and per-item schema work: a body scope is one shallow dict 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Parked
 from graphchat.catalog.base import CallContext
 from graphchat.events import EventSink, sampling_server
 from graphchat.plans import finish as finishes
 from graphchat.plans.model import Body, Plan, Step
 from graphchat.plans.runtime import (
+    PARKING_AT,
     ExitFired,
     Frame,
     LLMFactory,
-    Parked,
     Parking,
     StepFailed,
     checkpoint,
@@ -250,9 +251,11 @@ class Runner:
         events: UsageTap,
         settings: Any = None,
         parking: Parking | None = None,
+        base: str = "",
     ) -> None:
         self.plan = plan
         self.parking = parking
+        self.base = base
         self.catalog = catalog
         self.ctx = ctx
         self.llm_factory = llm_factory
@@ -317,7 +320,7 @@ class Runner:
 
     async def run_steps(self, steps: list[Step], scope: dict[str, Any], frame: Frame = TOP) -> Any:
         """Run steps in order, each result stored under its id in `scope`; the last result."""
-        if steps is self.plan.steps and self.parking is not None:
+        if steps is self.plan.steps and self.parking is not None and not self.base:
             return await self.run_parkable(steps, scope)
         result: Any = None
         top = frame is TOP
@@ -355,7 +358,7 @@ class Runner:
             try:
                 result = await self.run_steps([steps[index]], scope)
             except Parked as parked:
-                self.parking.parked(index, scope, self.steps_executed, parked.requests, parked.frames)
+                self.parking.parked(index, scope, self.steps_executed, parked.requests)
                 raise
             self.parking.step_done(index + 1, scope, self.steps_executed)
         return result
@@ -366,9 +369,37 @@ class Runner:
         control = CONTROL.get(name)
         token = CURRENT_STEP.set(frame.prefix + step.label)
         try:
-            return await self._run_step(step, scope, frame, name, control)
+            if self.parking is None:
+                return await self._run_step(step, scope, frame, name, control)
+            # A run that may park: a step a parked run finished is not run again, at any depth
+            # (issue 19); its address is the run's base + its frame's path + its label. (The
+            # top level keeps its own position: the finished steps and their scope.)
+            key = self.base + frame.path + step.label
+            nested = frame is not TOP or bool(self.base)
+            if nested:
+                found, value = self.parking.remembered(key)
+                if found:
+                    return value
+            at = PARKING_AT.set((self.parking, key))
+            try:
+                value = await self._run_step(step, scope, frame, name, control)
+            finally:
+                PARKING_AT.reset(at)
+            if nested:
+                self.parking.remember(key, value)
+            return value
         finally:
             CURRENT_STEP.reset(token)
+
+    async def once(self, key: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        if self.parking is None:
+            return await make()
+        found, value = self.parking.remembered(key)
+        if found:
+            return value
+        value = await make()
+        self.parking.remember(key, value)
+        return value
 
     async def _run_step(
         self, step: Step, scope: dict[str, Any], frame: Frame, name: str, control: Any
@@ -521,6 +552,11 @@ async def run_plan(
         return outcome
 
     run_ctx = replace(ctx.child(plan.identifier), events=tap)
+    base = ""
+    if parking is None and (at := PARKING_AT.get()) is not None:
+        # a sub-plan called by a step of a run that may park (`plan__x`): its steps are that
+        # run's, under the calling step's address; a question in it parks the whole run
+        parking, base = at[0], at[1] + "/"
     runner = Runner(
         plan,
         catalog=catalog,
@@ -529,6 +565,7 @@ async def run_plan(
         events=tap,
         settings=settings,
         parking=parking,
+        base=base,
     )
     from graphchat.llm.budget import BudgetExceeded, budget_scope
 
@@ -577,6 +614,8 @@ async def _steps_and_finish(
             steps = steps[kept:]
         await runner.run_steps(steps, scope)
     except Parked as parked:
+        if runner.base:  # a sub-plan: the run that called it parks
+            raise
         outcome.kind = "parked"
         outcome.requests = parked.requests
     except ExitFired as fired:

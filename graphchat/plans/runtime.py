@@ -10,7 +10,8 @@ neither imports the other's internals, so there is no import cycle.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -98,21 +99,12 @@ class ExitFired(Exception):
         return data
 
 
-class Parked(Exception):
-    """A question nobody here can answer was opened as a request (`requests`): the run stops
-    where it is and waits for a person (`plan run` exits 5). Its position is kept by the run's
-    `Parking` (see the executor)."""
-
-    def __init__(self, requests: list[Any], frames: dict[str, Any] | None = None) -> None:
-        super().__init__(f"waiting for {len(requests)} request(s)")
-        self.requests = requests
-        self.frames = frames or {}  # where inside a step the run stopped: a map's finished items
-
-
 class Parking(Protocol):
-    """How a run parks and resumes (issue 9). The executor reports its top-level position
-    (`resumed_at`, `step_done`, `parked`); an `ask` step takes a stored answer (`answer_for`)
-    or opens a request (`open`) when nobody here can answer."""
+    """How a run parks and resumes (issues 9, 19). The executor reports its top-level position
+    (`resumed_at`, `step_done`, `parked`) and every finished step below it, at any depth
+    (`remember`, by address: see `Frame.path`); a resumed run takes those back (`remembered`).
+    An `ask` step (or an approval) takes a stored answer (`answer_for`) or opens a request
+    (`open`) when nobody here can answer."""
 
     def resumed_at(self) -> tuple[int, dict[str, Any], int]:
         """(top-level steps already done, their scope, steps executed so far); (0, {}, 0) fresh."""
@@ -120,17 +112,14 @@ class Parking(Protocol):
 
     def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None: ...
 
-    def parked(
-        self,
-        done: int,
-        scope: dict[str, Any],
-        steps_executed: int,
-        requests: list[Any],
-        frames: dict[str, Any],
-    ) -> None: ...
+    def parked(self, done: int, scope: dict[str, Any], steps_executed: int, requests: list[Any]) -> None: ...
 
-    def saved_frame(self, key: str) -> Any:
-        """What a step at `key` kept when the run parked inside it (a map's finished items)."""
+    def remember(self, key: str, value: Any) -> None:
+        """A step (or a decision inside one: a decide's verdict) finished at address `key`."""
+        ...
+
+    def remembered(self, key: str) -> tuple[bool, Any]:
+        """(True, value) when the parked run had finished `key`, else (False, None)."""
         ...
 
     def answer_for(self, key: str) -> Any:
@@ -217,12 +206,23 @@ class AskTurn:
 
 @dataclass
 class Frame:
-    """Where a step runs: its path prefix (for exit attribution), the map item and ask order."""
+    """Where a step runs: its path prefix (for exit attribution), the map item and ask order.
+
+    `path` is the frame's unique address in the run (issue 19): `E0[3]/` for item 3 of map
+    `E0`, `D/then/` for a decide's branch, `P/` inside a sub-plan called by step `P`. A step's
+    address is `path + label`: a parked run keeps each finished step's result under it, and a
+    resumed run takes it from there instead of running the step again, at any depth."""
 
     prefix: str = ""
     index: int | None = None
     turn: AskTurn | None = None
     ctx: CallContext | None = None
+    path: str = ""
+
+
+# The parking of the run and the address (`base + Frame.path + label`) of the step whose tool
+# call runs now: an approval or a sub-plan reached through that call parks under it.
+PARKING_AT: ContextVar[tuple[Parking, str] | None] = ContextVar("graphchat_parking_at", default=None)
 
 
 class Progress:
@@ -292,6 +292,15 @@ class StepRunner(Protocol):
     @property
     def parking(self) -> Parking | None:
         """Where a question nobody here can answer parks the run (None: it fails as in graph)."""
+        ...
+
+    base: str
+    """This run's address in the parked record ("" for the run itself; `P/` for a sub-plan
+    called by step `P`)."""
+
+    async def once(self, key: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        """`await make()`, remembered at address `key` when the run may park: a resumed run
+        gets the remembered value back without calling `make` again."""
         ...
 
 

@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from graphchat.warm import identity as ident
 from graphchat.warm import wire
 
+if TYPE_CHECKING:
+    from graphchat.runs.front import Front
+
 ACCEPT_TIMEOUT_S = 10.0
 
 
-def hand_over(args: Any, piped: str | None) -> tuple[int | None, str | None]:
-    """Ask the question through a warm helper. Returns (exit code, None) when the helper ran
+def hand_over(
+    args: Any, flags: dict[str, Any], read_message: Callable[[], str], front: Front
+) -> tuple[int | None, str | None]:
+    """Ask the question (`read_message()`: read only when a helper may take it) through a warm
+    helper, shown on `front` (a local `ask`'s own). Returns (exit code, None) when the helper ran
     the turn; (None, message) when it did not but the message was read (piped stdin is read
     once: the caller asks that message itself); (None, None) when there is no helper."""
     if ident.disabled():
@@ -44,20 +51,23 @@ def hand_over(args: Any, piped: str | None) -> tuple[int | None, str | None]:
     if sock is None:
         return None, None
     try:
-        return _ask(args, piped, identity, paths, sock)
+        return _ask(args, flags, read_message, front, identity, paths, sock)
     finally:
         sock.close()
 
 
 def _ask(
-    args: Any, piped: str | None, identity: ident.Identity, paths: ident.Paths, sock: Any
+    args: Any,
+    flags: dict[str, Any],
+    read_message: Callable[[], str],
+    front: Front,
+    identity: ident.Identity,
+    paths: ident.Paths,
+    sock: Any,
 ) -> tuple[int | None, str | None]:
     from graphchat import __version__
-    from graphchat.cli import ask
 
-    message = piped if piped is not None else ask._message_with_stdin(args.message)
-    ask.check_message(message)
-    front = ask.TerminalFront()
+    message = read_message()
     sink = front.sink()
     can_answer = front.here(sink).can_answer
     request = {
@@ -66,7 +76,7 @@ def _ask(
         "version": __version__,
         "key": identity.key,
         "env": dict(os.environ),  # the whole environment: the helper runs the turn in it
-        "flags": ask.flags(args),
+        "flags": flags,
         "message": message,
         "thread": args.thread,
         "cwd": os.getcwd(),
@@ -144,10 +154,8 @@ class Relay:
             pass
 
     def _helper_gone(self) -> int:
-        from graphchat.cli.output import report_error
-
         self.front.finish(complete=False)
-        report_error(
+        self.front.error(
             f"the warm helper (pid {self.pid}) stopped during the turn; the thread keeps what was done "
             f"(its log: {self.paths.log})"
         )
@@ -173,7 +181,12 @@ class Relay:
         elif kind == "warn":
             front.warn(str(message.get("message") or ""))
         elif kind == "parked":
-            front.parked(list(message.get("requests") or []), bool(message.get("json")), message.get("home"))
+            front.parked(
+                list(message.get("requests") or []),
+                bool(message.get("json")),
+                message.get("home"),
+                str(message.get("what") or "the run"),
+            )
         elif kind in ("out", "err"):
             out = sys.stdout if kind == "out" else sys.stderr
             out.write(str(message.get("s") or ""))
@@ -181,9 +194,7 @@ class Relay:
         elif kind == "ask":
             self._answer(message)
         elif kind == "error":
-            from graphchat.cli.output import report_error
-
-            report_error(str(message.get("message") or ""), message.get("hint"))
+            front.error(str(message.get("message") or ""), message.get("hint"))
         elif kind == "exit":
             if message.get("interrupted"):
                 raise _Interrupted

@@ -1,7 +1,7 @@
 """The warm helper: one resident process per workspace identity that keeps the model library
 imported and the workspace's MCP servers running, and runs the `ask` turns clients hand it.
 
-A turn runs exactly as `ask` runs it in its own process (`graphchat.cli.ask.ask_turn`), on the
+A turn runs exactly as `ask` runs it in its own process (`graphchat.runs.turn.ask_turn`), on the
 helper's running catalog, shown through a RemoteFront: every event, every piece of the answer,
 every question goes to the client as a message, and the client renders it with the same code
 a local `ask` uses. Each request brings its own working directory and its whole environment,
@@ -158,7 +158,8 @@ class RemoteAsker(Asker):
 
 
 class RemoteFront:
-    """graphchat.cli.ask.TerminalFront's calls, sent to the client, which makes them on its own."""
+    """A `runs.front.Front` whose calls are sent to the client, which makes them on its own
+    TerminalFront."""
 
     def __init__(self, conn: Conn, human: bool, can_answer: bool) -> None:
         self.conn = conn
@@ -189,11 +190,22 @@ class RemoteFront:
     def warn(self, message: str) -> None:
         self.conn.send({"t": "warn", "message": message})
 
-    def parked(self, requests: list[dict[str, Any]], json: bool, home: str | None) -> int:
+    def note(self, message: str) -> None:
+        self.conn.send({"t": "err", "s": message + "\n"})
+
+    def error(self, message: str, hint: str | None = None) -> None:
+        self.conn.send({"t": "error", "message": message, "hint": hint})
+
+    def parked(
+        self, requests: list[dict[str, Any]], json: bool, home: str | None, what: str = "the run"
+    ) -> int:
         from graphchat.errors import EXIT_WAITING
 
-        self.conn.send({"t": "parked", "requests": requests, "json": json, "home": home})
+        self.conn.send({"t": "parked", "requests": requests, "json": json, "home": home, "what": what})
         return EXIT_WAITING
+
+    def plan_outcome(self, plan: Any, outcome: Any, flags: Any, streamed: list[str]) -> int:
+        raise NotImplementedError("a warm helper runs turns, not plans")
 
 
 class Helper:
@@ -553,8 +565,8 @@ class Helper:
         conn.send({"t": "exit", "code": code})
 
     async def _run_ask(self, conn: Conn, request: dict[str, Any]) -> int:
-        from graphchat.cli.ask import ask_turn
         from graphchat.host import needs_model
+        from graphchat.runs.turn import ask_turn
         from graphchat.workspace import load_settings
 
         flags = dict(request["flags"])

@@ -7,10 +7,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.asks import MAX_OPTIONS, Question, UnavailableAsker
+from graphchat.asks import MAX_OPTIONS, Parked, Question, UnavailableAsker
 from graphchat.plans.grammar import Results, Schema, Site, closed, has_template, yaml_kind
 from graphchat.plans.model import Step
-from graphchat.plans.runtime import Frame, Parked, StepFailed, StepRunner, render, render_text
+from graphchat.plans.runtime import Frame, StepFailed, StepRunner, render, render_text
 
 FIELDS = ("prompt", "hint", "output_schema", "when_unanswered", "default", "timeout")
 BODIES: tuple[str, ...] = ()
@@ -189,7 +189,8 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         hint=hint or None,
     )
     parking = runner.parking
-    key = frame.prefix + step.label + (f"[{frame.index}]" if frame.index is not None else "")
+    shown = frame.prefix + step.label + (f"[{frame.index}]" if frame.index is not None else "")
+    key = runner.base + frame.path + step.label  # its address in the run (unique at any depth)
     stored = parking.answer_for(key) if parking is not None else None
     if stored is not None:  # a parked run resumed: the request's answer
         answer = stored
@@ -204,7 +205,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     mode = data.get("when_unanswered", "fail")
     if not answer.answered and answer.reason == "unavailable" and mode != "default" and parking is not None:
         # Nobody here can answer and no default settles it: the run waits for a person.
-        source = {"plan": runner.plan.identifier, "step": key}
+        source = {"plan": runner.plan.identifier, "step": shown}
         raise Parked([parking.open(question, key, source, timeout_of(step, scope))])
     if answer.answered:
         problems = errors(schema, answer.value)

@@ -41,12 +41,22 @@ def load(site: Site) -> None:
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     data = step.input
-    verdict, reason = await runner.gate(step, data.get("if"), data.get("infer"), data.get("model"), scope)
+    # the verdict is remembered (a parked run resumes down the same branch, its judge not asked again)
+    verdict, reason = await runner.once(
+        f"{runner.base}{frame.path}{step.label}#gate",
+        lambda: runner.gate(step, data.get("if"), data.get("infer"), data.get("model"), scope),
+    )
     branch = "then" if verdict else "else"
     body = step.bodies.get(branch)
     if body is None:
         return {"branch": None, "verdict": verdict, "reason": reason, "result": None}
     # Branch steps see the plan's scope; their own ids stay inside the branch.
-    inner = Frame(f"{frame.prefix}{step.label}/{branch}/", frame.index, frame.turn, frame.ctx)
+    inner = Frame(
+        f"{frame.prefix}{step.label}/{branch}/",
+        frame.index,
+        frame.turn,
+        frame.ctx,
+        f"{frame.path}{step.label}/{branch}/",
+    )
     result = await runner.run_body(step, body, dict(scope), inner, branch)
     return {"branch": branch, "verdict": verdict, "reason": reason, "result": result}

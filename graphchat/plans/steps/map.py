@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphchat.asks import Parked
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import (
     AskTurn,
     Frame,
-    Parked,
     Progress,
     StepFailed,
     StepRunner,
@@ -67,27 +67,19 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     turn = AskTurn() if concurrency > 1 and total > 1 else None
     ctx = runner.quiet_ctx() if total > 1 else frame.ctx
     prefix = f"{frame.prefix}{step.label}/do/"
-    # Parking (issue 9): an item whose question waits parks; the others go on, and the items
-    # that finished are kept, so a resumed map runs only the items that had not.
-    key = f"{frame.prefix}{step.label}" + (f"[{frame.index}]" if frame.index is not None else "")
-    saved = runner.parking.saved_frame(key) if runner.parking is not None else None
-    finished = {int(k): v for k, v in (saved or {}).items()}
+    # Parking (issues 9, 19): an item whose question waits parks; the others go on. What
+    # finished — whole items and the body steps of an item in flight — is remembered by the
+    # runner under each step's address, so a resumed map runs only what had not finished.
     waiting: list[Any] = []
 
     async def one(index: int, item: Any) -> Any:
-        if index in finished:
-            if turn is not None:
-                await turn.release(index)
-            return finished[index]
         if runner.parking is None:
             return await item_run(index, item)
         try:
-            result = await item_run(index, item)
+            return await item_run(index, item)
         except Parked as parked:
             waiting.extend(parked.requests)
             return PARKED
-        finished[index] = result
-        return result
 
     async def item_run(index: int, item: Any) -> Any:
         item_scope = dict(scope)
@@ -95,7 +87,11 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         item_scope["index"] = index
         try:
             return await runner.run_body(
-                step, body, item_scope, Frame(prefix, index, turn, ctx), f"do item {index}"
+                step,
+                body,
+                item_scope,
+                Frame(prefix, index, turn, ctx, f"{frame.path}{step.label}[{index}]/"),
+                f"do item {index}",
             )
         finally:
             if turn is not None:
@@ -103,7 +99,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
 
     results = await run_pool(over, one, concurrency, progress.tick)
     if waiting:
-        raise Parked(waiting, {key: finished})
+        raise Parked(waiting)
     return {"count": total, "results": results}
 
 

@@ -41,7 +41,11 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         item_scope["index"] = index
         item_scope["accumulator"] = accumulator
         accumulator = await runner.run_body(
-            step, body, item_scope, Frame(prefix, index, frame.turn, ctx), f"do item {index}"
+            step,
+            body,
+            item_scope,
+            Frame(prefix, index, frame.turn, ctx, f"{frame.path}{step.label}[{index}]/"),
+            f"do item {index}",
         )
         progress.tick()
     return {"count": len(over), "result": accumulator}

@@ -201,8 +201,8 @@ class RequestStore:
     def settle(self, request_id: str, state: str, answer: Any = None, reason: str | None = None) -> Request:
         """Claim the request and settle it (answered, declined, expired, cancelled) exactly once:
         a second claim, from any process, raises AlreadySettled. A claim whose process is gone
-        while the request is still open is taken over (`graphchat.claims`)."""
-        from graphchat import claims
+        while the request is still open is taken over (`graphchat.runs.claims`)."""
+        from graphchat.runs import claims
 
         assert state in FINISHED
         request = self._raw(request_id)
@@ -233,7 +233,7 @@ class RequestStore:
     def recover(self, request_id: str) -> Request:
         """The request; when it is still open under a stale claim that recorded its settlement
         (its claimer died before writing it), that settlement is finished now."""
-        from graphchat import claims
+        from graphchat.runs import claims
 
         request = self._raw(request_id)
         if request.state != "open":

@@ -23,13 +23,17 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import Answer, Asker, ParkedCall, Question
+from graphchat.asks import Answer, Asker, Parked, Question
 from graphchat.errors import GraphchatError
 
 if TYPE_CHECKING:
     from graphchat.events import EventSink
     from graphchat.plans.model import Plan
-    from graphchat.requests import RequestStore
+    from graphchat.runs.requests import RequestStore
+
+
+# The version of a run record; a record of another version is refused in one line.
+RECORD_VERSION = 1
 
 
 class RunRecord:
@@ -58,6 +62,21 @@ class RunRecord:
             return None
         return cls(folder, run_id, data)
 
+    def check_version(self) -> None:
+        """A record written by another version of the format: refused, naming it (exit 1)."""
+        version = self.data.get("version", RECORD_VERSION)  # issue 9's records had none: version 1
+        if version != RECORD_VERSION:
+            raise GraphchatError(
+                f"run {self.id} was recorded in format version {version}; this graphchat reads "
+                f"version {RECORD_VERSION}",
+                hint=f"run it again from the start, or remove it: graphchat cancel {self.id}",
+            )
+
+    @property
+    def journal(self) -> Path:
+        """The append-only journal of the steps finished below the top level (one JSON line each)."""
+        return self.folder / f"{self.id}.journal"
+
     def save(self) -> None:
         import orjson
 
@@ -67,7 +86,7 @@ class RunRecord:
         write_atomic(self.path, data)  # a temp file of mode 0600, renamed
 
     def delete(self) -> None:
-        for path in (self.path, self.folder / f"{self.id}.lock"):
+        for path in (self.path, self.journal, self.folder / f"{self.id}.lock"):
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -87,6 +106,62 @@ class RunRecord:
                 f"the run of request {request_id} is being resumed by another process"
             ) from None
         self._lock_fd = fd
+
+    def held_elsewhere(self) -> bool:
+        """Whether a live process holds the run (it is running, or being resumed)."""
+        import fcntl
+
+        if self._lock_fd is not None:
+            return False
+        try:
+            fd = os.open(self.folder / f"{self.id}.lock", os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing releases a lock taken here
+        return False
+
+    def state(self, store: RequestStore) -> str:
+        """running | parked | interrupted (a finished run's record is gone)."""
+        if self.held_elsewhere():
+            return "running"
+        waiting = [store.find(i) for i in self.data.get("requests") or []]
+        if any(r is not None and r.state == "open" for r in waiting):
+            return "parked"
+        if self.data.get("state") == "parked" and waiting:
+            return "parked"  # answered, not resumed yet: `graphchat resume` goes on
+        return "interrupted"
+
+    def summary(self, store: RequestStore) -> dict[str, Any]:
+        """The `graphchat runs --json` shape of one run."""
+        position = self.data.get("position") or {}
+        done = int(position.get("done") or 0)
+        steps = (self.data.get("plan") or {}).get("steps") or []
+        started = self.data.get("started") or self.data.get("parked_at")
+        return {
+            "id": self.id,
+            "plan": (self.data.get("plan") or {}).get("identifier"),
+            "thread": self.data.get("thread"),
+            "state": self.state(store),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)) if started else None,
+            "last_step": steps[done - 1]["step"] if 0 < done <= len(steps) else None,
+            "requests": list(self.data.get("requests") or []),
+        }
+
+
+def all_runs(store: RequestStore) -> list[RunRecord]:
+    """Every run with a record in the workspace (running, parked or interrupted), oldest first."""
+    folder = store.dir / "runs"
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        record = RunRecord.load(store, path.stem)
+        if record is not None:
+            found.append(record)
+    return sorted(found, key=lambda r: r.data.get("started") or r.data.get("parked_at") or 0)
 
 
 # --- the plan's fingerprint ------------------------------------------------------------------
@@ -173,8 +248,65 @@ class PlanParking:
         self.events = events
         self.resumed = resumed
         self.answers: dict[str, Answer] = {}
+        # every step finished below the top level, by address (Frame.path + label): the frames
+        # of the run, flattened — a map's items and their body steps, a branch's steps, a
+        # sub-plan's steps, a decide's verdict (issue 19)
+        self.done_below: dict[str, Any] = {}
+        self._journal: Any = None  # the open journal file of this run
+        self._synced = time.monotonic()
         if resumed:
+            self.record.check_version()
             self._load_answers()
+            position = self.record.data.get("position") or {}
+            self.done_below = dict(position.get("finished") or {})
+            self._read_journal(int(position.get("done") or 0))
+
+    # -- the journal: every plan run, not only a parked one (issue 19) --
+
+    def start(self) -> None:
+        """A fresh run: its record is written now (state running, held by this process), so a
+        run killed at any moment is listed by `graphchat runs` and resumed by `graphchat resume`."""
+        self.record.data.update(version=RECORD_VERSION, started=time.time(), state="running")
+        try:
+            self.record.lock(self.record.id)
+            self._position(0, {}, 0)
+            self.record.save()
+        except OSError:  # no room for a journal (a full disk): the run goes on, unjournaled
+            self.record.data.pop("state", None)
+
+    def _read_journal(self, done: int) -> None:
+        """The steps finished below the top-level step in flight (the lines of step `done`)."""
+        import orjson
+
+        try:
+            lines = self.record.journal.read_bytes().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            try:
+                entry = orjson.loads(line)
+            except orjson.JSONDecodeError:  # the last line, cut by a kill: that step runs again
+                continue
+            if entry.get("at") == done:
+                self.done_below[entry["k"]] = entry.get("v")
+
+    def _append(self, key: str, value: Any) -> None:
+        """One line a finished step: written at once (a kill -9 keeps it), fsynced at most once a
+        second (and at park and at the end)."""
+        import orjson
+
+        if self._journal is None:
+            self._journal = open(self.record.journal, "ab", buffering=0)  # noqa: SIM115 - open for the run
+        position = self.record.data.get("position") or {}
+        line = orjson.dumps({"at": position.get("done", 0), "k": key, "v": value}, default=str)
+        self._journal.write(line + b"\n")  # unbuffered: one write, in the page cache at once
+        if time.monotonic() - self._synced >= 1.0:
+            self._sync()
+
+    def _sync(self) -> None:
+        self._synced = time.monotonic()
+        if self._journal is not None:
+            os.fsync(self._journal.fileno())
 
     def _load_answers(self) -> None:
         for request_id in self.record.data.get("requests") or []:
@@ -198,20 +330,20 @@ class PlanParking:
         return int(position["done"]), dict(position["scope"]), int(position.get("steps_executed") or 0)
 
     def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
-        if self.resumed:  # a checkpoint: a resumed run killed now resumes after this step
+        """A top-level step finished: a checkpoint (a run killed now resumes after it)."""
+        self.done_below.clear()  # its result (in the scope) is enough
+        if self.journaled:
             self._position(done, scope, steps_executed)
             self.record.save()
 
-    def parked(
-        self,
-        done: int,
-        scope: dict[str, Any],
-        steps_executed: int,
-        requests: list[Any],
-        frames: dict[str, Any],
-    ) -> None:
+    @property
+    def journaled(self) -> bool:
+        return self.resumed or self.record.data.get("state") is not None
+
+    def parked(self, done: int, scope: dict[str, Any], steps_executed: int, requests: list[Any]) -> None:
+        self._sync()
         self._position(done, scope, steps_executed)
-        self.record.data["position"]["frames"] = frames
+        self.record.data["state"] = "parked"
         self.record.data["requests"] = [r["id"] for r in requests]
         self.record.data["parked_at"] = time.time()
         try:
@@ -226,11 +358,20 @@ class PlanParking:
             "done": done,
             "scope": {k: v for k, v in scope.items() if k != "input"},
             "steps_executed": steps_executed,
+            # below the top: what finished inside the top-level step in flight (the others'
+            # results are in the scope)
+            "finished": self.done_below,
         }
 
-    def saved_frame(self, key: str) -> Any:
-        position = self.record.data.get("position") or {}
-        return (position.get("frames") or {}).get(key) if self.resumed else None
+    def remember(self, key: str, value: Any) -> None:
+        self.done_below[key] = value
+        if self.journaled:
+            self._append(key, value)
+
+    def remembered(self, key: str) -> tuple[bool, Any]:
+        if key in self.done_below:
+            return True, self.done_below[key]
+        return False, None
 
     # -- the ask step's side --
 
@@ -239,6 +380,7 @@ class PlanParking:
 
     def open(self, question: Question, key: str, source: dict[str, Any], timeout: float | None) -> Any:
         mode, options, schema = request_mode(question)
+        source = {"plan": (self.record.data.get("plan") or {}).get("identifier"), **source}
         request = self.store.open(
             kind="approval" if mode == "approval" else "question",
             mode=mode,
@@ -258,6 +400,9 @@ class PlanParking:
 
     def finished(self) -> None:
         """The run ended (any way but parked): its record goes."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
         self.record.delete()
 
 
@@ -280,7 +425,7 @@ def waiting_on(thread: Any) -> list[str]:
 class ParkingAsker(Asker):
     """The asker of a headless `ask` (nobody here): wraps `inner`, and a question it cannot
     answer — an approval of a sensitive tool, the model's `ask_user` — is opened as a request
-    and its call parks (`asks.ParkedCall`); the agent loop holds the call, the turn parks."""
+    and its call parks (`asks.Parked`); the agent loop holds the call, the turn parks."""
 
     def __init__(self, inner: Asker, store: RequestStore, events: EventSink | None = None) -> None:
         super().__init__(inner.events)
@@ -315,4 +460,43 @@ class ParkingAsker(Asker):
         )
         if self.sink is not None:
             self.sink.emit("request_opened", **request.public())
-        raise ParkedCall(request.public())
+        raise Parked([request.public()])
+
+
+# --- the asker of a plan run that may park -----------------------------------------------------
+
+
+class PlanAsker(Asker):
+    """The asker of a `plan run` that may park: wraps the host's. An approval nobody here can
+    give parks the run at the step whose call needs it (the address `PARKING_AT` holds, at any
+    depth); in the resumed run the same call gets the person's permit or deny (issue 19)."""
+
+    def __init__(self, inner: Asker) -> None:
+        super().__init__(inner.events)
+        self.inner = inner
+        self.lasting_answers = inner.lasting_answers
+
+    @property
+    def can_answer(self) -> bool:
+        return self.inner.can_answer
+
+    async def _ask(self, question: Question) -> Answer:
+        return await self.inner._ask(question)
+
+    def park(self, question: Question) -> Answer | None:
+        from graphchat.plans.runtime import PARKING_AT
+
+        at = PARKING_AT.get()
+        if at is None or question.kind != "approval":
+            return self.inner.park(question)
+        parking, step = at
+        key = f"{step}#approval"
+        stored = parking.answer_for(key)
+        if stored is not None:
+            return stored  # type: ignore[no-any-return]
+        source = {
+            "step": step,
+            "tool": question.context.get("tool"),
+            "arguments": question.context.get("arguments"),
+        }
+        raise Parked([parking.open(question, key, source, None)])

@@ -1,0 +1,137 @@
+"""This terminal as a run's `Front` (graphchat.runs.front): the answer on stdout and nothing
+else there, activity and errors on stderr, questions on the terminal when there is one."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+class TerminalFront:
+    """Where an `ask` turn shows itself in this process: the answer on stdout (and nothing
+    else there), activity and errors on stderr, questions on the terminal when there is one.
+    A warm helper runs the same turn against a RemoteFront, whose client replays every call
+    on this class: the same code renders both."""
+
+    def __init__(self) -> None:
+        self.writer: Any = None
+        self._sink: Any = None
+
+    def sink(self) -> Any:
+        """This process's activity sink: terminal lines on stderr, or JSONL (one, made once)."""
+        if self._sink is None:
+            from graphchat.events import sink_for_environment
+
+            self._sink = sink_for_environment()
+        return self._sink
+
+    def here(self, sink: Any) -> Any:
+        from graphchat.asks import host_asker
+
+        return host_asker(sink)
+
+    def begin(self, streaming: bool) -> None:
+        from graphchat.cli.ask import StdoutWriter
+
+        self.writer = StdoutWriter(self.sink()) if streaming else None
+
+    def text(self, text: str) -> None:
+        if self.writer is not None:
+            self.writer.write(text)
+            return
+        from graphchat.display import safe
+
+        # a plan's solver text: on a terminal escaped; in a pipe byte-exact
+        sys.stdout.write(safe(text) if sys.stdout.isatty() else text)
+        sys.stdout.flush()
+
+    def narration(self, text: str) -> None:
+        if self.writer is not None:
+            self.writer.narration(text)
+
+    def finish(self, complete: bool = True) -> None:
+        if self.writer is not None:
+            self.writer.finish(complete)
+
+    def answer(self, content: str, payload: dict[str, Any] | None) -> None:
+        """The turn's answer: the --json object, the end of the streamed text, or the text."""
+        if payload is not None:
+            from graphchat.cli.output import print_json
+
+            print_json(payload)
+        elif self.writer is not None:
+            self.writer.finish()
+        else:
+            sys.stdout.write(content)
+            if content and not content.endswith("\n"):
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+
+    def warn(self, message: str) -> None:
+        from graphchat.cli.output import warn
+
+        warn(message)
+
+    def note(self, message: str) -> None:
+        from graphchat.cli.output import note
+
+        note(message)
+
+    def error(self, message: str, hint: str | None = None) -> None:
+        from graphchat.cli.output import report_error
+
+        report_error(message, hint)
+
+    def parked(
+        self, requests: list[dict[str, Any]], json: bool, home: str | None, what: str = "the run"
+    ) -> int:
+        from graphchat.ci import annotate
+        from graphchat.cli.plan import report_parked
+
+        for request in requests:  # GRAPHCHAT_EVENTS=github: the run waits (exit 5)
+            annotate(
+                "warning", f"{what} waits for a person: {request['question']}",
+                json=json, title=f"request {request['id']}",
+            )  # fmt: skip
+
+        return report_parked(requests, json=json, home=home)
+
+    def plan_outcome(self, plan: Any, outcome: Any, flags: Any, streamed: list[str]) -> int:
+        """A plan run's deliverable on stdout (graph's --json envelope), notes on stderr."""
+        from graphchat.ci import annotate
+        from graphchat.cli.output import note, print_json
+        from graphchat.cli.plan import envelope, exit_code
+        from graphchat.display import safe
+        from graphchat.errors import GraphchatError
+
+        shown = safe if sys.stdout.isatty() else str  # a terminal: escaped; a pipe: byte-exact
+        if flags.json and outcome.kind not in ("failed", "input"):  # as graph: no envelope then
+            print_json(envelope(outcome))
+        if outcome.kind == "input":
+            import orjson
+
+            annotate("error", outcome.error or "", json=flags.json)
+            note(outcome.error or "")
+            if outcome.input_schema:
+                note("input schema:")
+                note(orjson.dumps(outcome.input_schema, option=orjson.OPT_INDENT_2).decode())
+            return exit_code(outcome)
+        if outcome.kind == "failed":
+            raise GraphchatError(outcome.error or "plan failed")
+        if outcome.kind == "exit":
+            assert outcome.exit is not None
+            mark = "✓" if outcome.exit["status"] == "success" else "✗"
+            note(f"{mark} {outcome.exit['message']}")
+            if not flags.json and "output" in outcome.exit:
+                print_json(outcome.exit["output"])
+            if outcome.exit["status"] != "success":  # as graph: the exit's message, after the output
+                annotate("error", str(outcome.exit["message"]), json=flags.json)
+            return exit_code(outcome)
+        if not flags.json:
+            if plan.finish == "output":
+                print_json(outcome.output)
+            elif plan.finish == "solver" and not streamed and outcome.answer:
+                sys.stdout.write(shown(outcome.answer.rstrip("\n")) + "\n")
+        if plan.finish == "silent":
+            note(f"✓ plan '{plan.identifier}' completed ({outcome.steps_executed} steps)")
+        return 0
