@@ -107,6 +107,13 @@ class RunRecord:
             ) from None
         self._lock_fd = fd
 
+    def unlock(self) -> None:
+        """Let the run go (it parked or ended): the next `answer`/`resume` may hold it, from this
+        process too (a long-lived `mcp serve`, the in-process tests)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases its flock
+            self._lock_fd = None
+
     def held_elsewhere(self) -> bool:
         """Whether a live process holds the run (it is running, or being resumed)."""
         import fcntl
@@ -352,6 +359,8 @@ class PlanParking:
             for request in requests:
                 self.store.discard(request["id"])
             raise
+        finally:
+            self.record.unlock()
 
     def _position(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
         self.record.data["position"] = {
@@ -403,6 +412,7 @@ class PlanParking:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+        self.record.unlock()
         self.record.delete()
 
 
