@@ -349,7 +349,8 @@ def read_form(schema: dict[str, Any], text: str) -> dict[str, Any]:
             raise ValueError("this form takes a JSON object: {" + ", ".join(f'"{n}": …' for n in props) + "}")
         ((name, prop),) = props.items()
         try:
-            value = {name: coerce(text, prop)}
+            several = isinstance(value, list) and isinstance(prop, dict) and prop.get("multiple") is True
+            value = {name: value} if several else {name: coerce(text, prop)}
         except ValueError as exc:
             raise ValueError(f"field {name!r}: {exc}") from None
     problems = form_problems(schema, value)
@@ -360,6 +361,7 @@ def read_form(schema: dict[str, Any], text: str) -> dict[str, Any]:
 
 def form_problems(schema: dict[str, Any], value: dict[str, Any]) -> list[str]:
     """Each problem names its field: `field 'count': expected integer, got string`."""
+    from graphchat.asks import answer_property
     from graphchat.jsonschema_util import errors
 
     props: dict[str, Any] = schema.get("properties") or {}
@@ -373,6 +375,6 @@ def form_problems(schema: dict[str, Any], value: dict[str, Any]) -> list[str]:
             if schema.get("additionalProperties") is False or props:
                 problems.append(f"field {name!r}: not a field of this form ({', '.join(props)})")
             continue
-        for problem in errors(prop, item):
+        for problem in errors(answer_property(prop), item):
             problems.append(f"field {name!r}: {problem}")
     return problems
