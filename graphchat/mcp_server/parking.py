@@ -163,12 +163,7 @@ def settle(settings: Settings, arguments: dict[str, Any]) -> tuple[Any, Any, Any
     except ValueError as exc:
         raise GraphchatError(f"answer refused: {exc} (request {request_id} stays open)") from None
     plan_of(record)  # a plan changed since it parked cannot resume: refused, the request stays open
-    try:
-        store.settle(request_id, "answered", answer)
-    except OSError as exc:
-        from graphchat.fsutil import failed_write_message
-
-        raise GraphchatError(f"{failed_write_message(exc)} (request {request_id} stays open)") from None
+    store.settle(request_id, "answered", answer)  # a refused write: GraphchatError, still open
     return store, store.get(request_id), record
 
 
