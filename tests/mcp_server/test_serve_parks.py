@@ -132,3 +132,31 @@ async def test_a_client_that_can_elicit_is_asked_and_nothing_parks(workspace: Pa
     assert done.structured_content == {"channel": "stable", "first": "a-1", "second": "b-2"}
     assert len(seen) == 1
     assert not (workspace / "requests").exists() or not list((workspace / "requests").glob("*.json"))
+
+
+async def test_graphchat_answer_never_settles_an_approval(workspace: Path) -> None:
+    """The client's model must not approve its own call: an approval of a run this server
+    started is listed, but only a person settles it (`graphchat permit`)."""
+    from graphchat.requests import RequestStore
+
+    make_workspace(workspace)
+    async with serve(workspace) as client:
+        parked = await client.call_tool("plan_ship", {})
+        assert parked.structured_content is not None
+        (question,) = parked.structured_content["requests"]
+        # an approval of the same run (as build 4 opens for a sensitive step)
+        approval = RequestStore(workspace).open(
+            kind="approval",
+            mode="approval",
+            question="Allow c__get_item (read) with these arguments?",
+            source={"plan": "ship", "step": "E2", "tool": "c__get_item", "arguments": {"id": "b-2"}},
+            run=question["run"],
+            key="E2",
+        )
+        listed = await client.call_tool("graphchat_requests", {})
+        refused = await client.call_tool("graphchat_answer", {"id": approval.id, "value": "once"})
+    assert listed.structured_content is not None
+    assert {r["id"] for r in listed.structured_content["requests"]} == {question["id"], approval.id}
+    assert refused.is_error
+    assert f"only a person settles it (graphchat permit {approval.id})" in text_of(refused)
+    assert RequestStore(workspace).get(approval.id).state == "open"
