@@ -267,7 +267,8 @@ class PlanParking:
         """The run ended (any way but parked): its record goes, its secret answers too."""
         from graphchat.secret_answers import seal
 
-        seal(self.store, self.record.id)
+        if self.record.data.get("requests"):  # it parked once: its requests may hold secrets
+            seal(self.store, self.record.id)
         self.record.delete()
 
 
