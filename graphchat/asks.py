@@ -181,6 +181,38 @@ def load_answers(path: str) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
+# --- a form field's own flags: `secret`, `multiple` (issue 19, build 8) ------------------------
+
+
+def answer_property(prop: Any) -> Any:
+    """The JSON schema an answer to a form field must fit: a `multiple: true` field (with its
+    `enum`) takes a list of its options, each once; `secret` and `multiple` are graphchat's
+    flags, not JSON Schema, and are left out."""
+    if not isinstance(prop, dict) or not ({"secret", "multiple"} & set(prop)):
+        return prop
+    out = {k: v for k, v in prop.items() if k not in ("secret", "multiple")}
+    if prop.get("multiple") is True and isinstance(prop.get("enum"), list):
+        items = {k: out.pop(k) for k in ("enum", "type") if k in out}
+        out.update({"type": "array", "items": items, "uniqueItems": True})
+    return out
+
+
+def answer_schema(schema: Any) -> Any:
+    """An ask's output_schema as the JSON schema its answers fit (`answer_property` per field)."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return schema
+    props = {name: answer_property(prop) for name, prop in schema["properties"].items()}
+    return {**schema, "properties": props}
+
+
+def secret_fields(schema: Any) -> list[str]:
+    """The fields of a form marked `secret: true` (masked when typed, redacted when written)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return []
+    return [name for name, prop in props.items() if isinstance(prop, dict) and prop.get("secret") is True]
+
+
 # --- coercion of typed text answers (pure) -----------------------------------------------------
 
 TRUE_WORDS = {"y", "yes", "true", "t", "1"}
@@ -191,6 +223,9 @@ def coerce(text: str, prop: dict[str, Any]) -> Any:
     """Turn one typed line into the value the property schema wants; ValueError says why not."""
     text = text.strip()
     enum = prop.get("enum")
+    if prop.get("multiple") is True and isinstance(enum, list):  # several options: `a, c` or `1,3`
+        chosen = [pick_choice(part, enum) for part in text.split(",") if part.strip()]
+        return list(dict.fromkeys(chosen))
     if enum is not None:
         for choice in enum:
             if str(choice).lower() == text.lower():
@@ -258,7 +293,9 @@ def describe_field(name: str, prop: dict[str, Any]) -> str:
     """The label shown for one field: name, choices or type, description. Choices are listed
     numbered, one a line, before the label (`ask_by_lines`), so the hint asks for a number."""
     label = prop.get("title") or name
-    if "enum" in prop:
+    if "enum" in prop and prop.get("multiple") is True:
+        hint = f"one or more of 1-{len(prop['enum'])}, e.g. 1,3"
+    elif "enum" in prop:
         hint = f"1-{len(prop['enum'])}" if prop["enum"] else "no choice"
     elif prop.get("type") == "boolean":
         hint = "y/n"
@@ -278,6 +315,10 @@ class LineReader:
     def say(self, text: str) -> None:
         raise NotImplementedError
 
+    async def secret(self, text: str) -> str | None:
+        """Show `text`, return the typed line without showing it (a `secret: true` field)."""
+        return await self.prompt(text)
+
     def size(self) -> tuple[int, int]:
         """(columns, lines) of the screen the question is shown on."""
         import shutil
@@ -291,7 +332,10 @@ class StderrLineReader(LineReader):
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
-    async def prompt(self, text: str) -> str | None:
+    async def secret(self, text: str) -> str | None:
+        return await self.prompt(text, masked=True)
+
+    async def prompt(self, text: str, masked: bool = False) -> str | None:
         # A daemon thread, not asyncio.to_thread: on Ctrl-C, asyncio.run joins its default
         # executor, and a thread blocked in readline() would hold the exit until Enter.
         import asyncio
@@ -314,7 +358,7 @@ class StderrLineReader(LineReader):
             try:
                 sys.stderr.write(text)
                 sys.stderr.flush()
-                raw = sys.stdin.readline()
+                raw = _read_masked() if masked else sys.stdin.readline()
                 line = None if raw == "" else raw.rstrip("\r\n")
             except Exception as exc:
                 error = exc
@@ -325,6 +369,27 @@ class StderrLineReader(LineReader):
 
         threading.Thread(target=read, name="terminal-answer", daemon=True).start()
         return await future
+
+
+def _read_masked() -> str:
+    """One line from stdin with the terminal's echo off (what getpass does), '' on EOF."""
+    import termios
+
+    fd = sys.stdin.fileno()
+    try:
+        old = termios.tcgetattr(fd)
+    except termios.error:  # not a terminal: nothing is shown anyway
+        return sys.stdin.readline()
+    new = list(old)
+    new[3] &= ~termios.ECHO
+    try:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, new)
+        line = sys.stdin.readline()
+    finally:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, old)
+    sys.stderr.write("\n")  # the Enter that was not echoed
+    sys.stderr.flush()
+    return line
 
 
 def wrap_lines(text: str, width: int) -> list[str]:
@@ -399,7 +464,9 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
             for i, choice in enumerate(choices, 1):
                 reader.say(f"    {i}. {safe(str(choice), newlines=False)}")
         for _attempt in range(MAX_ATTEMPTS):
-            line = await reader.prompt(f"  {safe(describe_field(name, prop), newlines=False)}: ")
+            label = f"  {safe(describe_field(name, prop), newlines=False)}: "
+            secret = isinstance(prop, dict) and prop.get("secret") is True
+            line = await (reader.secret(label) if secret else reader.prompt(label))
             if line is None:
                 return Answer.declined()
             if not line.strip():
@@ -407,7 +474,12 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
                     return Answer.declined()
                 break
             try:
-                value = pick_choice(line, choices) if isinstance(choices, list) else coerce(line, prop)
+                several = isinstance(choices, list) and prop.get("multiple") is True
+                value = (
+                    pick_choice(line, choices)
+                    if isinstance(choices, list) and not several
+                    else coerce(line, prop)
+                )
             except ValueError as exc:
                 reader.say(f"  {safe(exc)}")
                 continue
@@ -417,7 +489,7 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
 
             problem = pattern_problem(prop, value) if isinstance(prop, dict) else None
             if problem is None and isinstance(prop, dict):
-                problem = first_error(prop, value)
+                problem = first_error(answer_property(prop), value)
             if problem is not None:
                 reader.say(f"  {safe(problem)}")
                 continue

@@ -178,8 +178,10 @@ class JsonlSink(EventSink):
         line = orjson.dumps(
             {"event": event, **{k: v for k, v in fields.items() if v is not None}}, default=str
         )
+        from graphchat.threads.redact import scrub_answered
+
         with self._lock:
-            self.stream.write(line.decode() + "\n")
+            self.stream.write(scrub_answered(line.decode()) + "\n")
             self.stream.flush()
 
 
@@ -354,6 +356,9 @@ class TerminalSink(EventSink):
         return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def _line(self, text: str) -> None:
+        from graphchat.threads.redact import scrub_answered
+
+        text = scrub_answered(text)  # a secret answer never shows in an activity line
         with self._lock:
             if self.spinner is not None:
                 self.spinner.clear()

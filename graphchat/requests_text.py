@@ -53,7 +53,9 @@ def answer_command(request: dict[str, Any], home: str | None = None) -> str:
 def _field_line(name: str, prop: Any, required: bool) -> str:
     prop = prop if isinstance(prop, dict) else {}
     parts = [name + (" (required)" if required else "")]
-    if isinstance(prop.get("enum"), list):
+    if isinstance(prop.get("enum"), list) and prop.get("multiple") is True:
+        parts.append("one or more of " + ", ".join(_shown(v) for v in prop["enum"]) + ", comma-separated")
+    elif isinstance(prop.get("enum"), list):
         parts.append("one of " + ", ".join(_shown(v) for v in prop["enum"]))
     elif prop.get("type"):
         kind = prop["type"]

@@ -124,3 +124,32 @@ async def test_questions_are_serialized() -> None:
     answers = await asyncio.gather(*(asker.ask(Question(str(i))) for i in range(5)))
     assert [a.value for a in answers] == ["0", "1", "2", "3", "4"]
     assert peak == 1
+
+
+def test_a_multiple_field_answers_with_a_list_and_an_mcp_client_sees_an_array() -> None:
+    from graphchat.asks import Question, answer_schema
+    from graphchat.jsonschema_util import errors
+    from graphchat.mcp_server.asker import question_schema
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "string", "enum": ["a", "b"], "multiple": True},
+            "token": {"type": "string", "secret": True},
+        },
+    }
+    fits = answer_schema(schema)
+    assert errors(fits, {"tags": ["a", "b"], "token": "x"}) == []
+    assert (
+        errors(fits, {"tags": ["a", "c"]})
+        and errors(fits, {"tags": "a"})
+        and errors(fits, {"tags": ["a", "a"]})
+    )
+    form, unwrap = question_schema(Question("?", schema=schema))
+    assert unwrap is None
+    assert form["properties"]["tags"] == {
+        "type": "array",
+        "items": {"enum": ["a", "b"], "type": "string"},
+        "uniqueItems": True,
+    }
+    assert form["properties"]["token"] == {"type": "string"}

@@ -62,3 +62,30 @@ async def test_y_and_n_answer_an_approval_but_not_an_ordinary_choice() -> None:
     answer = await ask_by_lines(Question("Which?", options=["red", "blue"]), reader)
     assert not answer.answered
     assert any("choose one of: red, blue" in line for line in reader.said)
+
+
+async def test_a_multiple_field_takes_several_options_and_a_secret_one_is_read_unshown() -> None:
+    """Issue 19: `multiple: true` (a list of options, re-asked on one that is none of them) and
+    `secret: true` (read through the reader's `secret`, which a terminal does with echo off)."""
+
+    class Masked(Lines):
+        secrets: list[str] = []
+
+        async def secret(self, text: str) -> str | None:
+            self.secrets.append(text)
+            return await self.prompt(text)
+
+    schema = {
+        "type": "object",
+        "required": ["toppings", "token"],
+        "properties": {
+            "toppings": {"enum": ["olives", "ham", "basil"], "multiple": True},
+            "token": {"type": "string", "secret": True},
+        },
+    }
+    reader = Masked(["olives, pineapple", "3, OLIVES, 3", "tok-123"])
+    answer = await ask_by_lines(Question("Order?", schema=schema), reader)
+    assert answer.answered and answer.value == {"toppings": ["basil", "olives"], "token": "tok-123"}
+    assert any("choose one of: olives, ham, basil" in line for line in reader.said)
+    assert len(Masked.secrets) == 1 and "token" in Masked.secrets[0]
+    assert not any("tok-123" in line for line in reader.said)

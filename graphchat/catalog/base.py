@@ -105,10 +105,13 @@ class CallContext:
     # A debugger on the call path (the workbench's debug runs): told of every call before it
     # runs and of every failed one; None almost always.
     hook: CallHook | None = None
+    # Where the plan this context calls parks when nobody can answer (`mcp serve`, issue 19):
+    # for the top-level plan call only, so a plan inside it never takes its caller's record.
+    parking: Any = None
 
     def child(self, plan_id: str) -> CallContext:
         """The context of a plan run inside this one (one plan deeper)."""
-        return replace(self, chain=(*self.chain, plan_id), surface="plan")
+        return replace(self, chain=(*self.chain, plan_id), surface="plan", parking=None)
 
 
 class CallHook(Protocol):
@@ -411,7 +414,13 @@ class Catalog:
                 result.error_message if result.is_error else result.note,
                 call,
             )
-        if not result.is_error and self.record_shape is not None and spec.source != "core":
+        # A result with a note is not what the tool returns when done (a parked plan): not learned.
+        if (
+            not result.is_error
+            and result.note is None
+            and self.record_shape is not None
+            and spec.source != "core"
+        ):
             try:
                 self.record_shape(spec, result.value)
             except Exception:  # shape learning is best-effort, never a failed call

@@ -157,6 +157,7 @@ class PlanSource(ToolSource):
             llm_factory=self.llm_factory(),
             events=ctx.events,
             settings=self.settings,
+            parking=ctx.parking,  # None but for a top-level call that may park (mcp serve)
         )
         if outcome.kind == "input":
             import orjson

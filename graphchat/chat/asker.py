@@ -42,6 +42,9 @@ class ChatLineReader(LineReader):
 
         return await self.ui.read_answer(ANSWER_PROMPT if text == _PLAIN_PROMPT else text)
 
+    async def secret(self, text: str) -> str | None:
+        return await self.ui.read_answer(text, secret=True)
+
 
 class ChatAsker(Asker):
     """Asks inline in the chat; every question can be answered (the person is right there)."""

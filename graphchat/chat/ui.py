@@ -117,6 +117,8 @@ class ChatUI:
             output=pt_output,
         )
         self.answer_session: Any = PromptSession(history=InMemoryHistory(), input=pt_input, output=pt_output)
+        # A `secret: true` field: masked, and never recalled by Up at a plain answer prompt.
+        self.secret_session: Any = PromptSession(is_password=True, input=pt_input, output=pt_output)
         self.live_enabled = self.console.is_interactive  # False for TERM=dumb or a non-terminal
         self._live: Any = None
         self._buffer = ""  # streamed answer text not finished yet (shown in the live region)
@@ -176,7 +178,7 @@ class ChatUI:
             self.console.file.write("\x1b[3J")  # and the scrollback, where the terminal keeps one
             self.console.file.flush()
 
-    async def read_answer(self, prompt: str) -> str | None:
+    async def read_answer(self, prompt: str, *, secret: bool = False) -> str | None:
         """One line typed in answer to a question, while a turn is running.
 
         The live region is stopped for the prompt's lifetime. Ctrl-D declines (None); Ctrl-C
@@ -187,7 +189,7 @@ class ChatUI:
         self._turn_keys(False)  # prompt_toolkit reads the keys now (Ctrl-C comes as a key)
         self._prompting = True
         try:
-            return await self.answer_session.prompt_async(prompt)
+            return await (self.secret_session if secret else self.answer_session).prompt_async(prompt)
         except EOFError:
             return None
         except KeyboardInterrupt:

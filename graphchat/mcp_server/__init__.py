@@ -13,14 +13,16 @@ Questions a plan asks (`ask` steps, approvals) reach the client through MCP elic
 - a 2026-07-28 session, where a server may not push requests: the plan keeps running in a
   background task and the call returns an `InputRequiredResult` carrying the question; the
   client's retry (with `input_responses` and our `request_state` token) resumes it.
-No elicitation capability → unavailable; accept → the answer; decline/cancel → declined; a
-client error or timeout → unavailable.
+No elicitation capability → unavailable, and a question no `when_unanswered: default` settles
+parks the run (`parking`): the call returns `{parked: true, requests}`, and the
+`graphchat_requests`/`graphchat_answer` tools list and answer it, from any later connection;
+accept → the answer; decline/cancel → declined; a client error or timeout → unavailable.
 
 stdout is the JSON-RPC wire: events go to stderr (or JSONL on stderr), nothing else is printed.
 
 Modules: `server` (the handlers over one catalog, the entry point), `asker` (the elicitation
 asker, a host of the one asker beside the terminal's and the chat's), `runs` (a plan call
-spanning several requests), `convert` (public names and results as the client sees them).
+spanning several requests), `parking` (plans that wait for a person, and their two tools), `convert` (public names and results as the client sees them).
 """
 
 from graphchat.mcp_server.server import serve

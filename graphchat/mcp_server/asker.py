@@ -36,7 +36,9 @@ def question_schema(question: Question) -> tuple[dict[str, Any], str | None]:
     """The form schema of a question, and the field to unwrap from the answer (None: the whole
     form is the answer). Options and free-text questions become one `answer` field."""
     if question.schema is not None:
-        schema = dict(question.schema)
+        from graphchat.asks import answer_schema
+
+        schema = dict(answer_schema(question.schema))  # a `multiple` field: an array of its options
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
         return schema, None

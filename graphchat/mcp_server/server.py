@@ -13,8 +13,10 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import Asker, UnavailableAsker
+from graphchat.errors import GraphchatError
 from graphchat.events import EventSink
 from graphchat.fsutil import describe_failure
+from graphchat.mcp_server import parking
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
 from graphchat.mcp_server.convert import (
     PREFIX,
@@ -89,7 +91,7 @@ class PlanServer:
         self.session = ctx.session  # the plans folder's watcher tells this client of changes
         try:
             self.refresh()
-            return ListToolsResult(tools=self.tools() + authoring.tools())
+            return ListToolsResult(tools=self.tools() + authoring.tools() + parking.tools())
         except Exception as exc:
             self._warn(f"mcp serve: listing plans failed: {type(exc).__name__}: {exc}")
             return ListToolsResult(tools=[])
@@ -110,6 +112,8 @@ class PlanServer:
         name = params.name
         if name.startswith("graph_"):
             return await self._author(ctx, name, params.arguments or {})
+        if name in (parking.REQUESTS_TOOL, parking.ANSWER_TOOL):
+            return await self._requests(ctx, name, params.arguments or {})
         if not name.startswith(PREFIX):
             return unknown_tool(name)
         self.refresh()
@@ -133,12 +137,70 @@ class PlanServer:
         else:
             asker = UnavailableAsker(self.events)
         events = StepProgress(self.events, _progress_reporter(ctx)) if self.events is not None else None
-        call_ctx = CallContext(asker=asker, events=events, surface="mcp")
+        # Nobody to ask: a question parks the run (its record on disk), answered by graphchat_answer.
+        waits = None if asker.can_answer else self._fresh_parking(spec, arguments)
+        return await self._run(
+            ctx, spec, arguments, CallContext(asker=asker, events=events, surface="mcp"), waits
+        )
+
+    def _fresh_parking(self, spec: ToolSpec, arguments: dict[str, Any]) -> parking.ServedParking | None:
+        from graphchat.catalog.plan_tools import PlanSource
+
+        for source in self.catalog.sources:
+            if isinstance(source, PlanSource) and spec.meta["plan"] in source.plans():
+                plan = source.plans()[spec.meta["plan"]]
+                return parking.fresh(self.host.settings, plan, arguments, self.events)
+        return None
+
+    async def _run(
+        self, ctx: Any, spec: ToolSpec, arguments: Any, call_ctx: CallContext, waits: Any = None
+    ) -> Any:
+        """One plan call through the catalog (`waits`: where it parks), as the client's result."""
+        from dataclasses import replace
+
+        events = call_ctx.events
         async with self.running:
-            result = await self.catalog.call(catalog_name, arguments, call_ctx)
-        if events is not None:
+            result = await self.catalog.call(spec.name, arguments, replace(call_ctx, parking=waits))
+        if isinstance(events, StepProgress):
             await events.drain()
+        if waits is not None:
+            if (parked := parking.finish(waits, result)) is not None:
+                return parked
         return to_call_result(publicize(result, spec, arguments))
+
+    async def _requests(self, ctx: Any, name: str, arguments: dict[str, Any]) -> Any:
+        """graphchat_requests / graphchat_answer: the questions of this server's parked runs."""
+        import orjson
+        from mcp.types import CallToolResult, TextContent
+
+        from graphchat.catalog.base import CallContext
+
+        settings = self.host.settings
+        if name == parking.REQUESTS_TOOL:
+            value = parking.list_requests(settings)
+            text = orjson.dumps(value).decode()
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=value)
+        try:
+            store, request, record = parking.settle(settings, arguments)
+        except GraphchatError as exc:
+            return error_result(f"{name}: {exc.message}")
+        waiting = parking.still_waiting(store, record)
+        if waiting:  # the run resumes once every request it waits on is settled
+            return parking.parked_result(waiting)
+        self.refresh()
+        ident = record.data["plan"]["identifier"]
+        spec = self.catalog.get(PLAN_TOOL_PREFIX + ident)
+        if spec is None or spec.source != "plan":
+            return error_result(f"{name}: plan '{ident}' of request {request.id} is not in this workspace")
+        try:
+            waits = parking.resumed(store, record, self.events, request.id)
+        except GraphchatError as exc:
+            return error_result(f"{name}: {exc.message}")
+        try:
+            call_ctx = CallContext(asker=UnavailableAsker(self.events), events=self.events, surface="mcp")
+            return await self._run(ctx, spec, record.data.get("inputs") or {}, call_ctx, waits)
+        finally:
+            parking.release(waits)
 
     async def _author(self, ctx: Any, name: str, arguments: dict[str, Any]) -> Any:
         """graph's authoring tools; a plan file written is announced with tools/list_changed."""

@@ -116,6 +116,8 @@ class PlanOutcome:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
         from graphchat.catalog.base import ToolResult
 
+        if self.kind == "parked":  # the run waits for a person: not an error (mcp serve, issue 19)
+            return ToolResult({"parked": True, "requests": self.requests}, note="waiting for a person")
         if self.kind == "ok":
             if self.finish == "solver":
                 return ToolResult({"answer": self.answer})

@@ -81,9 +81,12 @@ class RunRecord:
         import orjson
 
         from graphchat.fsutil import write_atomic
+        from graphchat.secret_answers import scrub
 
         data = orjson.dumps(self.data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
-        write_atomic(self.path, data)  # a temp file of mode 0600, renamed
+        write_atomic(
+            self.path, scrub(data)
+        )  # a secret answer is never in it (issue 19)  # a temp file of mode 0600, renamed
 
     def delete(self) -> None:
         for path in (self.path, self.journal, self.folder / f"{self.id}.lock"):
@@ -334,7 +337,11 @@ class PlanParking:
         position = self.record.data.get("position")
         if not self.resumed or not position:
             return 0, {}, 0
-        return int(position["done"]), dict(position["scope"]), int(position.get("steps_executed") or 0)
+        from graphchat.secret_answers import restore
+
+        scope = dict(position["scope"])
+        restore(scope, [r for r in self.store.all(finished=True) if r.run == self.record.id])
+        return int(position["done"]), scope, int(position.get("steps_executed") or 0)
 
     def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
         """A top-level step finished: a checkpoint (a run killed now resumes after it)."""
@@ -408,10 +415,14 @@ class PlanParking:
         return request.public()
 
     def finished(self) -> None:
-        """The run ended (any way but parked): its record goes."""
+        """The run ended (any way but parked): its record goes, its secret answers too."""
+        from graphchat.secret_answers import seal
+
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+        if self.record.data.get("requests"):  # it parked once: its requests may hold secrets
+            seal(self.store, self.record.id)
         self.record.unlock()
         self.record.delete()
 

@@ -213,6 +213,8 @@ class RequestStore:
             claims.claim(
                 path, {"state": state, "answer": answer, "reason": reason}, self._still_open(request_id)
             )
+        except OSError as exc:  # a full or read-only disk: nothing was claimed
+            raise _unwritten(exc, request_id) from None
         except claims.Held as held:
             now = self._raw(request_id)
             if now.state != "open":
@@ -225,8 +227,11 @@ class RequestStore:
         request.settled_at = time.time()
         try:
             self.save(request)
-        except BaseException:
+        except OSError as exc:
             claims.release(path)  # never half-claimed: the request stays open
+            raise _unwritten(exc, request_id) from None
+        except BaseException:
+            claims.release(path)
             raise
         return request
 
@@ -302,7 +307,16 @@ class RequestStore:
                 return self.settle(request.id, "expired", reason="expired")
             except AlreadySettled:
                 return self._read(self.path(request.id)) or request
+            except GraphchatError:  # the expiry cannot be written now: it is tried again next time
+                return self._read(self.path(request.id)) or request
         return request
+
+
+def _unwritten(exc: OSError, request_id: str) -> GraphchatError:
+    """A settlement the disk refused, in one line: what failed, and that the request is open."""
+    from graphchat.fsutil import failed_write_message
+
+    return GraphchatError(f"{failed_write_message(exc)} (request {request_id} stays open)")
 
 
 def _valid_id(request_id: str) -> bool:
@@ -349,7 +363,8 @@ def read_form(schema: dict[str, Any], text: str) -> dict[str, Any]:
             raise ValueError("this form takes a JSON object: {" + ", ".join(f'"{n}": …' for n in props) + "}")
         ((name, prop),) = props.items()
         try:
-            value = {name: coerce(text, prop)}
+            several = isinstance(value, list) and isinstance(prop, dict) and prop.get("multiple") is True
+            value = {name: value} if several else {name: coerce(text, prop)}
         except ValueError as exc:
             raise ValueError(f"field {name!r}: {exc}") from None
     problems = form_problems(schema, value)
@@ -360,6 +375,7 @@ def read_form(schema: dict[str, Any], text: str) -> dict[str, Any]:
 
 def form_problems(schema: dict[str, Any], value: dict[str, Any]) -> list[str]:
     """Each problem names its field: `field 'count': expected integer, got string`."""
+    from graphchat.asks import answer_property
     from graphchat.jsonschema_util import errors
 
     props: dict[str, Any] = schema.get("properties") or {}
@@ -373,6 +389,6 @@ def form_problems(schema: dict[str, Any], value: dict[str, Any]) -> list[str]:
             if schema.get("additionalProperties") is False or props:
                 problems.append(f"field {name!r}: not a field of this form ({', '.join(props)})")
             continue
-        for problem in errors(prop, item):
+        for problem in errors(answer_property(prop), item):
             problems.append(f"field {name!r}: {problem}")
     return problems

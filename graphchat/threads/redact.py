@@ -35,6 +35,40 @@ _VAR_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
 _BUILTIN_VARIABLES = frozenset({"GRAPHCHAT_PYTHON", "GRAPHCHAT_WORKSPACE"})
 
 
+# Answers a person typed into a `secret: true` field of a plan's `ask` (issue 19): held for the
+# rest of this process, and scrubbed from every line graphchat writes from then on. Shorter
+# ones are not looked for in text (they would mangle every line that happens to hold them).
+MIN_ANSWERED_CHARS = 4
+_ANSWERED: set[str] = set()
+_ANSWERED_NEEDLES: list[tuple[str, bytes]] = []  # (the value, one JSON-escaped spelling of it)
+
+
+def hold_answered(values: Iterable[str]) -> None:
+    """Never write these secret answers again in this process (see `Redactor`, `scrub_answered`)."""
+    for value in values:
+        if len(value) < MIN_ANSWERED_CHARS or value in _ANSWERED:
+            continue
+        _ANSWERED.add(value)
+        text = value
+        for _ in range(_ESCAPE_LEVELS):
+            text = orjson.dumps(text).decode()[1:-1]
+            _ANSWERED_NEEDLES.append((value, text.encode()))
+    _ANSWERED_NEEDLES.sort(key=lambda pair: len(pair[1]), reverse=True)
+
+
+def scrub_answered(text: str) -> str:
+    """`text` (a line, JSON or not) with every held secret answer replaced by `[redacted]`."""
+    if not _ANSWERED:
+        return text
+    for value, needle in _ANSWERED_NEEDLES:
+        spelled = needle.decode()
+        if spelled in text:
+            text = text.replace(spelled, REDACTED)
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
 def _is_secret_value(value: str | None) -> bool:
     if not value or len(value) < MIN_SECRET_CHARS:
         return False
@@ -83,9 +117,12 @@ class Redactor:
         self._needles = sorted(encoded, key=len, reverse=True)
 
     def __bool__(self) -> bool:
-        return bool(self._needles)
+        return bool(self._needles) or bool(_ANSWERED)
 
     def line(self, data: bytes) -> bytes:
+        for _value, needle in _ANSWERED_NEEDLES:
+            if needle in data:
+                data = data.replace(needle, REDACTED.encode())
         for needle in self._needles:
             if needle in data:
                 data = data.replace(needle, REDACTED.encode())
@@ -95,6 +132,7 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """Plain text with every known secret replaced."""
+        value = scrub_answered(value)
         for secret in self._secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)

@@ -156,7 +156,40 @@ def test_answering_on_a_full_disk_leaves_the_request_open_and_unclaimed(
     request_id = match.group(1)
     done = run_on("full", workspace / "requests", workspace, "answer", request_id, "beta")
     assert done.returncode == 1, done.stderr
-    one_line(done.stderr, rf"error: no space left on device: requests/{request_id}\.claim")
+    one_line(
+        done.stderr,
+        rf"error: no space left on device: requests/{request_id}\.claim \(request {request_id} stays open\)",
+    )
     files = done.files()
     assert f"{request_id}.claim" not in files and f"{request_id}.json" in files
     assert json.loads((done.after / f"{request_id}.json").read_text())["state"] == "open"
+
+
+def test_a_claim_written_but_an_answer_that_cannot_be_saved_leaves_the_request_open(
+    workspace: Path, graphchat: GraphchatRunner
+) -> None:
+    """Issue 19, build 7: room for the claim, none for the answered request: one line saying
+    the request stays open, the claim given up, and a later answer (with room) settles it."""
+    (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
+    parked = graphchat("plan", "run", "ship")
+    assert parked.returncode == 5, parked.stderr
+    match = re.search(r"request ([0-9a-f]{6,}): ", parked.stderr)
+    assert match, parked.stderr
+    request_id = match.group(1)
+    held = [p for p in (workspace / "requests").rglob("*") if p.is_file()]
+    pages = sum(-(-p.stat().st_size // 4096) for p in held)
+    # exactly one page free: the claim takes it, the answered request's temp file finds none
+    done = run_on(
+        "small", workspace / "requests", workspace, "answer", request_id, "beta", size=f"{(pages + 1) * 4}k"
+    )
+    assert done.returncode == 1, done.stderr
+    one_line(
+        done.stderr,
+        rf"error: no space left on device: requests/{request_id}\.json \(request {request_id} stays open\)",
+    )
+    files = done.files()
+    assert f"{request_id}.claim" not in files
+    assert json.loads((done.after / f"{request_id}.json").read_text())["state"] == "open"
+    again = graphchat("answer", request_id, "beta")  # this test's real disk has room
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == {"channel": "beta"}

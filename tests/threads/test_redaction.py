@@ -41,3 +41,19 @@ def test_redacting_keeps_each_line_valid_json(tmp_path: Path) -> None:
     assert user["content"] == "keys [redacted] and [redacted] and [redacted]"
     assert json.loads(result["content"]) == {"token": "[redacted]"}
     assert store.list()[0].title == "keys [redacted] and [redacted] and [redacted]"
+
+
+def test_a_secret_answer_held_is_scrubbed_from_thread_lines_and_event_text(tmp_path: Path) -> None:
+    """Issue 19: an `ask` field marked `secret: true` — once answered, its value is written
+    nowhere (a plan's result carried into a chat's thread, an event line)."""
+    from graphchat.threads.redact import hold_answered, scrub_answered
+
+    value = 'pt-answer-"zq9'  # unique to this test: the held set lasts for the process
+    store = ThreadStore(tmp_path / "threads", secrets=[])
+    hold_answered([value, "abc"])  # "abc": too short to look for in text
+    thread = store.create()
+    thread.append(dict(ev.tool_result("c1", "plan__login", json.dumps({"token": value, "n": "abc"}))))
+    text = thread.messages_path.read_text()
+    assert "zq9" not in text and "[redacted]" in text
+    assert json.loads(json.loads(text.splitlines()[0])["content"]) == {"token": "[redacted]", "n": "abc"}
+    assert scrub_answered(f"→ t__get {{'id': '{value}'}}") == "→ t__get {'id': '[redacted]'}"

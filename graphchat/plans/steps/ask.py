@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.asks import MAX_OPTIONS, Parked, Question, UnavailableAsker
+from graphchat.asks import MAX_OPTIONS, Parked, Question, UnavailableAsker, answer_schema
 from graphchat.plans.grammar import Results, Schema, Site, closed, has_template, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, StepFailed, StepRunner, render, render_text
@@ -23,8 +23,9 @@ def result(step: Step, known: Results) -> Schema:
     schema = step.input.get("output_schema")
     return closed(
         {
-            "answer": dict(schema) if isinstance(schema, Mapping) else {},
+            "answer": answer_schema(dict(schema)) if isinstance(schema, Mapping) else {},
             "answered": {"type": "boolean"},
+            "declined": {"type": "boolean"},  # a person said no (`reason`: their words)
             "reason": {"type": "string"},
         },
         required=("answer", "answered"),
@@ -75,7 +76,7 @@ def load(site: Site) -> None:
             # `maximum`, `pattern`, `minLength`... are checked, not only the type.
             from graphchat.jsonschema_util import errors
 
-            for problem in errors(dict(spec["output_schema"]), default):
+            for problem in errors(answer_schema(dict(spec["output_schema"])), default):
                 report("default", f"does not match output_schema: {problem}")
 
 
@@ -95,6 +96,15 @@ def ask_schema_problems(schema: Any) -> list[str]:
             problems.append(f"property {name!r} must be a schema (a mapping), got {yaml_kind(prop)}")
             continue
         kind = prop.get("type")
+        for flag in ("secret", "multiple"):  # graphchat's field flags (issue 19)
+            if flag in prop and not isinstance(prop[flag], bool):
+                problems.append(
+                    f"property {name!r}: `{flag}` must be true or false, got {yaml_kind(prop[flag])}"
+                )
+        if prop.get("multiple") is True and "enum" not in prop:
+            problems.append(f"property {name!r}: `multiple: true` needs options (an `enum`) to choose from")
+        if prop.get("secret") is True and (kind != "string" or "enum" in prop):
+            problems.append(f"property {name!r}: `secret: true` is for a string field typed by the person")
         if "enum" in prop:
             enum = prop["enum"]
             if not isinstance(enum, list) or not enum:
@@ -142,6 +152,14 @@ def flat_answer_problems(schema: Mapping[str, Any], answer: Any) -> list[str]:
         if prop is None:
             if schema.get("additionalProperties") is False:
                 problems.append(f"{name!r} is not a property of the schema")
+            continue
+        if "enum" in prop and prop.get("multiple") is True:
+            chosen = value if isinstance(value, list) else [value]
+            for item in chosen:
+                if not any(_json_equal(item, option) for option in prop["enum"]):
+                    problems.append(f"{name!r}: {item!r} is not one of {prop['enum']}")
+            if not isinstance(value, list):
+                problems.append(f"{name!r}: expected a list of options, got {yaml_kind(value)}")
             continue
         if "enum" in prop:
             if not any(_json_equal(value, option) for option in prop["enum"]):
@@ -208,7 +226,8 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         source = {"plan": runner.plan.identifier, "step": shown}
         raise Parked([parking.open(question, key, source, timeout_of(step, scope))])
     if answer.answered:
-        problems = errors(schema, answer.value)
+        problems = errors(answer_schema(schema), answer.value)
+        hold_secrets(schema, answer.value)
         if problems:
             raise StepFailed(step.label, "ask", "the answer does not fit the schema: " + "; ".join(problems))
         return {"answer": answer.value, "answered": True}
@@ -217,7 +236,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     why = answer.note or reason  # a decline's reason, in the person's words when they gave one
     if mode == "default":
         default = render(step, data.get("default"), scope)
-        problems = errors(schema, default)
+        problems = errors(answer_schema(schema), default)
         if problems:
             raise StepFailed(
                 step.label, "ask", "the default answer does not fit the schema: " + "; ".join(problems)
@@ -230,6 +249,16 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         return {"answer": default, "answered": False, "reason": reason}
     said = f"declined: {why}" if declined and why != reason else reason
     raise StepFailed(step.label, "ask", f"the question was not answered ({said}): {prompt}")
+
+
+def hold_secrets(schema: Any, answer: Any) -> None:
+    """The values of a form's `secret: true` fields are never written from now on (threads,
+    events, shapes, a parked run's record: `[redacted]`); the step gets them as typed."""
+    from graphchat.asks import secret_fields
+    from graphchat.threads.redact import hold_answered
+
+    if isinstance(answer, Mapping):
+        hold_answered(str(answer[name]) for name in secret_fields(schema) if answer.get(name))
 
 
 def timeout_of(step: Step, scope: dict[str, Any]) -> float | None:
