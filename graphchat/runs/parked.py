@@ -283,6 +283,10 @@ class PlanParking:
             self.record.save()
         except OSError:  # no room for a journal (a full disk): the run goes on, unjournaled
             self.record.data.pop("state", None)
+            try:
+                self.record.delete()  # no lock file nor partial record is left behind
+            except OSError:
+                pass
 
     def _read_journal(self, done: int) -> None:
         """The steps finished below the top-level step in flight (the lines of step `done`)."""
