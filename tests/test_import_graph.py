@@ -66,7 +66,13 @@ def scan() -> tuple[dict[str, set[str]], int, int]:
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         is_package = path.name == "__init__.py"
 
-        def visit(node: ast.AST, in_function: bool) -> None:
+        def visit(
+            node: ast.AST,
+            in_function: bool,
+            module: str = module,
+            is_package: bool = is_package,
+            source_unit: str | None = source_unit,
+        ) -> None:
             nonlocal top, inner
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.If) and _type_checking(child.test):
