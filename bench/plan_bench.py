@@ -1,7 +1,11 @@
 """Plan executor figures: `map` over 10,000 items with a native body (budget ≤ 1 s, ≤ 100 µs a
 step of overhead), and `plan run` of the bundled no-model example (must not import litellm).
 
-Run: python bench/plan_bench.py [--items N] [--runs R]. Prints figures; never asserts on time.
+Also the map over 100,000 native items through the real `graphchat plan run`, journaled and
+with --no-park (issue 19: within 5 s).
+
+Run: python bench/plan_bench.py [--items N] [--runs R] [--run-items N] [--only-run-map].
+Prints figures; never asserts on time.
 """
 
 from __future__ import annotations
@@ -105,11 +109,63 @@ def bench_plan_run(runs: int) -> None:
     )
 
 
+RUN_MAP_PLAN = """identifier: bench_run_map
+name: Bench run map
+description: map over many items with a native body, through `graphchat plan run`
+input_schema:
+  type: object
+  required: [xs]
+  properties: {xs: {type: array}}
+steps:
+  - id: E0
+    tool_name: map
+    input:
+      over: "{{input.xs}}"
+      concurrency: 1
+      do: {tool_name: builtin__reshape, input: {shape: {n: "{{item}}"}}}
+output:
+  count: "{{E0.count}}"
+"""
+
+
+def bench_plan_run_map(items: int, runs: int) -> None:
+    """The map through the real `graphchat plan run` command, journaled (issue 19: appends
+    batched, budget 5 s for 100,000 items) and with --no-park (not journaled)."""
+    import json
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        (home / "bench_run_map.yaml").write_text(RUN_MAP_PLAN)
+        (home / "input.json").write_text(json.dumps({"xs": list(range(items))}))
+        env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
+        env.pop("GRAPHCHAT_HOME", None)
+        base = [sys.executable, "-m", "graphchat", "plan", "run", "./bench_run_map.yaml", "@input.json"]
+        for label, extra in (("journaled", []), ("--no-park", ["--no-park"])):
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                run = subprocess.run([*base, *extra], capture_output=True, text=True, cwd=tmp, env=env)
+                times.append(time.perf_counter() - start)
+                assert run.returncode == 0, run.stderr
+                assert json.loads(run.stdout) == {"count": items}, run.stdout
+            print(
+                f"plan run: map over {items:,} native items, {label}: median {statistics.median(times):.2f} s, "
+                f"best {min(times):.2f} s wall (budget 5 s for 100,000)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--run-items", type=int, default=100_000, help="items of the map through `plan run`")
+    parser.add_argument("--only-run-map", action="store_true", help="only the map through `plan run`")
     args = parser.parse_args()
+    bench_plan_run_map(args.run_items, max(1, args.runs // 2))
+    if args.only_run_map:
+        return
     bench_map(args.items, args.runs, 1)
     bench_map(args.items, args.runs, 8)
     bench_map(args.items, args.runs, 1, schema=False)

@@ -100,7 +100,11 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
         finally:
             await host.aclose()
 
-    outcome = asyncio.run(go())
+    try:
+        outcome = asyncio.run(go())
+    finally:
+        if parking is not None:  # the journal's last batch is on disk before the process goes
+            parking.close_journal()
     if times is not None:
         import sys
 

@@ -183,3 +183,53 @@ def test_killed_at_random_moments_again_and_again_it_finishes_and_nothing_finish
     repeats = sum(n - 1 for n in seen.values())
     assert repeats <= kills, (seen, kills)
     assert json.loads(graphchat("runs", "--json").stdout)["runs"] == []
+
+
+BIG = """identifier: big
+name: Big
+description: A map over many native items.
+input_schema:
+  type: object
+  required: [xs]
+  properties: {xs: {type: array}}
+steps:
+  - id: M
+    tool_name: map
+    input:
+      over: "{{input.xs}}"
+      concurrency: 1
+      do: {tool_name: builtin__reshape, input: {shape: {n: "{{item}}"}}}
+output:
+  count: "{{M.count}}"
+"""
+
+
+def test_the_journal_is_written_in_batches_as_the_run_goes_and_whole_at_sigterm(
+    graphchat: GraphchatRunner,
+    shop: Path,  # noqa: F811
+) -> None:
+    (shop / "plans" / "big.yaml").write_text(BIG)
+    items = 100_000  # settings.max_map_items
+    (shop / "xs.json").write_text(json.dumps({"xs": list(range(items))}))
+    run = spawn(shop, "plan", "run", "big", f"@{shop / 'xs.json'}")
+    try:
+        deadline = time.monotonic() + 90
+        journal = None
+        while journal is None or journal.stat().st_size == 0:
+            assert time.monotonic() < deadline and run.poll() is None, run.stderr and run.stderr.read()
+            journal = next(shop.rglob("*.journal"), None)
+            time.sleep(0.05)
+        first = journal.stat().st_size
+        time.sleep(0.5)
+        assert run.poll() is None, "the run ended too soon to be interrupted"
+        assert journal.stat().st_size > first  # written out as the run goes, not only at its end
+        os.kill(run.pid, signal.SIGTERM)
+    finally:
+        run.communicate(timeout=60)
+    lines = journal.read_bytes().splitlines()
+    assert lines and all(json.loads(line)["k"] for line in lines)  # flushed whole: no cut line
+    (entry,) = json.loads(graphchat("runs", "--json").stdout)["runs"]
+    assert entry["state"] == "interrupted"
+    resumed = graphchat("resume", entry["id"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == {"count": items}
