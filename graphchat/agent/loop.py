@@ -89,6 +89,10 @@ class WaitingRound:
     calls: list[ToolCall]
     parked: dict[int, dict[str, Any]]
     held: dict[int, ToolResult]
+    # what an `agent` step keeps to resume where it was (issue 19): the loop's messages up to
+    # this round's assistant message, and every finished call's result in the round
+    history: list[dict[str, Any]] = field(default_factory=list)
+    finished: dict[int, ToolResult] = field(default_factory=dict)
 
 
 async def run_tool_round(
@@ -150,7 +154,10 @@ async def run_tool_round(
                 record(_result_event(call, result))
         raise
     if parked:
-        raise Parked([parked[k] for k in sorted(parked)], round=WaitingRound(calls, parked, {}))
+        finished = {k: r for k, r in results.items() if k not in parked}
+        raise Parked(
+            [parked[k] for k in sorted(parked)], round=WaitingRound(calls, parked, {}, finished=finished)
+        )
     return [results[k] for k in range(len(calls))]
 
 
@@ -250,7 +257,14 @@ async def run_loop(
         if on_tools is not None:
             on_tools("".join(streamed))
         result.tool_calls_made.extend({"tool": call.name, "round": round_no} for call in calls)
-        tool_results = await run_tool_round(catalog, calls, ctx, record)
+        from graphchat.asks import Parked
+
+        try:
+            tool_results = await run_tool_round(catalog, calls, ctx, record)
+        except Parked as waiting:
+            if isinstance(waiting.round, WaitingRound):
+                waiting.round.history = list(history)  # where an agent step resumes
+            raise
         images: list[tuple[str, dict[str, Any]]] = []
         for call, tool_result in zip(calls, tool_results, strict=True):
             text, media = model_text(tool_result)  # images described, never base64 text

@@ -17,18 +17,21 @@ Every replan is visible: a `replan` event (stderr line `replanning after E2: …
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from graphchat.catalog.base import CallContext, ToolResult
 from graphchat.plans.executor import MAX_DEPTH, PlanOutcome, llm_factory_for, run_plan
+from graphchat.plans.runtime import PARKING_AT
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
     from graphchat.events import EventSink
+    from graphchat.plans.draft import DraftResult
     from graphchat.plans.model import Plan
     from graphchat.plans.runtime import LLMFactory
 
@@ -196,15 +199,20 @@ async def _plan_and_execute(
     results: dict[str, Any] = {}
     try:
         while True:
-            draft = await draft_plan(
-                goal,
-                llm=llm,
-                catalog=catalog,
-                settings=settings,
-                context=sections,
-                feedback=feedback,
-                attempts=DRAFT_ATTEMPTS,
-                check=no_self_calls,
+            frame = planner_frame(len(run.replans))
+            draft = await drafted(
+                frame,
+                partial(
+                    draft_plan,
+                    goal,
+                    llm=llm,
+                    catalog=catalog,
+                    settings=settings,
+                    context=sections,
+                    feedback=feedback,
+                    attempts=DRAFT_ATTEMPTS,
+                    check=no_self_calls,
+                ),
             )
             run.draft_attempts += draft.attempts
             if not draft.ok or draft.plan is None:
@@ -224,17 +232,22 @@ async def _plan_and_execute(
                 [{"id": s.label, "tool": s.tool_name, "reused": s.id in reuse} for s in plan.steps],
                 len(run.replans) + 1,
             )
-            outcome = await run_plan(
-                plan,
-                {},
-                catalog=catalog,
-                ctx=run_ctx,
-                llm_factory=factory,
-                events=tap,
-                on_text=on_text,
-                settings=settings,
-                reuse=reuse,
-            )
+            at = PARKING_AT.set(frame) if frame is not None else None
+            try:
+                outcome = await run_plan(
+                    plan,
+                    {},
+                    catalog=catalog,
+                    ctx=run_ctx,
+                    llm_factory=factory,
+                    events=tap,
+                    on_text=on_text,
+                    settings=settings,
+                    reuse=reuse,
+                )
+            finally:
+                if at is not None:
+                    PARKING_AT.reset(at)
             run.outcome = outcome
             run.steps_executed += outcome.steps_executed
             failure = outcome.failure
@@ -257,6 +270,40 @@ async def _plan_and_execute(
             previous = plan
     finally:
         run.usage = tap.total()
+
+
+# --- the planner's frame in a run that may park (issue 19) -----------------------------------
+
+
+def planner_frame(attempt: int) -> tuple[Any, str] | None:
+    """Where the plan of this attempt lives in a run that may park: (its parking, the address
+    `<calling step>#plan<attempt>`); its steps are kept under `<address>/`. None: no parking."""
+    from graphchat.plans.runtime import PARKING_AT
+
+    at = PARKING_AT.get()
+    if at is None:
+        return None
+    return at[0], f"{at[1]}#plan{attempt}"
+
+
+async def drafted(frame: tuple[Any, str] | None, draft: Callable[[], Awaitable[DraftResult]]) -> DraftResult:
+    """The planner's draft — or, in a resumed run, the plan it was running when the run parked
+    (kept at the frame's address): the planner model is not asked again, so an approval given
+    inside it runs exactly the call the person saw."""
+    from graphchat.plans.draft import DraftResult
+    from graphchat.plans.loader import load_plan_data
+
+    if frame is None:
+        return await draft()
+    parking, key = frame
+    found, kept = parking.remembered(key)
+    if found:
+        doc = kept["plan"]
+        return DraftResult(plan_doc=doc, attempts=0, plan=load_plan_data(doc), yaml=kept.get("yaml"))
+    result = await draft()
+    if result.ok:
+        parking.remember(key, {"plan": result.plan_doc, "yaml": result.yaml})
+    return result
 
 
 def no_self_calls(plan: Plan) -> list[str]:

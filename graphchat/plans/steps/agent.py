@@ -6,15 +6,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Parked
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed, yaml_kind
 from graphchat.plans.model import Step
-from graphchat.plans.runtime import Frame, StepFailed, StepRunner, prepare_servers, render_text
+from graphchat.plans.runtime import PARKING_AT, Frame, StepFailed, StepRunner, prepare_servers, render_text
 
 FIELDS = ("prompt", "output_schema", "tools", "max_iterations", "model", "system_prompt")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
+if TYPE_CHECKING:
+    from graphchat.agent.loop import WaitingRound
+
 TOOL_PATTERN_RE = re.compile(r"^[A-Za-z0-9_*.-]+$")
 
 
@@ -103,7 +107,7 @@ async def prepare_agent_servers(runner: StepRunner, patterns: list[str] | None) 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     import orjson
 
-    from graphchat.agent.loop import run_loop
+    from graphchat.agent.loop import WaitingRound, run_loop
 
     data = step.input
     prompt = render_text(step, data.get("prompt"), scope)
@@ -124,16 +128,26 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         {"role": "system", "content": system},
         {"role": "user", "content": prompt},
     ]
+    ctx = frame.ctx or runner.ctx
+    kept = agent_frame(runner)
     try:
+        if kept is not None:
+            found, saved = kept[0].remembered(kept[1])
+            if found:  # a resumed run: the agent goes on where it parked, not from the start
+                messages = await resumed_messages(runner, ctx, saved)
         outcome = await run_loop(
             llm=llm,
             catalog=runner.catalog,
             messages=messages,
-            ctx=frame.ctx or runner.ctx,
+            ctx=ctx,
             max_iterations=max_iterations,
             tools=runner.catalog.model_tools(patterns, in_plan=True),
             output_schema=schema,
         )
+    except Parked as waiting:
+        if kept is not None and isinstance(waiting.round, WaitingRound):
+            kept[0].remember(kept[1], parked_frame(waiting.round))
+        raise
     except StepFailed:
         raise
     except Exception as exc:
@@ -152,3 +166,47 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
         "tools_called": outcome.tool_calls_made,
         "final": final,
     }
+
+
+# --- the agent's frame in a run that may park (issue 19) ---------------------------------------
+
+
+def agent_frame(runner: StepRunner) -> tuple[Any, str] | None:
+    """(the run's parking, `<agent step's address>#agent`) when the run may park, else None."""
+    at = PARKING_AT.get()
+    if runner.parking is None or at is None:
+        return None
+    return at[0], f"{at[1]}#agent"
+
+
+def parked_frame(waiting: WaitingRound) -> dict[str, Any]:
+    """What the agent keeps when a call of its round parks: its messages so far (up to the
+    round's assistant message), the round's calls and the results of those that finished."""
+    return {
+        "messages": waiting.history,
+        "calls": [call.to_event() for call in waiting.calls],
+        "finished": {str(k): {"value": r.value, "is_error": r.is_error} for k, r in waiting.finished.items()},
+    }
+
+
+async def resumed_messages(runner: StepRunner, ctx: Any, saved: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's messages at the park, with the round's results: a finished call's kept
+    result, the waiting ones made now (an approval takes the person's permit or deny — a deny is
+    a refusal the agent sees and goes on from; a question its answer)."""
+    import orjson
+
+    from graphchat.catalog.base import ToolResult
+
+    messages = list(saved["messages"])
+    finished = saved.get("finished") or {}
+    for k, call in enumerate(saved["calls"]):
+        if str(k) in finished:
+            result = ToolResult(finished[str(k)]["value"], bool(finished[str(k)]["is_error"]))
+        else:
+            try:
+                arguments = orjson.loads(call.get("arguments") or "{}")
+            except orjson.JSONDecodeError:
+                arguments = {}
+            result = await runner.catalog.call(call["name"], arguments, ctx)
+        messages.append({"role": "tool", "tool_call_id": call.get("id") or "", "content": result.to_text()})
+    return messages
