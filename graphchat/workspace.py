@@ -513,7 +513,7 @@ def _pricing(section: Any) -> dict[str, dict[str, float]]:
     return out
 
 
-PROMPT_KEYS = ("chat",)  # prompts.<key> replaces that built-in prompt (graph's [prompts].chat)
+PROMPT_KEYS = ("chat", "workbench")  # prompts.<key> replaces that built-in prompt (graph's [prompts])
 
 
 def _prompts(section: Any) -> dict[str, str]:

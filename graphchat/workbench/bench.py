@@ -144,7 +144,8 @@ class Bench:
 
     def system_prompt(self) -> str:
         problems = "\n".join(f"- {p}" for p in self.draft.problems) or "(none)"
-        return f"{SYSTEM_PROMPT}\n{self.draft.text}\nStatic problems:\n{problems}\n"
+        base = self.settings.prompts.get("workbench", SYSTEM_PROMPT)  # prompts.workbench replaces it
+        return f"{base}\n{self.draft.text}\nStatic problems:\n{problems}\n"
 
     async def turn(self, message: str) -> str:
         """One chat turn: the person's message, the agent's rounds, its answer."""

@@ -383,3 +383,21 @@ async def test_the_iteration_budget_counts_rounds_without_a_successful_edit(
         assert sum(1 for m in sent if m.get("role") == "tool" and "would introduce" in m["content"]) == 3
     finally:
         await catalog.aclose()
+
+
+async def test_prompts_workbench_replaces_the_agents_system_prompt(
+    workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphchat.catalog.build import build_catalog
+    from graphchat.workbench.bench import SYSTEM_PROMPT, Bench
+
+    (workspace / "graphchat.yaml").write_text("prompts:\n  workbench: You edit plans tersely.\n")
+    (workspace / "plans" / "greet.yaml").write_text(GREET)
+    settings = _settings(workspace, model_server, monkeypatch)
+    bench = Bench(settings, build_catalog(settings, include_mcp=False))
+    bench.draft.load("greet")
+    model_server.push({"text": "Fine."})
+    assert await bench.turn("hello") == "Fine."
+    system = model_server.requests[-1]["messages"][0]["content"]
+    assert system.startswith("You edit plans tersely.\n") and "name: Greet" in system
+    assert SYSTEM_PROMPT not in system
