@@ -213,5 +213,12 @@ def test_a_plan_runs_sampling_counts_under_its_step_and_by_server(
     usage = json.loads(done.stdout)["usage"]
     assert {s["path"]: s["calls"] for s in usage["by_step"]} == {"S0": 1, "solver": 1}
     assert usage["by_server"] == [
-        {"server": "everything", "calls": 1, "input_tokens": 30, "output_tokens": 7}
+        {
+            "server": "everything",
+            "calls": 1,
+            "input_tokens": 30,
+            "output_tokens": 7,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
     ]

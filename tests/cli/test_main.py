@@ -24,7 +24,8 @@ def test_bad_graphchat_yaml_is_one_line_naming_file_and_line(cli: GraphchatRunne
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert lines == [f"error: {workspace / 'graphchat.yaml'}:3: models.boss: unknown role (roles: "
-                     "default, chat, solver, judge, planner, sampling)"]  # fmt: skip
+                     "default, chat, solver, judge, planner, sampling, repair; named models go under "
+                     "models.named)"]  # fmt: skip
     assert "Traceback" not in result.stderr
 
 

@@ -80,7 +80,8 @@ async def test_a_parked_plan_is_answered_from_a_new_server_process_and_its_first
     async with serve(workspace) as later:  # a new server process: the record is on disk
         done = await later.call_tool("graphchat_answer", {"id": request["id"], "value": "beta"})
         assert not done.is_error, text_of(done)
-        assert done.structured_content == {"channel": "beta", "first": "a-1", "second": "b-2"}
+        assert done.structured_content is not None  # graph's result body, as a plan_* call returns it
+        assert done.structured_content["output"] == {"channel": "beta", "first": "a-1", "second": "b-2"}
         after = await later.call_tool("graphchat_requests", {})
         again = await later.call_tool("graphchat_answer", {"id": request["id"], "value": "stable"})
     assert [c["args"] for c in calls(log)] == [{"id": "a-1"}, {"id": "b-2"}]  # each step once
@@ -115,7 +116,10 @@ async def test_a_refused_answer_leaves_the_request_open_and_only_this_servers_ru
     assert unknown.is_error and "no request 'abcdef'" in text_of(unknown)
     assert still.structured_content == listed.structured_content  # nothing was settled
     assert not as_object.is_error, text_of(as_object)
-    assert as_object.structured_content is not None and as_object.structured_content["channel"] == "stable"
+    assert (
+        as_object.structured_content is not None
+        and as_object.structured_content["output"]["channel"] == "stable"
+    )
     # the person's own run still waits for the person
     assert json.loads(graphchat("requests", "--json").stdout)["count"] == 1
 
@@ -129,7 +133,8 @@ async def test_a_client_that_can_elicit_is_asked_and_nothing_parks(workspace: Pa
     callback, seen = answering(ElicitResult(action="accept", content={"channel": "stable"}))
     async with serve(workspace, elicit=callback) as client:
         done = await client.call_tool("plan_ship", {})
-    assert done.structured_content == {"channel": "stable", "first": "a-1", "second": "b-2"}
+    assert done.structured_content is not None
+    assert done.structured_content["output"] == {"channel": "stable", "first": "a-1", "second": "b-2"}
     assert len(seen) == 1
     assert not (workspace / "requests").exists() or not list((workspace / "requests").glob("*.json"))
 
