@@ -36,6 +36,7 @@ SETTINGS_KEYS = (
     "max_map_items",
     "max_run_seconds",
     "prompt_caching",
+    "keep_runs",
 )
 # Budgets a turn or a run cannot pass (graphchat.llm.budget; docs/cli.md#budgets): settings
 # that are seconds, and settings that `off` (or null) turns off.
@@ -196,6 +197,7 @@ class Settings:
     max_output_tokens: int = 100_000  # of one answer
     max_map_items: int = 100_000
     max_run_seconds: float | None = None  # wall clock of a turn or run; off unless set
+    keep_runs: int = 7  # days an ended run's record and journal are kept (graphchat.runs.retention)
     named: dict[str, ModelConfig] = field(default_factory=dict)  # models.named
     prompt_caching: bool = True  # settings.prompt_caching: cache_control where the provider takes it
     # plans.paths / tools.paths: more folders read beside the workspace's plans/ and tools/
@@ -729,6 +731,7 @@ def load_settings(
         max_output_tokens=parsed.get("max_output_tokens", 100_000),
         max_map_items=parsed.get("max_map_items", 100_000),
         max_run_seconds=parsed.get("max_run_seconds"),
+        keep_runs=parsed.get("keep_runs", 7),
         named=named,
         prompt_caching=parsed.get("prompt_caching", True),
         plan_paths=folders("plans", "paths"),

@@ -1,17 +1,22 @@
 """A parked run: where a run that waits for a person stopped, so that answering resumes it
 (issue 9).
 
-The record is `requests/runs/<id>.json` (mode 0600, written atomically, deleted when the run
-ends). It holds the command and the flags that change its behaviour, the working directory and
-workspace, the plan's identifier, file and hash, the inputs, and the position: the top-level
-steps done and their results (the scope), the steps executed so far, and the requests the run
-waits on. Credentials are never in it: a resumed run takes them from its own environment.
+The record is `requests/runs/<id>.json` (mode 0600, written atomically). It holds the command
+and the flags that change its behaviour, the working directory and workspace, the plan's
+identifier, file and hash, the inputs, the position where the run last stopped (the top-level
+steps done and their results — the scope —, the steps executed so far), the requests the run
+waits on, and its state. Credentials are never in it: a resumed run takes them from its own
+environment. The record is written when the run starts, parks, resumes and ends; between those,
+each finished step is one line of the append-only `<id>.journal` (a top-level step with the
+scope entries it added, a step below the top by its address): the record and its journal,
+replayed (`replay`), are the run's position. A run that ends keeps both, as `finished` or
+`failed`, until `runs/retention.py` prunes them (`settings.keep_runs`).
 
-`PlanParking` is the executor's `Parking` for `plan run`: it opens the requests, writes the
-position when the run parks, and — in a resumed run — hands the answers to the `ask` steps
-and checkpoints after every top-level step, so a resumed run killed mid-way resumes again
-without running a finished step twice. While a process resumes a run it holds an exclusive
-lock on `<id>.lock` (released by the kernel even on `kill -9`).
+`PlanParking` is the executor's `Parking` for `plan run`: it opens the requests, journals each
+finished step, writes the position when the run parks, and — in a resumed run — hands the
+answers to the `ask` steps, so a run killed at any moment resumes without running a finished
+step twice. While a process runs or resumes a run it holds an exclusive lock on `<id>.lock`
+(released by the kernel even on `kill -9`).
 """
 
 from __future__ import annotations
@@ -65,6 +70,35 @@ class RunRecord:
         except (OSError, orjson.JSONDecodeError):
             return None
         return cls(folder, run_id, data)
+
+    def ended(self) -> bool:
+        """Whether the run ended (finished or failed): nothing to resume."""
+        return self.data.get("state") in ENDED
+
+    def end(self, exit_code: int, error: str | None = None) -> None:
+        """The run ended (any way but parked or interrupted): kept as `finished` (exit 0) or
+        `failed` (with its exit code and the failure's line) until it is pruned."""
+        self.data.update(
+            state="finished" if exit_code == 0 and error is None else "failed",
+            ended=time.time(),
+            exit=exit_code,
+        )
+        if error is not None:
+            self.data["error"] = error
+        self.save()
+
+    def refuse_ended(self) -> None:
+        """An ended run is not resumed: one line saying how it ended (exit 1)."""
+        if not self.ended():
+            return
+        when = _stamp(self.data.get("ended"))
+        if self.data.get("state") == "finished":
+            raise GraphchatError(f"run {self.id} finished at {when}; nothing to resume")
+        error = self.data.get("error") or f"exit {self.data.get('exit')}"
+        raise GraphchatError(
+            f"run {self.id} failed at {when}: {error}; nothing to resume",
+            hint="run it again from the start",
+        )
 
     def check_version(self) -> None:
         """A record written by another version of the format: refused, naming it (exit 1)."""
@@ -140,7 +174,9 @@ class RunRecord:
         return False
 
     def state(self, store: RequestStore) -> str:
-        """running | parked | interrupted (a finished run's record is gone)."""
+        """running | parked | interrupted | finished | failed."""
+        if self.ended():
+            return str(self.data["state"])
         if self.held_elsewhere():
             return "running"
         waiting = [store.find(i) for i in self.data.get("requests") or []]
@@ -152,23 +188,79 @@ class RunRecord:
 
     def summary(self, store: RequestStore) -> dict[str, Any]:
         """The `graphchat runs --json` shape of one run."""
-        position = self.data.get("position") or {}
-        done = int(position.get("done") or 0)
+        state = self.state(store)
+        # an ended run keeps its last position in the record; another is replayed (its journal)
+        done = int(self.data.get("done") or 0) if state in ENDED else replay(self).done
         steps = (self.data.get("plan") or {}).get("steps") or []
         started = self.data.get("started") or self.data.get("parked_at")
         return {
             "id": self.id,
             "plan": (self.data.get("plan") or {}).get("identifier"),
             "thread": self.data.get("thread"),
-            "state": self.state(store),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)) if started else None,
+            "state": state,
+            "started": _stamp(started),
             "last_step": steps[done - 1]["step"] if 0 < done <= len(steps) else None,
+            "ended": _stamp(self.data.get("ended")),
+            "exit": self.data.get("exit"),
+            "error": self.data.get("error"),
             "requests": list(self.data.get("requests") or []),
         }
 
 
+ENDED = ("finished", "failed")
+
+
+def _stamp(when: float | None) -> str | None:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if when else None
+
+
+class Position:
+    """Where a run stands: the top-level steps done, their scope, the steps executed so far,
+    and what finished below the top-level step in flight (by address)."""
+
+    def __init__(self, done: int, scope: dict[str, Any], steps_executed: int, below: dict[str, Any]):
+        self.done = done
+        self.scope = scope
+        self.steps_executed = steps_executed
+        self.below = below
+
+
+def replay(record: RunRecord) -> Position:
+    """The run's position: the record's (where it last stopped: started, parked), then its
+    journal's lines in order — a top-level line (`done`) moves the position on and adds the
+    scope entries of its step, a line below the top (`at`, `k`) counts only for the top-level
+    step in flight. A line cut by a kill is skipped (that step runs again)."""
+    import orjson
+
+    saved = record.data.get("position") or {}
+    position = Position(
+        int(saved.get("done") or 0),
+        dict(saved.get("scope") or {}),
+        int(saved.get("steps_executed") or 0),
+        dict(saved.get("finished") or {}),
+    )
+    try:
+        lines = record.journal.read_bytes().splitlines()
+    except OSError:
+        return position
+    for line in lines:
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if "done" in entry:
+            if entry["done"] > position.done:  # (the lines before a park are in the record)
+                position.done = entry["done"]
+                position.scope.update(entry.get("scope") or {})
+                position.steps_executed = int(entry.get("steps") or 0)
+                position.below = {}
+        elif entry.get("at") == position.done:
+            position.below[entry["k"]] = entry.get("v")
+    return position
+
+
 def all_runs(store: RequestStore) -> list[RunRecord]:
-    """Every run with a record in the workspace (running, parked or interrupted), oldest first."""
+    """Every run with a record in the workspace (any state, until pruned), oldest first."""
     folder = store.dir / "runs"
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -270,13 +362,15 @@ class PlanParking:
         self._synced = time.monotonic()
         self._flush_pending = False
         self._at = 0  # the top-level step in flight (the journal lines' "at")
+        self._position_now: Position | None = None  # a resumed run's, replayed
+        self._journaled_scope: dict[str, Any] = {}  # the scope as the journal holds it
         if resumed:
             self.record.check_version()
             self._load_answers()
-            position = self.record.data.get("position") or {}
-            self.done_below = dict(position.get("finished") or {})
-            self._at = int(position.get("done") or 0)
-            self._read_journal(self._at)
+            self._position_now = replay(self.record)
+            self.done_below = dict(self._position_now.below)
+            self._at = self._position_now.done
+            self._journaled_scope = dict(self._position_now.scope)
 
     # -- the journal: every plan run, not only a parked one (issue 19) --
 
@@ -295,22 +389,6 @@ class PlanParking:
             except OSError:
                 pass
 
-    def _read_journal(self, done: int) -> None:
-        """The steps finished below the top-level step in flight (the lines of step `done`)."""
-        import orjson
-
-        try:
-            lines = self.record.journal.read_bytes().splitlines()
-        except OSError:
-            return
-        for line in lines:
-            try:
-                entry = orjson.loads(line)
-            except orjson.JSONDecodeError:  # the last line, cut by a kill: that step runs again
-                continue
-            if entry.get("at") == done:
-                self.done_below[entry["k"]] = entry.get("v")
-
     def _append(self, key: str, value: Any) -> None:
         """One line a finished step, batched (issue 19's Decision): buffered here, written out
         `FLUSH_AFTER` later (one write for all the lines of that moment) and fsynced at least
@@ -320,10 +398,8 @@ class PlanParking:
         steps run again on resume, like a call in flight (docs/cli.md, "Runs and resume")."""
         import orjson
 
-        if self._journal is None:
-            self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
         line = orjson.dumps({"at": self._at, "k": key, "v": value}, default=str)
-        self._journal.write(line + b"\n")
+        self._write(line)
         now = time.monotonic()
         if now - self._synced >= 1.0:
             self._sync()
@@ -335,6 +411,14 @@ class PlanParking:
                 self._flush_pending = True
             except RuntimeError:  # no loop (not the executor): written at once
                 self._flush()
+
+    def _write(self, line: bytes) -> None:
+        """One journal line, a held secret answer redacted (an ended run's journal is kept)."""
+        from graphchat.secret_answers import scrub
+
+        if self._journal is None:
+            self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
+        self._journal.write(scrub(line) + b"\n")
 
     def _flush(self) -> None:
         self._flush_pending = False
@@ -378,21 +462,37 @@ class PlanParking:
     # -- the executor's side --
 
     def resumed_at(self) -> tuple[int, dict[str, Any], int]:
-        position = self.record.data.get("position")
-        if not self.resumed or not position:
+        position = self._position_now
+        if position is None:
             return 0, {}, 0
         from graphchat.secret_answers import restore
 
-        scope = dict(position["scope"])
+        scope = dict(position.scope)
         restore(scope, [r for r in self.store.all(finished=True) if r.run == self.record.id])
-        return int(position["done"]), scope, int(position.get("steps_executed") or 0)
+        return position.done, scope, position.steps_executed
 
     def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
-        """A top-level step finished: a checkpoint (a run killed now resumes after it)."""
+        """A top-level step finished: a checkpoint (a run killed now resumes after it) — one
+        journal line with the scope entries the step added or changed, written out at once
+        (not fsynced: that is the batch's); the record is not rewritten (issue 19)."""
         self.done_below.clear()  # its result (in the scope) is enough
-        if self.journaled:
-            self._position(done, scope, steps_executed)
-            self.record.save()
+        self._at = done
+        if not self.journaled:
+            return
+        import orjson
+
+        seen = self._journaled_scope
+        added = {k: v for k, v in scope.items() if k != "input" and (k not in seen or seen[k] is not v)}
+        seen.update(added)
+        line = orjson.dumps({"done": done, "scope": added, "steps": steps_executed}, default=str)
+        try:
+            self._write(line)
+            if time.monotonic() - self._synced >= 1.0:
+                self._sync()
+            else:
+                self._flush()
+        except OSError:  # a full disk: the step runs again if the run dies
+            pass
 
     @property
     def journaled(self) -> bool:
@@ -459,15 +559,24 @@ class PlanParking:
             self.events.emit("request_opened", **request.public())
         return request.public()
 
-    def finished(self) -> None:
-        """The run ended (any way but parked): its record goes, its secret answers too."""
+    def finished(self, exit_code: int = 0, error: str | None = None) -> None:
+        """The run ended (any way but parked or interrupted): its record is kept as finished or
+        failed (`graphchat runs`), its secret answers are sealed, and now and then the runs
+        ended longer than `settings.keep_runs` ago are pruned (runs/retention.py)."""
+        from graphchat.runs.retention import prune_now_and_then
         from graphchat.secret_answers import seal
 
         self.close_journal()
         if self.record.data.get("requests"):  # it parked once: its requests may hold secrets
             seal(self.store, self.record.id)
+        if self.journaled:
+            self.record.data["done"] = self._at
+            try:
+                self.record.end(exit_code, error)
+            except OSError:  # a full disk: listed as interrupted; `resume` ends it again
+                pass
         self.record.unlock()
-        self.record.delete()
+        prune_now_and_then(self.store)
 
 
 def waiting_on(thread: Any) -> list[str]:

@@ -9,7 +9,11 @@ calls that finished after them (`held`).
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from graphchat.errors import GraphchatError
 
 if TYPE_CHECKING:
     from graphchat.runs.front import Front
@@ -139,13 +143,15 @@ async def run_turn(
     except Parked as parked:
         front.finish()
         return park_turn(host, flags, parked, front, record, cwd=cwd)
-    except BaseException:
+    except BaseException as error:
         # on a terminal the error line must not start after a partial answer; elsewhere a
         # partial answer is not the deliverable: stdout stays empty (the thread keeps it)
         front.finish(complete=False)
+        if record is not None and isinstance(error, GraphchatError):
+            end_run(record, error.exit_code, error.message)  # the resumed turn failed
         raise
     if record is not None:
-        record.delete()  # the resumed turn ended
+        end_run(record, 0)  # the resumed turn ended: kept as finished (`graphchat runs`)
     payload = None
     if flags["json"]:
         payload = {
@@ -157,6 +163,19 @@ async def run_turn(
     front.answer(result.content, payload)
     host.events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
     return 0
+
+
+def end_run(record: Any, exit_code: int, error: str | None = None) -> None:
+    """A resumed turn ended: its record is kept as finished or failed until pruned."""
+    from graphchat.runs.requests import RequestStore
+    from graphchat.runs.retention import prune_now_and_then
+
+    try:
+        record.end(exit_code, error)
+    except OSError:  # a full disk: it stays listed, and `resume` says the thread went on
+        pass
+    record.unlock()
+    prune_now_and_then(RequestStore(Path(record.data["workspace"])))
 
 
 def park_turn(
@@ -185,6 +204,7 @@ def park_turn(
         "parked": {str(k): r["id"] for k, r in round.parked.items()},
         "held": {str(k): {"value": r.value, "is_error": r.is_error} for k, r in round.held.items()},
         "requests": [round.parked[k]["id"] for k in sorted(round.parked)],
+        "started": (record.data.get("started") if record is not None else None) or time.time(),
     }
     if record is None:
         record = RunRecord.new(store, data)
