@@ -83,8 +83,8 @@ class RunRecord:
             ended=time.time(),
             exit=exit_code,
         )
-        if error is not None:
-            self.data["error"] = error
+        if error is not None:  # one line (a problem list's lines joined)
+            self.data["error"] = " ".join(part.strip() for part in error.splitlines() if part.strip())
         self.save()
 
     def refuse_ended(self) -> None:

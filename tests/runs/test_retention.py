@@ -198,3 +198,29 @@ def test_a_run_that_ends_prunes_old_runs_at_most_once_a_day(workspace: Path, cli
     third = run_count(cli, 3)  # a day has passed: the first run goes
     assert sorted(r["id"] for r in runs(cli)) == sorted([second, third])
     assert time.time() - stamp.stat().st_mtime < 60
+
+
+def test_a_plan_that_cannot_start_or_fails_at_a_step_is_a_failed_run_with_its_line(
+    workspace: Path, cli: GraphchatRunner
+) -> None:
+    (workspace / "plans" / "unknown.yaml").write_text(
+        "identifier: unknown\nname: Unknown\ndescription: An unknown tool.\n"
+        "steps:\n  - id: R\n    tool_name: builtin__nope\n    input: {}\n"
+    )
+    (workspace / "plans" / "broken.yaml").write_text(
+        "identifier: broken\nname: Broken\ndescription: A missing input.\n"
+        "steps:\n  - id: R\n    tool_name: builtin__reshape\n"
+        '    input: {shape: "{{input.missing.deep}}"}\n'
+    )
+    assert cli("plan", "run", "unknown").returncode == 1
+    assert cli("plan", "run", "broken").returncode == 1
+    broken, unknown = runs(cli)
+    assert (broken["plan"], broken["state"], broken["exit"]) == ("broken", "failed", 1)
+    assert broken["error"].startswith("plan failed at step R (builtin__reshape): ")
+    assert (unknown["plan"], unknown["state"], unknown["exit"]) == ("unknown", "failed", 1)
+    assert unknown["error"].startswith("plan 'unknown' cannot run here: ")  # one line
+    assert "unknown builtin tool 'builtin__nope'" in unknown["error"] and "\n" not in unknown["error"]
+    refused = cli("resume", unknown["id"])
+    assert refused.returncode == 1
+    (line,) = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert f"run {unknown['id']} failed at " in line and "unknown builtin tool 'builtin__nope'" in line
