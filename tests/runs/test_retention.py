@@ -224,3 +224,26 @@ def test_a_plan_that_cannot_start_or_fails_at_a_step_is_a_failed_run_with_its_li
     assert refused.returncode == 1
     (line,) = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
     assert f"run {unknown['id']} failed at " in line and "unknown builtin tool 'builtin__nope'" in line
+
+
+def test_a_record_of_the_same_version_written_before_step_lines_still_resumes(
+    workspace: Path, cli: GraphchatRunner
+) -> None:
+    """Format version 1 as the earlier code wrote it: the position rewritten in the record after
+    each top-level step, a journal of lines below the top only. It resumes after that position."""
+    (workspace / "plans" / "count.yaml").write_text(COUNT)
+    run_id = run_count(cli, 5)
+    folder = workspace / "requests" / "runs"
+    data = json.loads((folder / f"{run_id}.json").read_text())
+    for key in ("ended", "exit", "done"):
+        data.pop(key, None)
+    data["state"] = "running"  # its process died after step `shaped`
+    data["position"] = {"done": 1, "scope": {"shaped": {"n": 7}}, "steps_executed": 1, "finished": {}}
+    (folder / f"{run_id}.json").write_text(json.dumps(data))
+    (folder / f"{run_id}.journal").unlink()
+    (entry,) = runs(cli)
+    assert (entry["state"], entry["last_step"]) == ("interrupted", "shaped")
+    resumed = cli("resume", run_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == {"done": 7}  # `shaped` did not run again (it would give 5)
+    assert runs(cli)[0]["state"] == "finished"
