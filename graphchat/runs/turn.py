@@ -201,7 +201,9 @@ def park_turn(
 
 async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, Any]]:
     """The results of the calls a parked turn waited on, in call order: an approved call runs
-    now, a refused one is a refusal, an answered `ask_user` gets its answer as typed."""
+    now, a refused one is a refusal, an answered `ask_user` gets its answer as typed; a call
+    whose server's own question parked it (sampling, elicitation) is made again, and the stored
+    answer settles that question (the server's work before it repeats)."""
     from graphchat.catalog.approvals import remember_allow
     from graphchat.catalog.base import CallContext, ToolResult
     from graphchat.threads import lines as ev
@@ -218,18 +220,19 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
             result = ToolResult(held[k]["value"], bool(held[k]["is_error"]))
         else:
             request = store.get(parked[k])
-            if request.kind == "approval":
+            if (request.source or {}).get("park_as"):  # the server's own question: made again
+                from graphchat.runs.parked import SettledAsker, stored_answer
+
+                asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
+                yes = bool(data["flags"].get("yes"))
+                ctx = CallContext(asker=asker, events=host.events, assume_yes=yes, surface="agent")
+                result = await host.catalog.call(name, _arguments(call), ctx)
+            elif request.kind == "approval":
                 if request.state == "answered":
                     if isinstance(request.answer, dict) and request.answer.get("always"):
                         remember_allow(host.settings, name)
-                    import json
-
-                    try:
-                        arguments = json.loads(call.get("arguments") or "{}")
-                    except ValueError:
-                        arguments = {}
                     ctx = CallContext(asker=host.asker, events=host.events, assume_yes=True, surface="agent")
-                    result = await host.catalog.call(name, arguments, ctx)
+                    result = await host.catalog.call(name, _arguments(call), ctx)
                 else:
                     why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
                     result = ToolResult.error(
@@ -244,6 +247,16 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
             dict(ev.tool_result(call.get("id") or "", name, result.to_text(), is_error=result.is_error))
         )
     return events
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    try:
+        arguments = json.loads(call.get("arguments") or "{}")
+    except ValueError:
+        return {}
+    return arguments if isinstance(arguments, dict) else {}
 
 
 def resume_ask(store: Any, record: Any, front: Front) -> int:
