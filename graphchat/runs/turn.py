@@ -199,16 +199,20 @@ def park_turn(
     return int(front.parked(requests, flags["json"], flags.get("home")))
 
 
-async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, Any]]:
+async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) -> list[dict[str, Any]]:
     """The results of the calls a parked turn waited on, in call order: an approved call runs
     now, a refused one is a refusal, an answered `ask_user` gets its answer as typed; a call
     whose server's own question parked it (sampling, elicitation) is made again, and the stored
-    answer settles that question (the server's work before it repeats)."""
+    answer settles that question (the server's work before it repeats). `turn`: the resumed
+    turn's CallContext (the calls' usage counts in it)."""
+    from dataclasses import replace
+
     from graphchat.catalog.approvals import remember_allow
     from graphchat.catalog.base import CallContext, ToolResult
     from graphchat.threads import lines as ev
 
     data = record.data
+    base = turn or CallContext(asker=host.asker, events=host.events, surface="agent")
     calls = data["calls"]
     parked = {int(k): v for k, v in data["parked"].items()}
     held = {int(k): v for k, v in data["held"].items()}
@@ -224,14 +228,13 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
                 from graphchat.runs.parked import SettledAsker, stored_answer
 
                 asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
-                yes = bool(data["flags"].get("yes"))
-                ctx = CallContext(asker=asker, events=host.events, assume_yes=yes, surface="agent")
+                ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")))
                 result = await host.catalog.call(name, _arguments(call), ctx)
             elif request.kind == "approval":
                 if request.state == "answered":
                     if isinstance(request.answer, dict) and request.answer.get("always"):
                         remember_allow(host.settings, name)
-                    ctx = CallContext(asker=host.asker, events=host.events, assume_yes=True, surface="agent")
+                    ctx = replace(base, assume_yes=True)
                     result = await host.catalog.call(name, _arguments(call), ctx)
                 else:
                     why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
@@ -279,7 +282,10 @@ def resume_ask(store: Any, record: Any, front: Front) -> int:
             if parking is not None:
                 parking.thread_id = thread.id
             await host.warm_up()
-            results = await resumed_results(host, store, record)
+
+            async def results(ctx: Any) -> list[dict[str, Any]]:  # in the turn: its usage, its budget
+                return await resumed_results(host, store, record, ctx)
+
             return await run_turn(
                 host, session, flags, lambda **kw: session.resume(results, **kw), front, record
             )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.catalog.test_mcp_features import needs_everything
+from tests.catalog.test_mcp_features import SAMPLE, _tool_texts, needs_everything
 from tests.catalog.test_mcp_thirdparty import EVERYTHING
 from tests.conftest import GraphchatRunner
 from tests.runs.test_frames import CATALOG_SERVER, counts, waiting
@@ -94,8 +94,10 @@ def test_a_denied_sampling_request_is_refused_to_the_server(
     (request,) = waiting(graphchat)
     done = graphchat("deny", request["id"], "--reason", "not my budget", env=model_server.env())
     assert model_server.requests == []  # the model was never asked
-    said = done.stdout + done.stderr
-    assert "the user refused the sampling request (not my budget)" in said, said
+    # the server got the refusal, and its tool failed with it: the plan fails at that step
+    assert done.returncode == 1, done.stderr
+    refused = "graphchat refused the sampling request of MCP server 'everything'"
+    assert f"{refused}: the user refused the sampling request (not my budget)" in done.stderr
     assert counts(servers) == {"before-0": 1}
 
 
@@ -125,3 +127,50 @@ def test_under_no_park_the_servers_question_is_cancelled_as_before(
     assert run.returncode == 0, run.stderr
     assert "not pushed (cancel)" in json.dumps(json.loads(run.stdout)["output"])
     assert waiting(graphchat) == []
+
+
+# --- a headless `ask`: the turn parks at the call; resumed, the call is made again ---------------
+
+
+@needs_everything
+def test_headless_ask_sampling_parks_and_permit_gives_the_sampled_text_to_the_tool_result(
+    graphchat: GraphchatRunner, servers: Path, model_server: ScriptedModelServer
+) -> None:
+    model_server.push({"tool_calls": [SAMPLE]})
+    run = graphchat("ask", "sample", "--json", env=model_server.env())
+    assert run.returncode == 5, run.stderr
+    assert len(model_server.requests) == 1  # the model's turn only: nothing was sampled
+    (request,) = waiting(graphchat)
+    assert request["kind"] == "approval" and request["source"]["server"] == "everything"
+    assert "server: everything" in graphchat("requests").stdout
+
+    model_server.push(SAMPLED, {"text": "The server wrote a haiku."})
+    done = graphchat("permit", request["id"], env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["content"] == "The server wrote a haiku."
+    assert body["usage"]["by_server"] == {"everything": {"calls": 1, "input_tokens": 30, "output_tokens": 7}}
+    sampling, answer = model_server.requests[1:]
+    assert "a haiku" in json.dumps(sampling["messages"])
+    assert "autumn moon rises" in _tool_texts(answer)[0]
+
+
+def test_headless_ask_elicitation_parks_and_the_answer_reaches_the_server(
+    graphchat: GraphchatRunner, servers: Path, model_server: ScriptedModelServer
+) -> None:
+    push = {"name": "tools__confirm_push", "arguments": {"name": "main"}}
+    model_server.push({"tool_calls": [push]})
+    run = graphchat("ask", "push main", env=model_server.env())
+    assert run.returncode == 5, run.stderr
+    (request,) = waiting(graphchat)
+    assert request["question"] == "[tools · confirm_push] Push main?"
+
+    model_server.push({"text": "Pushed."})
+    done = graphchat("answer", request["id"], "true", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert "pushed=True main" in _tool_texts(model_server.requests[-1])[0]
+
+    model_server.push({"tool_calls": [push]}, {"text": "Not pushed."})
+    done = graphchat("ask", "push main", "--no-park", env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert "not pushed (cancel)" in _tool_texts(model_server.requests[-1])[0]
