@@ -70,7 +70,11 @@ def test_headless_plan_sampling_parks_and_permit_serves_it_with_the_scripted_mod
     assert model_server.requests == []  # nothing was sampled yet
     listed = graphchat("requests")
     assert "Allow MCP server everything to use your model (sampling, at most 42 tokens)" in listed.stdout
-    assert "server: everything" in listed.stdout and "a haiku" in listed.stdout, listed.stdout
+    assert "server: everything\n    during: everything__trigger-sampling-request\n" in listed.stdout
+    assert (
+        "at most: 42 tokens" in listed.stdout
+        and "user: Resource trigger-sampling-request context: a haiku" in listed.stdout
+    )
     (request,) = waiting(graphchat)
     assert request["kind"] == "approval" and request["source"]["server"] == "everything"
     assert request["source"]["step"] == "S"
