@@ -150,6 +150,9 @@ class Connection:
         self.on_tools = on_tools  # a start (or a relist) read the server's tool list
         self.on_error = on_error  # a start failed or the connection broke (the message says why)
         self.on_resource_updated = on_resource_updated  # a subscribed resource changed (its URI)
+        # the resources subscribed on this server (`resources/subscribe`): renewed at each start,
+        # since a server that restarted has forgotten them
+        self.subscribed: set[str] = set()
         self.state = "stopped"  # stopped | starting | running | failed | closed
         self.client: Any = None
         self.last_error: str | None = None
@@ -281,6 +284,8 @@ class Connection:
                 )
                 self.on_tools(tools)
                 ready.set_result(client)
+                if self.subscribed:
+                    await self._resubscribe(client)
                 await stop.wait()
         except asyncio.CancelledError:
             self._finish(ready, "shut down while starting")
@@ -619,7 +624,29 @@ class Connection:
         `list_resource_templates`, `read_resource`), starting the server if needed;
         ServerUnavailable when it cannot start, the SDK's MCPError when the server refuses."""
         client = await self.ensure()
-        return await getattr(client, method)(*args, **kwargs)
+        result = await getattr(client, method)(*args, **kwargs)
+        if method == "subscribe_resource":
+            self.subscribed.add(str(args[0]))
+        elif method == "unsubscribe_resource":
+            self.subscribed.discard(str(args[0]))
+        return result
+
+    async def _resubscribe(self, client: Any) -> None:
+        """Subscribe a restarted server again to what it was subscribed to (it forgot); a
+        server that does not answer within 5 s or refuses is left as it is (noted in its log)."""
+        import asyncio
+        import logging
+
+        for uri in sorted(self.subscribed):
+            try:
+                await asyncio.wait_for(client.subscribe_resource(uri), 5.0)
+            except Exception as exc:  # noqa: BLE001 - a broken connection is found by its next call
+                logging.getLogger("graphchat.catalog.mcp").warning(
+                    "MCP server '%s': could not renew the subscription to %s: %s",
+                    self.name,
+                    uri,
+                    describe(exc),
+                )
 
     # sampling --------------------------------------------------------------------------------
 
