@@ -16,8 +16,10 @@ lock on `<id>.lock` (released by the kernel even on `kill -9`).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
+import re
 import secrets
 import time
 from pathlib import Path
@@ -235,6 +237,10 @@ def plan_change(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
 # --- the executor's parking for plan run -----------------------------------------------------
 
 
+# The key of a server's own question during a step's tool call (a PlanAsker key).
+SERVER_QUESTION = re.compile(r"#(sampling|elicitation):")
+
+
 def stored_answer(request: Any) -> Answer:
     """A settled request as the Answer its question gets when the run resumes."""
     if request.state == "answered":
@@ -385,6 +391,16 @@ class PlanParking:
             self._journal = None
 
     def _load_answers(self) -> None:
+        """The answers the resumed run's questions get: its latest park's, and every settled
+        server question of the run (`<step>#sampling:S`, `#elicitation:S`, then `#2`, …): the
+        call they came during is made again and its server asks each of them again."""
+        self._load_parked_answers()
+        for request in self.store.all(finished=True):
+            key = request.key or ""
+            if request.run == self.record.id and request.state != "open" and SERVER_QUESTION.search(key):
+                self.answers.setdefault(key, stored_answer(request))
+
+    def _load_parked_answers(self) -> None:
         for request_id in self.record.data.get("requests") or []:
             request = self.store.find(request_id)
             if request is None or request.key is None or request.state == "open":
@@ -578,6 +594,7 @@ class PlanAsker(Asker):
         super().__init__(inner.events)
         self.inner = inner
         self.lasting_answers = inner.lasting_answers
+        self._asked: collections.Counter[str] = collections.Counter()  # server questions, by key
 
     @property
     def can_answer(self) -> bool:
@@ -595,6 +612,9 @@ class PlanAsker(Asker):
             return self.inner.park(question)
         parking, step = at
         key = f"{step}#{server_question or 'approval'}"
+        if server_question:  # a server may ask several times during one call: each its own key
+            self._asked[key] += 1
+            key += f"#{self._asked[key]}" if self._asked[key] > 1 else ""
         stored = parking.answer_for(key)
         if stored is not None:
             return stored  # type: ignore[no-any-return]

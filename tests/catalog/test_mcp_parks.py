@@ -178,3 +178,32 @@ def test_headless_ask_elicitation_parks_and_the_answer_reaches_the_server(
     done = graphchat("ask", "push main", "--no-park", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "not pushed (cancel)" in _tool_texts(model_server.requests[-1])[0]
+
+
+ASKING_SERVER = str(Path(__file__).resolve().parent.parent / "servers" / "asking_server.py")
+
+
+def test_a_server_that_asks_twice_in_one_call_parks_twice_and_gets_each_answer(
+    graphchat: GraphchatRunner, workspace: Path
+) -> None:
+    log = str(workspace / "calls.jsonl")
+    write_servers(
+        workspace,
+        {
+            "shop": stdio(CATALOG_SERVER, env={"GRAPHCHAT_TEST_CALL_LOG": log}),
+            "asks": stdio(ASKING_SERVER, env={"GRAPHCHAT_TEST_CALL_LOG": log}),
+        },
+    )
+    plan(workspace, "    tool_name: asks__push_and_tag\n    input: {name: main}\n")
+    assert graphchat("plan", "run", "server_asks", "--json").returncode == 5
+    (first,) = waiting(graphchat)
+    assert first["question"] == "[asks · push_and_tag] Push main?"
+    again = graphchat("answer", first["id"], "true")
+    assert again.returncode == 5, again.stderr  # the call was made again: its second question
+    (second,) = waiting(graphchat)
+    assert second["question"] == "[asks · push_and_tag] Tag main?"
+    done = graphchat("answer", second["id"], "false")
+    assert done.returncode == 0, done.stderr
+    assert "pushed=True tagged=False main" in json.dumps(json.loads(done.stdout)["output"])
+    # the step before ran once; the server's tool started once a park (its work repeats)
+    assert counts(workspace) == {"before-0": 1, "main": 3}
