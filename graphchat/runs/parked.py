@@ -21,8 +21,10 @@ step twice. While a process runs or resumes a run it holds an exclusive lock on 
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
+import re
 import secrets
 import time
 from pathlib import Path
@@ -327,6 +329,32 @@ def plan_change(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
 # --- the executor's parking for plan run -----------------------------------------------------
 
 
+# The key of a server's own question during a step's tool call (a PlanAsker key).
+SERVER_QUESTION = re.compile(r"#(sampling|elicitation):")
+
+
+def stored_answer(request: Any) -> Answer:
+    """A settled request as the Answer its question gets when the run resumes."""
+    if request.state == "answered":
+        return Answer(True, request.answer)
+    # declined, expired, cancelled: the unanswered path
+    note = request.reason if request.state == "declined" and request.reason != "declined" else None
+    return Answer(False, None, request.state, note)
+
+
+def question_source(question: Question) -> dict[str, Any]:
+    """Where a parked question came from, as its request shows it: a server's own question
+    during a tool call (`park_as`: sampling or elicitation) names the server and the tool, and
+    a sampling request its prompt and token cap; an approval its tool and every argument."""
+    context = question.context
+    if context.get("park_as"):
+        keys = ("park_as", "server", "tool", "prompt", "max_tokens")
+        return {k: context[k] for k in keys if context.get(k) is not None}
+    if question.kind == "approval":
+        return {"tool": context.get("tool"), "arguments": context.get("arguments")}
+    return {"tool": "ask_user"}
+
+
 def request_mode(question: Question) -> tuple[str, list[str] | None, dict[str, Any] | None]:
     """(mode, options, schema) of a question."""
     if question.kind == "approval":
@@ -447,17 +475,21 @@ class PlanParking:
             self._journal = None
 
     def _load_answers(self) -> None:
+        """The answers the resumed run's questions get: its latest park's, and every settled
+        server question of the run (`<step>#sampling:S`, `#elicitation:S`, then `#2`, …): the
+        call they came during is made again and its server asks each of them again."""
+        self._load_parked_answers()
+        for request in self.store.all(finished=True):
+            key = request.key or ""
+            if request.run == self.record.id and request.state != "open" and SERVER_QUESTION.search(key):
+                self.answers.setdefault(key, stored_answer(request))
+
+    def _load_parked_answers(self) -> None:
         for request_id in self.record.data.get("requests") or []:
             request = self.store.find(request_id)
             if request is None or request.key is None or request.state == "open":
                 continue
-            if request.state == "answered":
-                self.answers[request.key] = Answer(True, request.answer)
-            else:  # declined, expired, cancelled: the unanswered path
-                note = (
-                    request.reason if request.state == "declined" and request.reason != "declined" else None
-                )
-                self.answers[request.key] = Answer(False, None, request.state, note)
+            self.answers[request.key] = stored_answer(request)
 
     # -- the executor's side --
 
@@ -616,12 +648,7 @@ class ParkingAsker(Asker):
 
     def park(self, question: Question) -> None:
         mode, options, _schema = request_mode(question)
-        source: dict[str, Any] = {"thread": self.thread_id}
-        if question.kind == "approval":
-            source["tool"] = question.context.get("tool")
-            source["arguments"] = question.context.get("arguments")
-        else:
-            source["tool"] = "ask_user"
+        source: dict[str, Any] = {"thread": self.thread_id, **question_source(question)}
         request = self.store.open(
             kind="approval" if mode == "approval" else "question",
             mode=mode,
@@ -636,18 +663,47 @@ class ParkingAsker(Asker):
         raise Parked([request.public()])
 
 
+class SettledAsker(Asker):
+    """The asker of a call a resumed `ask` turn makes again because its server's own question
+    (sampling, elicitation: `park_as`) parked it: that question gets the person's stored
+    answer, once; any other question nobody here can answer stays unavailable."""
+
+    def __init__(self, inner: Asker, park_as: str, answer: Answer) -> None:
+        super().__init__(inner.events)
+        self.inner = inner
+        self.park_as = park_as
+        self.answer: Answer | None = answer
+
+    @property
+    def can_answer(self) -> bool:
+        return False
+
+    async def _ask(self, question: Question) -> Answer:
+        return Answer.unavailable()
+
+    def park(self, question: Question) -> Answer | None:
+        if question.context.get("park_as") != self.park_as or self.answer is None:
+            return None
+        answer, self.answer = self.answer, None
+        return answer
+
+
 # --- the asker of a plan run that may park -----------------------------------------------------
 
 
 class PlanAsker(Asker):
     """The asker of a `plan run` that may park: wraps the host's. An approval nobody here can
     give parks the run at the step whose call needs it (the address `PARKING_AT` holds, at any
-    depth); in the resumed run the same call gets the person's permit or deny (issue 19)."""
+    depth); in the resumed run the same call gets the person's permit or deny (issue 19). A
+    server's own question during that call (sampling, elicitation) parks the same way under
+    `<step>#sampling:SERVER` / `<step>#elicitation:SERVER`: the call is made again on resume and
+    the stored answer settles the same question (issues 19, 25)."""
 
     def __init__(self, inner: Asker) -> None:
         super().__init__(inner.events)
         self.inner = inner
         self.lasting_answers = inner.lasting_answers
+        self._asked: collections.Counter[str] = collections.Counter()  # server questions, by key
 
     @property
     def can_answer(self) -> bool:
@@ -660,16 +716,16 @@ class PlanAsker(Asker):
         from graphchat.plans.runtime import PARKING_AT
 
         at = PARKING_AT.get()
-        if at is None or question.kind != "approval":
+        server_question = question.context.get("park_as")  # sampling:SERVER, elicitation:SERVER
+        if at is None or not (question.kind == "approval" or server_question):
             return self.inner.park(question)
         parking, step = at
-        key = f"{step}#approval"
+        key = f"{step}#{server_question or 'approval'}"
+        if server_question:  # a server may ask several times during one call: each its own key
+            self._asked[key] += 1
+            key += f"#{self._asked[key]}" if self._asked[key] > 1 else ""
         stored = parking.answer_for(key)
         if stored is not None:
             return stored  # type: ignore[no-any-return]
-        source = {
-            "step": step,
-            "tool": question.context.get("tool"),
-            "arguments": question.context.get("arguments"),
-        }
+        source = {"step": step, **question_source(question)}
         raise Parked([parking.open(question, key, source, None)])

@@ -219,14 +219,20 @@ def park_turn(
     return int(front.parked(requests, flags["json"], flags.get("home")))
 
 
-async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, Any]]:
+async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) -> list[dict[str, Any]]:
     """The results of the calls a parked turn waited on, in call order: an approved call runs
-    now, a refused one is a refusal, an answered `ask_user` gets its answer as typed."""
+    now, a refused one is a refusal, an answered `ask_user` gets its answer as typed; a call
+    whose server's own question parked it (sampling, elicitation) is made again, and the stored
+    answer settles that question (the server's work before it repeats). `turn`: the resumed
+    turn's CallContext (the calls' usage counts in it)."""
+    from dataclasses import replace
+
     from graphchat.catalog.approvals import remember_allow
     from graphchat.catalog.base import CallContext, ToolResult
     from graphchat.threads import lines as ev
 
     data = record.data
+    base = turn or CallContext(asker=host.asker, events=host.events, surface="agent")
     calls = data["calls"]
     parked = {int(k): v for k, v in data["parked"].items()}
     held = {int(k): v for k, v in data["held"].items()}
@@ -238,18 +244,18 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
             result = ToolResult(held[k]["value"], bool(held[k]["is_error"]))
         else:
             request = store.get(parked[k])
-            if request.kind == "approval":
+            if (request.source or {}).get("park_as"):  # the server's own question: made again
+                from graphchat.runs.parked import SettledAsker, stored_answer
+
+                asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
+                ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")))
+                result = await host.catalog.call(name, _arguments(call), ctx)
+            elif request.kind == "approval":
                 if request.state == "answered":
                     if isinstance(request.answer, dict) and request.answer.get("always"):
                         remember_allow(host.settings, name)
-                    import json
-
-                    try:
-                        arguments = json.loads(call.get("arguments") or "{}")
-                    except ValueError:
-                        arguments = {}
-                    ctx = CallContext(asker=host.asker, events=host.events, assume_yes=True, surface="agent")
-                    result = await host.catalog.call(name, arguments, ctx)
+                    ctx = replace(base, assume_yes=True)
+                    result = await host.catalog.call(name, _arguments(call), ctx)
                 else:
                     why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
                     result = ToolResult.error(
@@ -264,6 +270,16 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
             dict(ev.tool_result(call.get("id") or "", name, result.to_text(), is_error=result.is_error))
         )
     return events
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    try:
+        arguments = json.loads(call.get("arguments") or "{}")
+    except ValueError:
+        return {}
+    return arguments if isinstance(arguments, dict) else {}
 
 
 def resume_ask(store: Any, record: Any, front: Front) -> int:
@@ -286,7 +302,10 @@ def resume_ask(store: Any, record: Any, front: Front) -> int:
             if parking is not None:
                 parking.thread_id = thread.id
             await host.warm_up()
-            results = await resumed_results(host, store, record)
+
+            async def results(ctx: Any) -> list[dict[str, Any]]:  # in the turn: its usage, its budget
+                return await resumed_results(host, store, record, ctx)
+
             return await run_turn(
                 host, session, flags, lambda **kw: session.resume(results, **kw), front, record
             )
