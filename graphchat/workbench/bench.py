@@ -390,6 +390,27 @@ class Bench:
             self.say(f"  left out: {item}")
         return frozen.identifier
 
+    def returns_text(self, tool: str) -> str:
+        """What the plan tab says a step's tool returns: its declared output schema, else the
+        shape learned from its earlier calls (the shape cache), else that it is not known yet —
+        what the planner is shown too (`plans.draft.output_shape`). "" for a control step."""
+        from graphchat.plans.draft import output_shape, workspace_plans
+        from graphchat.plans.steps import CONTROL
+        from graphchat.shapes import ShapeStore
+
+        if tool in CONTROL:
+            return ""
+        spec = self.catalog.get(tool)
+        if spec is None:
+            return f"returns: unknown — {tool} is not in the catalog"
+        plans = workspace_plans(self.settings) if spec.source == "plan" else None
+        kind, shape = output_shape(spec, ShapeStore(self.settings.catalog_dir / "shapes"), plans)
+        if kind == "declared":
+            return "returns (declared output schema):\n  " + shape
+        if kind == "observed":
+            return "returns (learned from earlier calls, may vary):\n  " + shape
+        return "returns: not known yet — run it once"
+
     # -- validate, run, save ----------------------------------------------------------------
 
     def validate(self) -> list[str]:
