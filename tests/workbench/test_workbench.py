@@ -320,6 +320,8 @@ def test_on_a_terminal_it_opens_the_plan_validates_and_quits(
     child = _spawn(workspace, model_server, "greet")
     try:
         child.expect("E1  builtin__reshape")  # the plan tab's step tree is on the screen
+        child.expect("palette")  # and the footer: the first screen is painted whole, the prompt
+        # focused (the app focuses it as the screen is composed, so Tab always goes to the plan)
         child.send("\t")  # to the plan
         child.send("v")
         child.expect("✓ valid")
