@@ -160,3 +160,34 @@ async def test_a_draft_that_never_validates_leaves_its_valid_first_steps_and_say
         assert plan is not None and [s.label for s in plan.steps] == ["E0"] and bench.draft.dirty
     finally:
         await catalog.aclose()
+
+
+@pytest.mark.slow
+def test_on_a_terminal_the_agent_drafts_a_plan_and_the_tree_shows_it(
+    workspace: Path, model_server: ScriptedModelServer
+) -> None:
+    import pexpect
+
+    from tests.workbench.test_workbench import _spawn
+
+    model_server.push(
+        _draft_call(goal="a plan that greets someone loudly", fresh=True),
+        {"json": SHOUT},
+        {"text": "Drafted shout."},
+    )
+    child = _spawn(workspace, model_server)  # a new, empty draft
+    try:
+        child.expect("palette")  # the first screen, painted whole
+        child.send("draft a plan that greets someone loudly\r")
+        child.expect("plan__shout", timeout=120)  # the drafted plan's tree (litellm loads first)
+        child.expect("E1  builtin__reshape")
+        child.expect("Drafted shout.")
+        child.sendcontrol("q")  # quit (wherever the focus is): the draft is unsaved, so it asks
+        child.expect("unsaved changes")
+        child.send("y")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert len(_planner_requests(model_server)) == 1
+    assert list((workspace / "plans").iterdir()) == []  # never saved
