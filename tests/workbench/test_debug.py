@@ -487,6 +487,42 @@ async def test_a_model_call_skipped_at_a_pause_is_not_made_and_its_injected_answ
         assert "spent: 2 tool calls · 0 model calls" in log and "⤼ skipped" in _row(app, "E1")
 
 
+AGENT = """\
+identifier: agented
+name: Agented
+description: An agent step.
+steps:
+  - id: E0
+    tool_name: agent
+    input:
+      prompt: Say hello.
+      tools: ['builtin__reshape']
+      max_iterations: 2
+      output_schema: {type: object, required: [greeting], properties: {greeting: {type: string}}}
+output:
+  said: "{{E0.output.greeting}}"
+"""
+
+
+async def test_an_agent_steps_model_call_skipped_at_a_pause_answers_with_the_typed_value(
+    workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _bench_app(workspace, model_server, monkeypatch, AGENT) as (app, pilot, bench):
+        bench.breakpoints.add("E0")
+        result: dict[str, Any] = {}
+
+        async def run() -> None:
+            result.update(await bench.run({}, debug=True))
+
+        app.run_worker(run())
+        shown = await _paused(app, pilot, "before a model call")
+        assert "Say hello." in shown
+        await _inject(app, pilot, '{"greeting": "hello from the pause"}')  # the model's answer
+        await _run_ended(app, pilot)
+        assert model_server.requests == []
+        assert result["outcome"] == "ok" and result["output"] == {"said": "hello from the pause"}, result
+
+
 @pytest.mark.slow
 def test_on_a_terminal_a_debug_run_pauses_steps_aborts_and_quits(
     workspace: Path, model_server: ScriptedModelServer
