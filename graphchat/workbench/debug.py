@@ -6,8 +6,9 @@ step pauses its model's calls). It pauses before every call while stepping, else
 top-level steps that hold a breakpoint (a breakpoint on a `map` holds its body's calls), and
 always on a failed call. At a pause the person decides (`Decision`): step (run it, pause at the
 next), continue (run to the next breakpoint or failure), skip (the call does not run; the
-typed JSON is its result; before a model call, the typed answer), abort (the run is cancelled: nothing after the pause runs). Nothing here knows
-the screen: `show` is told each pause, and whoever shows it calls `answer`.
+typed JSON is its result; before a model call, the typed answer is the model's), abort (the
+run is cancelled: nothing after the pause runs). Nothing here knows the screen: `show` is told
+each pause, and whoever shows it calls `answer`.
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ def test_on_a_terminal_the_agent_drafts_a_plan_and_the_tree_shows_it(
     )
     child = _spawn(workspace, model_server)  # a new, empty draft
     try:
-        child.expect("palette")  # the first screen, painted whole
+        child.expect("palette", timeout=120)  # the first screen, painted whole
         child.send("draft a plan that greets someone loudly\r")
         child.expect("plan__shout", timeout=120)  # the drafted plan's tree (litellm loads first)
         child.expect("E1  builtin__reshape")
