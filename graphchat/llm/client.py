@@ -88,11 +88,14 @@ class LLM:
         candidates = (self.config, *self.config.fallbacks)
         failures: list[str] = []
         for index, config in enumerate(candidates):
+            started = time.perf_counter()
             try:
                 return await self._complete(
                     config, messages, tools, on_text, tool_choice, response_format, site, stream
                 )
             except GraphchatError as exc:
+                if len(candidates) > 1:  # the attempt shows in usage, beside the one that answers
+                    self._failed(config, site, (time.perf_counter() - started) * 1000)
                 if len(candidates) == 1 or not _outage(exc):
                     raise
                 failures.append(f"{config.model}: {exc.message}")
@@ -101,6 +104,12 @@ class LLM:
                         f"{config.model} failed, trying {candidates[index + 1].model}: {exc.message}"
                     )
         raise GraphchatError(f"every model failed ({len(failures)} tried) — " + " | ".join(failures))
+
+    def _failed(self, config: ModelConfig, site: str, ms: float) -> None:
+        """Meter a failed call of a model with fallbacks: one call, failed, no tokens."""
+        self.usage = self.usage + Usage(calls=1, failed=1)
+        if self.events is not None:
+            self.events.llm_call(site, config.model, 0, 0, ms, role=config.role, failed=True)
 
     async def _complete(
         self,
@@ -174,7 +183,7 @@ class LLM:
             "%s: %s (%s) %d input / %d output tokens in %.0f ms",
             site, config.model, config.role, usage.input_tokens, usage.output_tokens, ms,
         )  # fmt: skip
-        if self.events is not None:  # a failed-over call is the answering model's (as graph meters it)
+        if self.events is not None:
             self.events.llm_call(
                 site,
                 config.model,

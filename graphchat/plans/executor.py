@@ -156,6 +156,7 @@ class UsageTap(EventSink):
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.failed = 0  # calls that failed over to a fallback model (or failed with it)
         self.by_step: dict[str, dict[str, Any]] = {}
         self.by_model: dict[str, dict[str, Any]] = {}
         self.by_server: dict[str, dict[str, Any]] = {}  # MCP servers' sampling requests served
@@ -183,6 +184,10 @@ class UsageTap(EventSink):
                 group["output_tokens"] = group.get("output_tokens", 0) + spent_out
                 for key in ("cache_read_input_tokens", "cache_creation_input_tokens"):  # graph's keys
                     group[key] = group.get(key, 0) + int(fields.get(key) or 0)
+                if fields.get("failed"):  # a call that failed over to a fallback model
+                    group["failed"] = group.get("failed", 0) + 1
+            if fields.get("failed"):
+                self.failed += 1
         if self.inner is not None:
             self.inner.emit(event, **fields)
 
@@ -200,6 +205,7 @@ class UsageTap(EventSink):
 
         return {
             "calls": self.calls,
+            **({"failed": self.failed} if self.failed else {}),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "by_step": ranked(self.by_step),

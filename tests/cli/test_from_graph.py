@@ -307,7 +307,84 @@ def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_bo
         assert len(first.requests) == 4 and len(second.requests) == 1
         assert first.requests[0]["model"] == "primary" and second.requests[0]["model"] == "backup"
         assert "openai/primary failed, trying openai/backup" in done.stderr
-        assert [row["model"] for row in report["usage"]["by_model"]] == ["openai/backup"]
+        # the usage shows both: the failed attempt (no tokens) and the model that answered
+        usage = report["usage"]
+        assert usage["calls"] == 2 and usage["failed"] == 1
+        rows = {row["model"]: row for row in usage["by_model"]}
+        assert rows["openai/backup"]["calls"] == 1 and rows["openai/backup"]["input_tokens"] == 7
+        assert "failed" not in rows["openai/backup"]
+        assert rows["openai/primary"]["calls"] == 1 and rows["openai/primary"]["failed"] == 1
+        assert rows["openai/primary"]["input_tokens"] == rows["openai/primary"]["output_tokens"] == 0
+        assert rows["openai/primary"]["provider"] == "openai"
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_ask_json_usage_shows_the_failed_model_and_the_one_that_answered(workspace: Path, graphchat) -> None:
+    first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
+    try:
+        first.default = {"error": 500}
+        second.script = [{"text": "from the backup", "usage": {"prompt_tokens": 9, "completion_tokens": 4}}]
+        (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
+        done = graphchat("ask", "--json", "hello")
+        assert done.returncode == 0, done.stderr
+        body = json.loads(done.stdout)
+        assert body["content"] == "from the backup"
+        usage = body["usage"]
+        assert (usage["calls"], usage["failed"], usage["input_tokens"], usage["output_tokens"]) == (
+            2,
+            1,
+            9,
+            4,
+        )
+        assert usage["by_model"] == [
+            {
+                "provider": "openai",
+                "model": "openai/backup",
+                "calls": 1,
+                "input_tokens": 9,
+                "output_tokens": 4,
+            },
+            {
+                "provider": "openai",
+                "model": "openai/primary",
+                "calls": 1,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "failed": 1,
+            },
+        ]
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_the_printed_spent_line_names_both_models(workspace: Path) -> None:
+    """On a terminal, the dim line after the answer says which model failed and which answered."""
+    import pexpect
+
+    first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
+    try:
+        first.default = {"error": 500}
+        second.script = [{"text": "from the backup", "usage": {"prompt_tokens": 9, "completion_tokens": 4}}]
+        (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "graphchat", "--home", str(workspace), "ask", "hello"],
+            env=clean_env({"TERM": "xterm-256color", "NO_COLOR": "1"}, workspace.parent),
+            cwd=str(workspace),
+            dimensions=(40, 200),
+            encoding="utf-8",
+            timeout=60,
+        )
+        child.expect(pexpect.EOF)
+        child.close()
+        printed = child.before.replace("\r", "")
+        assert child.exitstatus == 0, printed
+        assert "from the backup" in printed
+        line = next(line for line in printed.splitlines() if line.startswith("calls 2"))
+        assert "by model: openai/backup 1 call, openai/primary 1 call (1 failed)" in line, line
     finally:
         first.stop()
         second.stop()
