@@ -156,6 +156,8 @@ class ModelConfig:
     # provider caches (Anthropic, Bedrock, …), true always (a gateway in front of one), false never
     prompt_caching: bool | None = None
     repair: ModelConfig | None = None  # the `repair` role's model: the one pass fixing a structured reply
+    # where the entry is written, (its dotted path, the file): what a `${VAR}` error names
+    written_in: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,9 @@ def _model_config(role: str, value: Any, path: tuple[str | int, ...] | None = No
         return ModelConfig(model=value.strip(), role=role)
     if not isinstance(value, dict):
         raise _Problem(path, f"{dotted}: expected a model string or a mapping with `model`")
-    known = {f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role", "repair")}
+    known = {
+        f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role", "repair", "written_in")
+    }
     model = value.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _Problem(path, f"{dotted}: `model` is required (a litellm model string)")
@@ -639,6 +643,32 @@ def _system_prompt(parsed: dict[str, Any], workspace: Path, doc: Any) -> str | N
         raise ConfigError(f"{where}: settings.system_prompt_file: cannot read {path}: {why}") from None
 
 
+def written_in(
+    config: ModelConfig, path: tuple[str | int, ...], layers: list[tuple[Path, Any]]
+) -> ModelConfig:
+    """`config` (the entry at `path`) and its fallbacks marked with the file that writes them
+    (the last layer holding the entry), which a `${VAR}` error names."""
+    import dataclasses
+
+    source = next((str(file) for file, layer in reversed(layers) if _holds(layer.data, path)), CONFIG_NAME)
+    fallbacks = tuple(
+        written_in(f, (*path, "fallbacks", index), layers) for index, f in enumerate(config.fallbacks)
+    )
+    where = (".".join(str(p) for p in path), source)
+    return dataclasses.replace(config, fallbacks=fallbacks, written_in=where)
+
+
+def _holds(data: Any, path: tuple[str | int, ...]) -> bool:
+    for key in path:
+        if isinstance(data, dict) and key in data:
+            data = data[key]
+        elif isinstance(data, list) and isinstance(key, int) and key < len(data):
+            data = data[key]
+        else:
+            return False
+    return True
+
+
 def default_warm(environ: Mapping[str, str]) -> str:
     """settings.warm when graphchat.yaml does not say: `auto`, or `manual` under
     GRAPHCHAT_WARM=manual (scripts and test suites that start no helper unless told to)."""
@@ -697,8 +727,14 @@ def load_settings(
         return ()
 
     pricing = parsed.get("pricing", {})
-    parsed["models"] = {role: priced(config, pricing) for role, config in parsed["models"].items()}
-    named = {name: priced(config, pricing) for name, config in parsed.get("named", {}).items()}
+    parsed["models"] = {
+        role: written_in(priced(config, pricing), ("models", role), layers)
+        for role, config in parsed["models"].items()
+    }
+    named = {
+        name: written_in(priced(config, pricing), ("models", NAMED_KEY, name), layers)
+        for name, config in parsed.get("named", {}).items()
+    }
     prompts = parsed.get("prompts", {})
     models = _env_default_model(parsed["models"], environ)
     from graphchat.plans.discovery import set_plan_paths

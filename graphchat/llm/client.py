@@ -56,10 +56,12 @@ class LLM:
         config = config or self.config
         kwargs: dict[str, Any] = dict(config.extra)
         kwargs["model"] = config.model
-        if config.api_base:
-            kwargs["api_base"] = config.api_base
+        from graphchat.llm.keys import expanded
+
+        if config.api_base:  # `${VAR}` expanded here, for the request only
+            kwargs["api_base"] = expanded(config, "api_base")
         if config.api_key:
-            kwargs["api_key"] = config.api_key
+            kwargs["api_key"] = expanded(config, "api_key")
         if config.temperature is not None:
             kwargs["temperature"] = config.temperature
         # The global litellm.num_retries is ignored (and reset) upstream: pass it on every call.

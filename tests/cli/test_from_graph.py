@@ -420,6 +420,62 @@ def test_a_bad_request_does_not_fail_over(workspace: Path, graphchat) -> None:
         second.stop()
 
 
+# --- ${VAR} in api_key and api_base -----------------------------------------------------------
+
+
+def test_api_key_and_api_base_variables_are_expanded_at_the_call_and_never_written(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    secret = "sk-from-the-environment-4242"
+    (workspace / "graphchat.yaml").write_text(
+        "models:\n  default:\n    model: openai/gateway\n    api_base: ${GW_BASE}\n    api_key: ${GW_KEY}\n"
+    )
+    env = {"GW_KEY": secret, "GW_BASE": model_server.url, "GRAPHCHAT_EVENTS": "jsonl"}
+    model_server.script = [{"text": "hello back"}]
+    done = graphchat("ask", "--json", "hello", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["content"] == "hello back"
+    assert model_server.authorizations[-1] == f"Bearer {secret}"  # the provider got the value
+    assert secret not in done.stdout + done.stderr  # nor the events
+    written = [p for p in workspace.rglob("*") if p.is_file()]
+    assert all(secret.encode() not in p.read_bytes() for p in written), written
+    assert "${GW_KEY}" in (workspace / "graphchat.yaml").read_text()
+    shown = graphchat("config", "show", "--json", env=env)
+    models = json.loads(shown.stdout)["config"]["models"]
+    assert models["default"]["api_key"] == "${GW_KEY}" and models["default"]["api_base"] == "${GW_BASE}"
+    assert secret not in shown.stdout
+
+
+def test_an_unset_variable_in_api_key_is_one_line_naming_it_and_the_file(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "graphchat.yaml").write_text(
+        f"models:\n  default:\n    model: openai/gateway\n    api_base: {model_server.url}\n"
+        "    api_key: ${GW_KEY}\n"
+    )
+    done = graphchat("ask", "hello")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    first = done.stderr.strip().splitlines()[0]
+    assert "environment variable GW_KEY is not set" in first
+    assert f"models.default.api_key in {workspace / 'graphchat.yaml'}" in first
+    assert model_server.requests == []  # nothing was sent
+
+
+def test_init_from_graph_carries_an_api_key_variable(tmp_path: Path) -> None:
+    project = graph_project(
+        tmp_path,
+        config='[providers.gw]\ntype = "openai_compat"\nbase_url = "${GW_BASE}"\napi_key = "${GW_KEY}"\n\n'
+        '[models.chat]\nprovider = "gw"\nmodel = "llama3"\n',
+    )
+    done = gc("init", "--from-graph", cwd=project)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(gc("config", "show", "--json", cwd=project).stdout)
+    chat = shown["config"]["models"]["chat"]
+    assert chat["api_key"] == "${GW_KEY}" and chat["api_base"] == "${GW_BASE}"
+    assert "GW_KEY" not in done.stderr  # carried, not listed as dropped
+
+
 # --- the user's layer ----------------------------------------------------------------------------
 
 
