@@ -143,6 +143,9 @@ class ModelConfig:
     context_window: int | None = None
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
+    # prompt-cache prices (litellm's names); unset: the input price x 0.1 (read), x 1.25 (write)
+    cache_read_input_token_cost: float | None = None
+    cache_creation_input_token_cost: float | None = None
     vision: bool | None = None  # whether it accepts images (None: litellm's supports_vision says)
     # per-answer limits: the role's own, else settings.model_timeout / settings.max_output_tokens
     model_timeout: float | None = None
@@ -326,9 +329,13 @@ def _model_config(role: str, value: Any, path: tuple[str | int, ...] | None = No
             kwargs[key] = item
             continue
         if key in known:
-            if key in ("temperature", "input_cost_per_token", "output_cost_per_token") and not isinstance(
-                item, (int, float)
-            ):
+            if key in (
+                "temperature",
+                "input_cost_per_token",
+                "output_cost_per_token",
+                "cache_read_input_token_cost",
+                "cache_creation_input_token_cost",
+            ) and not isinstance(item, (int, float)):
                 raise _Problem((*path, key), f"{dotted}.{key}: expected a number")
             if key in ("vision", "prompt_caching") and not isinstance(item, bool):
                 raise _Problem((*path, key), f"{dotted}.{key}: expected true or false")
@@ -549,6 +556,10 @@ def priced(config: ModelConfig, pricing: Mapping[str, Mapping[str, float]]) -> M
     if prices and config.input_cost_per_token is None and config.output_cost_per_token is None:
         changes["input_cost_per_token"] = prices.get("input", 0.0) / 1e6
         changes["output_cost_per_token"] = prices.get("output", 0.0) / 1e6
+        if "cache_read" in prices:
+            changes["cache_read_input_token_cost"] = prices["cache_read"] / 1e6
+        if "cache_write" in prices:
+            changes["cache_creation_input_token_cost"] = prices["cache_write"] / 1e6
     return dataclasses.replace(config, **changes)
 
 

@@ -300,18 +300,44 @@ class LLM:
 
         input_tokens = field("prompt_tokens") if raw is not None else 0
         output_tokens = field("completion_tokens") if raw is not None else 0
-        return Usage(input_tokens, output_tokens, self.cost(input_tokens, output_tokens, config), calls=1)
+        cache = _cache_tokens(raw)
+        cost = self.cost(input_tokens, output_tokens, config, cache=cache)
+        return Usage(input_tokens, output_tokens, cost, calls=1)
 
-    def cost(self, input_tokens: int, output_tokens: int, config: ModelConfig | None = None) -> float | None:
-        """USD for a call: the configured price, else litellm's price list, else None (unknown)."""
+    def cost(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        config: ModelConfig | None = None,
+        *,
+        cache: dict[str, int] | None = None,
+    ) -> float | None:
+        """USD for a call: the configured price, else litellm's price list, else None (unknown).
+
+        `cache`: the prompt-cache reads and writes among the `input_tokens` (litellm counts
+        them in prompt_tokens), priced at their own rates: the configured ones (unset: graph's
+        input x 0.1 for a read, x 1.25 for a write), else litellm's cache_read_input_token_cost
+        and cache_creation_input_token_cost."""
         config = config or self.config
+        read = (cache or {}).get("cache_read_input_tokens", 0)
+        written = (cache or {}).get("cache_creation_input_tokens", 0)
         if config.input_cost_per_token is not None or config.output_cost_per_token is not None:
-            return input_tokens * (config.input_cost_per_token or 0.0) + output_tokens * (
-                config.output_cost_per_token or 0.0
+            price = config.input_cost_per_token or 0.0
+            read_price = config.cache_read_input_token_cost
+            write_price = config.cache_creation_input_token_cost
+            return (
+                max(input_tokens - read - written, 0) * price
+                + read * (price / 10 if read_price is None else read_price)
+                + written * (price * 1.25 if write_price is None else write_price)
+                + output_tokens * (config.output_cost_per_token or 0.0)
             )
         try:
             prompt_cost, completion_cost = litellm_module().cost_per_token(
-                model=config.model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+                model=config.model,
+                prompt_tokens=input_tokens,
+                completion_tokens=output_tokens,
+                cache_read_input_tokens=read,
+                cache_creation_input_tokens=written,
             )
         except Exception:  # ModelNotMappedError subclasses only Exception: an unpriced model
             return None

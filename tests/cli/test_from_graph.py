@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
 
@@ -548,6 +550,56 @@ def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
     (workspace / "graphchat.yaml").write_text(config + "settings:\n  prompt_caching: false\n")
     assert graphchat("plan", "run", "p").returncode == 0
     assert "cache_control" not in json.dumps(model_server.requests[-1])
+
+
+CACHED_USAGE = {
+    "prompt_tokens": 1000,  # of which 800 read from the cache and 100 written to it
+    "completion_tokens": 10,
+    "prompt_tokens_details": {"cached_tokens": 800},
+    "cache_creation_input_tokens": 100,
+}
+
+
+def test_cache_tokens_are_priced_at_the_pricing_sections_cache_rates(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    """graph's `[pricing]` (USD per million): cache_read and cache_write price the cached part of
+    the input; left out, they are the input price x 0.1 and x 1.25 (graph's defaults)."""
+    model = f"models:\n  default: {{model: openai/gateway, api_base: {model_server.url}, api_key: sk-t}}\n"
+    for prices in (
+        "{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}",
+        "{input: 3, output: 15}",  # the defaults: the same rates here
+    ):
+        (workspace / "graphchat.yaml").write_text(model + f"pricing:\n  gateway: {prices}\n")
+        model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+        done = graphchat("ask", "--json", "hi")
+        assert done.returncode == 0, done.stderr
+        # 100 uncached x $3 + 800 read x $0.30 + 100 written x $3.75 + 10 out x $15, per million
+        assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(0.001065), prices
+    # a rate of its own is used as given
+    (workspace / "graphchat.yaml").write_text(
+        model + "pricing:\n  gateway: {input: 3, output: 15, cache_read: 1, cache_write: 0}\n"
+    )
+    model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+    done = graphchat("ask", "--json", "hi")
+    assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(
+        0.00125
+    )  # 300 + 800 + 0 + 150 micro-dollars
+
+
+def test_cache_tokens_are_priced_from_litellms_price_list(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    """A model litellm prices (gpt-4o: $2.50 in, $10 out, cache reads $1.25 a million, writes
+    at the input price), served by the scripted server."""
+    (workspace / "graphchat.yaml").write_text(
+        f"models:\n  default: {{model: openai/gpt-4o, api_base: {model_server.url}, api_key: sk-t}}\n"
+    )
+    model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+    done = graphchat("ask", "--json", "hi")
+    assert done.returncode == 0, done.stderr
+    # 200 x $2.50 + 800 x $1.25 + 10 x $10 per million (not 1,000 x $2.50 + 100: $0.0026)
+    assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(0.0016)
 
 
 def test_a_plain_openai_compatible_model_gets_no_markers(workspace: Path, graphchat, model_server) -> None:
