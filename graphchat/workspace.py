@@ -524,7 +524,17 @@ def _pricing(section: Any) -> dict[str, dict[str, float]]:
     return out
 
 
-PROMPT_KEYS = ("chat", "workbench")  # prompts.<key> replaces that built-in prompt (graph's [prompts])
+# prompts.<key> replaces that built-in system prompt wholesale: graph's [prompts] (chat,
+# workbench), and graphchat's own for a plan's solver, its judge (decide, infer gates) and the
+# planner (plan draft, plan_and_execute)
+PROMPT_KEYS = ("chat", "workbench", "solver", "judge", "planner")
+
+
+def builtin_prompt(settings: Any, name: str, default: str) -> str:
+    """The system prompt `name`: `prompts.<name>` of the configuration when set, else `default`
+    (the built-in text). `settings` may be None (a run with no workspace)."""
+    prompts = getattr(settings, "prompts", None) or {}
+    return str(prompts.get(name) or default)
 
 
 def _prompts(section: Any) -> dict[str, str]:

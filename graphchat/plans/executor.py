@@ -285,7 +285,10 @@ class Runner:
     async def judge(self, question: str, model: str | None) -> tuple[bool, str]:
         """One structured call to the judge role: (verdict, reason)."""
         llm = self.llm("judge", model)
-        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": question}]
+        from graphchat.workspace import builtin_prompt
+
+        system = builtin_prompt(self.settings, "judge", JUDGE_SYSTEM)
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         out = await llm.structured(messages, VERDICT_SCHEMA, site="judge")
         if not isinstance(out, Mapping) or not isinstance(out.get("verdict"), bool):
             raise ValueError(f"the judge did not return a verdict: {out!r}")

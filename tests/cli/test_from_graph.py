@@ -478,6 +478,79 @@ def test_init_from_graph_carries_an_api_key_variable(tmp_path: Path) -> None:
     assert "GW_KEY" not in done.stderr  # carried, not listed as dropped
 
 
+# --- prompts: solver, judge, planner ------------------------------------------------------------
+
+PROMPTS = "prompts:\n  solver: SOLVER-X\n  judge: JUDGE-X\n  planner: PLANNER-X\n"
+
+
+def by_system_prompt(body: dict[str, Any]) -> dict[str, Any]:
+    """The judge says yes to `urgent?` and no to anything else; the solver answers; the planner
+    drafts a one-step plan."""
+    system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    question = body["messages"][-1]["content"] if body["messages"] else ""
+    if system.startswith("JUDGE-X"):
+        return {"json": {"verdict": "urgent?" in json.dumps(body["messages"]), "reason": "r"}}
+    if system.startswith("PLANNER-X"):
+        return {
+            "json": {
+                "identifier": "g",
+                "name": "G",
+                "description": "d",
+                "steps": [
+                    {
+                        "id": "E0",
+                        "tool_name": "filter",
+                        "input": {"over": [1, 2], "where": {"value": "{{item}}", "op": "gt", "to": 1}},
+                    }
+                ],
+                "output": {"kept": "{{E0.items}}"},
+            }
+        }
+    return {"text": f"solved ({len(question)})"}
+
+
+def test_prompts_replace_the_solver_judge_and_planner_system_prompts(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "graphchat.yaml").write_text(
+        f"models:\n  default: {{model: openai/m, api_base: {model_server.url}, api_key: sk-t}}\n" + PROMPTS
+    )
+    (workspace / "plans" / "p.yaml").write_text(
+        "identifier: p\nname: P\ndescription: d\nsteps:\n"
+        "  - id: E0\n    tool_name: decide\n    input:\n      infer: urgent?\n"
+        "      then: {tool_name: filter, input: {over: [1, 2], where: {value: '{{item}}', op: gt, to: 1}}}\n"
+        "  - id: E1\n    tool_name: exit\n    input: {infer: blocked?, status: error}\n"
+        "solver:\n  query_to_answer: Describe.\n"
+    )
+    model_server.default = by_system_prompt
+    done = graphchat("plan", "run", "p", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"].startswith("solved")
+    systems = [
+        next(m["content"] for m in r["messages"] if m["role"] == "system") for r in model_server.requests
+    ]
+    # the decide's judge, the exit gate's judge, the solver: each with its replaced prompt only
+    assert systems == ["JUDGE-X", "JUDGE-X", "SOLVER-X"], systems
+    # plan_and_execute's planner (plan go)
+    model_server.requests.clear()
+    done = graphchat("plan", "go", "keep the big ones")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"kept": [2]}
+    first = model_server.requests[0]["messages"]
+    assert first[0] == {"role": "system", "content": "PLANNER-X"}
+    assert "keep the big ones" in first[1]["content"]  # the goal and the catalog still follow
+
+
+def test_an_unknown_prompt_names_the_prompts_there_are(workspace: Path, graphchat) -> None:
+    (workspace / "graphchat.yaml").write_text("prompts:\n  solvr: x\n")
+    done = graphchat("config", "show")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        "prompts.solvr: unknown prompt (did you mean solver? prompts: chat, workbench, solver, judge, planner)"
+        in done.stderr
+    )
+
+
 # --- the user's layer ----------------------------------------------------------------------------
 
 
