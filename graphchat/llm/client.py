@@ -96,7 +96,11 @@ class LLM:
                     config, messages, tools, on_text, tool_choice, response_format, site, stream
                 )
             except GraphchatError as exc:
-                if len(candidates) > 1:  # the attempt shows in usage, beside the one that answers
+                from graphchat.errors import ConfigError
+                from graphchat.llm.budget import BudgetExceeded
+
+                sent = not isinstance(exc, (ConfigError, BudgetExceeded))  # else nothing left here
+                if len(candidates) > 1 and sent:  # the attempt shows in usage, beside the one that answers
                     self._failed(config, site, (time.perf_counter() - started) * 1000)
                 if len(candidates) == 1 or not _outage(exc):
                     raise
@@ -111,7 +115,7 @@ class LLM:
         """Meter a failed call of a model with fallbacks: one call, failed, no tokens."""
         self.usage = self.usage + Usage(calls=1, failed=1)
         if self.events is not None:
-            self.events.llm_call(site, config.model, 0, 0, ms, role=config.role, failed=True)
+            self.events.llm_call(site, config.model, 0, 0, ms, role=self.config.role, failed=True)
 
     async def _complete(
         self,
@@ -183,7 +187,7 @@ class LLM:
 
         logging.getLogger("graphchat.llm").info(
             "%s: %s (%s) %d input / %d output tokens in %.0f ms",
-            site, config.model, config.role, usage.input_tokens, usage.output_tokens, ms,
+            site, config.model, self.config.role, usage.input_tokens, usage.output_tokens, ms,
         )  # fmt: skip
         if self.events is not None:
             self.events.llm_call(
@@ -192,7 +196,7 @@ class LLM:
                 usage.input_tokens,
                 usage.output_tokens,
                 ms,
-                role=config.role,
+                role=self.config.role,  # a fallback answers in the role of the model it stands in for
                 cache=_cache_tokens(raw_usage),
             )
         return Completion(
