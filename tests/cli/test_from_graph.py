@@ -401,6 +401,12 @@ def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path,
         line = next(line for line in done.stderr.splitlines() if "every model failed" in line)
         assert "openai/primary: model call to openai/primary failed (500)" in line
         assert "openai/backup: rate limited by the provider of openai/backup (429)" in line
+        # a failed run prints no envelope; its events meter both failed attempts
+        failed = graphchat("ask", "hello", env={"GRAPHCHAT_EVENTS": "jsonl"})
+        assert failed.returncode == 1
+        events = [json.loads(x) for x in failed.stderr.splitlines() if x.startswith("{")]
+        calls = [(e["model"], e.get("failed")) for e in events if e["event"] == "llm_call"]
+        assert calls == [("openai/primary", True), ("openai/backup", True)], calls
     finally:
         first.stop()
         second.stop()
