@@ -46,10 +46,11 @@ class EventSink:
         role: str | None = None,
         cache: dict[str, int] | None = None,
         failed: bool = False,
+        cost_usd: float | None = None,
     ) -> None:
         """`cache`: the cache tokens the provider reported (cache_read_input_tokens,
         cache_creation_input_tokens), when any. `failed`: a call to a model with fallbacks that
-        failed (no tokens counted; the next model was tried)."""
+        failed (no tokens counted; the next model was tried). `cost_usd`: the call's price, when known."""
         self.emit(
             "llm_call",
             site=site,
@@ -60,6 +61,7 @@ class EventSink:
             role=role,
             **(cache or {}),
             **({"failed": True} if failed else {}),
+            **({"cost_usd": cost_usd} if cost_usd is not None else {}),
         )
 
     def waiting(self, what: str | None) -> None:

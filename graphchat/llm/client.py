@@ -198,6 +198,7 @@ class LLM:
                 ms,
                 role=self.config.role,  # a fallback answers in the role of the model it stands in for
                 cache=_cache_tokens(raw_usage),
+                cost_usd=usage.cost_usd,
             )
         return Completion(
             content=content, tool_calls=calls, usage=usage, model=config.model, finish_reason=finish

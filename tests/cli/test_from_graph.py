@@ -652,6 +652,17 @@ def test_cache_tokens_are_priced_at_the_pricing_sections_cache_rates(
         assert done.returncode == 0, done.stderr
         # 100 uncached x $3 + 800 read x $0.30 + 100 written x $3.75 + 10 out x $15, per million
         assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(0.001065), prices
+    # plan run --json: the total and each group carry graph's cost_usd
+    (workspace / "plans" / "p.yaml").write_text(
+        "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
+        "    input: {instruction: hi}\n"
+    )
+    model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+    done = graphchat("plan", "run", "p", "--json")
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    assert usage["cost_usd"] == pytest.approx(0.001065)
+    assert usage["by_model"][0]["cost_usd"] == usage["by_step"][0]["cost_usd"] == usage["cost_usd"]
     # a rate of its own is used as given
     (workspace / "graphchat.yaml").write_text(
         model + "pricing:\n  gateway: {input: 3, output: 15, cache_read: 1, cache_write: 0}\n"
