@@ -239,6 +239,7 @@ class Session:
         before = llm.usage
         roles_before = self.events.snapshot()
         servers_before = self.events.snapshot(servers=True)
+        models_before = self.events.snapshot(models=True)
         extra_usage: list[Usage] = []
         ctx = CallContext(
             asker=self.asker,
@@ -299,6 +300,11 @@ class Session:
         by_server = self.events.since(servers_before, servers=True)
         if by_server:  # MCP servers' sampling requests this turn served (issue 25)
             usage["by_server"] = by_server
+        models = self.events.since(models_before, models=True)
+        if len(models) > 1 or any(m.get("failed") for m in models.values()):  # a fallback answered
+            from graphchat.events import by_model_rows
+
+            usage["by_model"] = by_model_rows(models)
         thread.append(dict(ev.turn_end(usage, llm.model)))
         return TurnResult(result.content, thread.id, len(result.tool_calls_made), usage)
 
