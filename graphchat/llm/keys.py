@@ -67,6 +67,13 @@ def expanded(config: ModelConfig, field: str) -> str | None:
     return _VAR.sub(sub, value)
 
 
+def unset_variables(value: str | None) -> list[str]:
+    """The `${VAR}` names (without a `:-default`) in `value` that the environment lacks."""
+    if not value or "${" not in value:
+        return []
+    return [m.group(1) for m in _VAR.finditer(value) if m.group(2) is None and not os.environ.get(m.group(1))]
+
+
 def provider_of(model: str) -> str:
     """The provider litellm routes `model` to, from its prefix (`anthropic/…`), else from its
     name (`claude-…`, `gemini-…`; anything else unprefixed is OpenAI's)."""
@@ -92,7 +99,11 @@ def missing_key(config: ModelConfig) -> tuple[str, ...] | None:
 
 
 def check_key(config: ModelConfig) -> None:
-    """Exit 2 now (ConfigError) when the model's provider needs a key that is not set."""
+    """Exit 2 now (ConfigError) when the model's provider needs a key that is not set, or
+    its `api_key`/`api_base` names a `${VAR}` that is not set."""
+    for field in ("api_key", "api_base"):
+        if unset_variables(getattr(config, field)):
+            expanded(config, field)  # raises the one-line error naming the variable and file
     variables = missing_key(config)
     if variables is None:
         return

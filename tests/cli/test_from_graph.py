@@ -465,6 +465,11 @@ def test_an_unset_variable_in_api_key_is_one_line_naming_it_and_the_file(
     assert "environment variable GW_KEY is not set" in first
     assert f"models.default.api_key in {workspace / 'graphchat.yaml'}" in first
     assert model_server.requests == []  # nothing was sent
+    where = graphchat("where")  # and `where` does not call the key set
+    assert where.returncode == 0, where.stderr
+    assert "key: GW_KEY not set (named by api_key)" in where.stdout, where.stdout
+    report = json.loads(graphchat("where", "--json").stdout)
+    assert "GW_KEY" in json.dumps(report) and "${GW_KEY}" not in where.stdout
 
 
 def test_init_from_graph_carries_an_api_key_variable(tmp_path: Path) -> None:
