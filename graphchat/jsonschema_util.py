@@ -253,3 +253,15 @@ def first_error(schema: dict[str, Any], value: Any) -> str | None:
     if not found:  # the fast path was stricter than the reference: the reference wins
         return None
     return "; ".join(found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
+
+
+def argument_problem(schema: dict[str, Any], value: Any) -> tuple[bool, str] | None:
+    """One cache look-up for a tool call's arguments: None when `value` fits `schema`, else
+    (True, why the schema is refused) or (False, its first problems as `first_error` says)."""
+    entry = _entry(schema)
+    if entry.refusal is not None:
+        return True, entry.refusal
+    if entry.check(value):
+        return None
+    found = first_error(schema, value)
+    return None if found is None else (False, found)

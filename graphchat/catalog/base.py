@@ -7,13 +7,17 @@ recording happen here, once, whatever kind of tool it is (MCP, plan, native).
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import itertools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
+
+from graphchat.jsonschema_util import argument_problem
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
@@ -27,6 +31,9 @@ FAMILIES = ("read", "write", "destructive")
 TURN_CALL_IDS: ContextVar[Iterator[int] | None] = ContextVar("graphchat_turn_call_ids", default=None)
 # (tool name, call id) of the call a source is running: its progress reports name that call.
 CURRENT_CALL: ContextVar[tuple[str, str] | None] = ContextVar("graphchat_current_call", default=None)
+
+log = logging.getLogger("graphchat.catalog")  # -vv / GRAPHCHAT_LOG (graphchat.logs)
+TRACE = 5  # -vvv: arguments and results
 
 
 @dataclass
@@ -273,8 +280,6 @@ class Catalog:
         """Make the tool lists of `names` (default: the unprepared groups; every group with
         `refresh`) known, concurrently, and let the catalog see the new tools. Returns
         {group: error} for the groups that failed; starts nothing when nothing is unknown."""
-        import asyncio
-
         wanted = builtins.list(names) if names is not None else None
         if wanted is not None and not wanted:
             return {}
@@ -349,8 +354,6 @@ class Catalog:
 
     async def call(self, name: str, arguments: Any, ctx: CallContext | None = None) -> ToolResult:
         """Run one tool: validate, approve, call, time, record. Never raises for a tool problem."""
-        import asyncio
-
         ctx = ctx or CallContext()
         events = ctx.events
         entry = self._build().get(name)
@@ -381,11 +384,10 @@ class Catalog:
                 events.tool_finished(name, 0.0, True, problem)
             return result
         call = f"c{next(TURN_CALL_IDS.get() or self._call_ids)}"  # tells parallel calls apart in events
-        import logging
-
-        log = logging.getLogger("graphchat.catalog")  # -vv / GRAPHCHAT_LOG (graphchat.logs)
-        log.debug("call %s (%s) from %s", name, call, ctx.surface)
-        log.log(5, "call %s arguments: %.2000r", name, arguments)
+        logged = log.isEnabledFor(logging.INFO)  # one check a call (a map makes 100,000 of them)
+        if logged:
+            log.debug("call %s (%s) from %s", name, call, ctx.surface)
+            log.log(TRACE, "call %s arguments: %.2000r", name, arguments)
         if events:
             events.tool_started(name, arguments, call)
         current = CURRENT_CALL.set((name, call))
@@ -404,8 +406,9 @@ class Catalog:
         if result.is_error and ctx.hook is not None:
             result = await ctx.hook.after_call(spec, arguments, result, ctx)
         result.ms = (time.perf_counter() - started) * 1000
-        log.info("%s %s in %.0f ms", name, "failed" if result.is_error else "done", result.ms)
-        log.log(5, "%s result: %.2000r", name, result.value)
+        if logged:
+            log.info("%s %s in %.0f ms", name, "failed" if result.is_error else "done", result.ms)
+            log.log(TRACE, "%s result: %.2000r", name, result.value)
         if events:
             events.tool_finished(
                 name,
@@ -471,12 +474,10 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
     schema = spec.input_schema
     if not schema:
         return None
-    from graphchat.jsonschema_util import first_error, schema_refusal
-
-    refused = schema_refusal(schema)
-    if refused is not None:
-        return f"{spec.name} cannot be called: its input schema {refused}"
-    error = first_error(schema, arguments)
-    if error is None:
+    problem = argument_problem(schema, arguments)  # the schema's compiled check, cached
+    if problem is None:
         return None
-    return f"invalid arguments for {spec.name}: {error}"
+    refused, message = problem
+    if refused:
+        return f"{spec.name} cannot be called: its input schema {message}"
+    return f"invalid arguments for {spec.name}: {message}"
