@@ -492,9 +492,10 @@ def input_problems(schema: Mapping[str, Any] | None, value: Any) -> list[str]:
         return [f"the input must be a JSON object, got {describe(value)}"]
     if not schema:
         return []
-    from graphchat.jsonschema_util import errors
+    from graphchat.jsonschema_util import errors, fits
 
-    return errors(dict(schema), value)
+    schema = dict(schema)
+    return [] if fits(schema, value) else errors(schema, value)
 
 
 def chain_problem(plan_id: str, chain: tuple[str, ...]) -> str | None:

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from graphchat.asks import Answer, Asker, Parked, Question
 from graphchat.errors import GraphchatError
 
@@ -57,8 +59,6 @@ class RunRecord:
 
     @classmethod
     def load(cls, store: RequestStore, run_id: str) -> RunRecord | None:
-        import orjson
-
         folder = store.dir / "runs"
         try:
             data = orjson.loads((folder / f"{run_id}.json").read_bytes())
@@ -82,8 +82,6 @@ class RunRecord:
         return self.folder / f"{self.id}.journal"
 
     def save(self) -> None:
-        import orjson
-
         from graphchat.fsutil import write_atomic
         from graphchat.secret_answers import scrub
 
@@ -183,8 +181,6 @@ def all_runs(store: RequestStore) -> list[RunRecord]:
 
 def plan_fingerprint(plan: Plan) -> dict[str, Any]:
     """What a resumed run checks: the plan's file hash and one hash per top-level step."""
-    import orjson
-
     digest = None
     if plan.path is not None:
         try:
@@ -297,8 +293,6 @@ class PlanParking:
 
     def _read_journal(self, done: int) -> None:
         """The steps finished below the top-level step in flight (the lines of step `done`)."""
-        import orjson
-
         try:
             lines = self.record.journal.read_bytes().splitlines()
         except OSError:
@@ -318,12 +312,14 @@ class PlanParking:
 
         A `kill -9` may lose the lines still in the buffer — the steps of the last 50 ms: those
         steps run again on resume, like a call in flight (docs/cli.md, "Runs and resume")."""
-        import orjson
-
-        if self._journal is None:
-            self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
-        line = orjson.dumps({"at": self._at, "k": key, "v": value}, default=str)
-        self._journal.write(line + b"\n")
+        journal = self._journal
+        if journal is None:
+            journal = self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
+        journal.write(
+            orjson.dumps(
+                {"at": self._at, "k": key, "v": value}, default=str, option=orjson.OPT_APPEND_NEWLINE
+            )
+        )
         now = time.monotonic()
         if now - self._synced >= 1.0:
             self._sync()
