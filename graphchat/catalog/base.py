@@ -7,17 +7,13 @@ recording happen here, once, whatever kind of tool it is (MCP, plan, native).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import itertools
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
-
-from graphchat.jsonschema_util import argument_problem
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
@@ -32,8 +28,23 @@ TURN_CALL_IDS: ContextVar[Iterator[int] | None] = ContextVar("graphchat_turn_cal
 # (tool name, call id) of the call a source is running: its progress reports name that call.
 CURRENT_CALL: ContextVar[tuple[str, str] | None] = ContextVar("graphchat_current_call", default=None)
 
-log = logging.getLogger("graphchat.catalog")  # -vv / GRAPHCHAT_LOG (graphchat.logs)
-TRACE = 5  # -vvv: arguments and results
+# The catalog's logger (-vv / GRAPHCHAT_LOG, graphchat.logs), made at the first call: this
+# module is imported where logging and asyncio are not (the warm client), and a call must not
+# pay a getLogger (a map makes 100,000 calls).
+_log: Any = None
+INFO, TRACE = 20, 5  # logging.INFO; -vvv: arguments and results
+
+
+def _catalog_log() -> Any:
+    global _log
+    if _log is None:
+        import logging
+
+        _log = logging.getLogger("graphchat.catalog")
+    return _log
+
+
+_argument_problem: Any = None  # graphchat.jsonschema_util.argument_problem, imported at the first call
 
 
 @dataclass
@@ -280,6 +291,8 @@ class Catalog:
         """Make the tool lists of `names` (default: the unprepared groups; every group with
         `refresh`) known, concurrently, and let the catalog see the new tools. Returns
         {group: error} for the groups that failed; starts nothing when nothing is unknown."""
+        import asyncio
+
         wanted = builtins.list(names) if names is not None else None
         if wanted is not None and not wanted:
             return {}
@@ -354,6 +367,8 @@ class Catalog:
 
     async def call(self, name: str, arguments: Any, ctx: CallContext | None = None) -> ToolResult:
         """Run one tool: validate, approve, call, time, record. Never raises for a tool problem."""
+        import asyncio
+
         ctx = ctx or CallContext()
         events = ctx.events
         entry = self._build().get(name)
@@ -384,7 +399,8 @@ class Catalog:
                 events.tool_finished(name, 0.0, True, problem)
             return result
         call = f"c{next(TURN_CALL_IDS.get() or self._call_ids)}"  # tells parallel calls apart in events
-        logged = log.isEnabledFor(logging.INFO)  # one check a call (a map makes 100,000 of them)
+        log = _log or _catalog_log()
+        logged = log.isEnabledFor(INFO)  # one check a call (a map makes 100,000 of them)
         if logged:
             log.debug("call %s (%s) from %s", name, call, ctx.surface)
             log.log(TRACE, "call %s arguments: %.2000r", name, arguments)
@@ -474,7 +490,12 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
     schema = spec.input_schema
     if not schema:
         return None
-    problem = argument_problem(schema, arguments)  # the schema's compiled check, cached
+    global _argument_problem
+    if _argument_problem is None:  # a from-import in every call would cost more than the check
+        from graphchat.jsonschema_util import argument_problem
+
+        _argument_problem = argument_problem
+    problem = _argument_problem(schema, arguments)  # the schema's compiled check, cached
     if problem is None:
         return None
     refused, message = problem
