@@ -110,7 +110,7 @@ class PolicyApprover:
         self, spec: ToolSpec, ctx: CallContext, arguments: dict[str, Any] | None = None
     ) -> tuple[bool, str | None]:
         """(decided, refusal): decided=False means the person must be asked."""
-        names = rule_names(spec, arguments)
+        names = rule_names(spec, arguments) if self.policy.deny or spec.family != "read" else ()
         pattern = _match(names, self.policy.deny)  # deny wins when any of the names matches
         if pattern is not None:
             return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})", ctx)

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from graphchat.asks import Answer, Asker, Parked, Question
 from graphchat.errors import GraphchatError
 
@@ -64,8 +66,6 @@ class RunRecord:
 
     @classmethod
     def load(cls, store: RequestStore, run_id: str) -> RunRecord | None:
-        import orjson
-
         folder = store.dir / "runs"
         try:
             data = orjson.loads((folder / f"{run_id}.json").read_bytes())
@@ -118,8 +118,6 @@ class RunRecord:
         return self.folder / f"{self.id}.journal"
 
     def save(self) -> None:
-        import orjson
-
         from graphchat.fsutil import write_atomic
         from graphchat.secret_answers import scrub
 
@@ -277,8 +275,6 @@ def all_runs(store: RequestStore) -> list[RunRecord]:
 
 def plan_fingerprint(plan: Plan) -> dict[str, Any]:
     """What a resumed run checks: the plan's file hash and one hash per top-level step."""
-    import orjson
-
     digest = None
     if plan.path is not None:
         try:
@@ -424,8 +420,6 @@ class PlanParking:
 
         A `kill -9` may lose the lines still in the buffer — the steps of the last 50 ms: those
         steps run again on resume, like a call in flight (docs/cli.md, "Runs and resume")."""
-        import orjson
-
         line = orjson.dumps({"at": self._at, "k": key, "v": value}, default=str)
         self._write(line)
         now = time.monotonic()

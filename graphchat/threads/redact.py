@@ -56,6 +56,11 @@ def hold_answered(values: Iterable[str]) -> None:
     _ANSWERED_NEEDLES.sort(key=lambda pair: len(pair[1]), reverse=True)
 
 
+def holds_answers() -> bool:
+    """Whether any secret answer is held in this process (`scrub_answered` changes nothing else)."""
+    return bool(_ANSWERED)
+
+
 def scrub_answered(text: str) -> str:
     """`text` (a line, JSON or not) with every held secret answer replaced by `[redacted]`."""
     if not _ANSWERED:
