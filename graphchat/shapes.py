@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from graphchat.catalog.naming import sanitize
+from graphchat.naming import sanitize
 from graphchat.fsutil import read_object
 
 log = logging.getLogger(__name__)

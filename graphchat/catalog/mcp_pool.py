@@ -22,7 +22,7 @@ from graphchat.catalog.mcp_connection import Connection, ServerUnavailable, cann
 
 if TYPE_CHECKING:
     from graphchat.catalog.approvals import PolicyApprover
-    from graphchat.catalog.naming import NameMap
+    from graphchat.naming import NameMap
     from graphchat.events import EventSink
     from graphchat.workspace import Settings
 
@@ -136,7 +136,7 @@ class McpSource(ToolSource):
         """Tools of every server with a cached tool list. Starts nothing."""
         if self._specs is None:
             from graphchat.catalog.approvals import family_from_annotations
-            from graphchat.catalog.naming import NameMap
+            from graphchat.naming import NameMap
 
             names = NameMap()
             specs: list[ToolSpec] = []

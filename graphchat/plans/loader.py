@@ -125,7 +125,7 @@ def cached_tool_names(path: Path | None) -> list[str]:
         return []
     import orjson
 
-    from graphchat.catalog.naming import tool_name
+    from graphchat.naming import tool_name
 
     for folder in path.resolve().parents:
         cache = folder / "catalog" / "cache"
