@@ -22,8 +22,8 @@ from graphchat.catalog.mcp_connection import Connection, ServerUnavailable, cann
 
 if TYPE_CHECKING:
     from graphchat.catalog.approvals import PolicyApprover
-    from graphchat.naming import NameMap
     from graphchat.events import EventSink
+    from graphchat.naming import NameMap
     from graphchat.workspace import Settings
 
 
