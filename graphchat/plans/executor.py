@@ -35,7 +35,7 @@ from graphchat.plans.runtime import (
     template_message,
 )
 from graphchat.plans.steps import CONTROL
-from graphchat.plans.template import EmptyData, TemplateError
+from graphchat.template import EmptyData, TemplateError
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolResult

@@ -22,7 +22,7 @@ import pytest
 
 from graphchat.asks import Answer, Asker, Question
 from graphchat.plans.gates import GateError, evaluate
-from graphchat.plans.template import (
+from graphchat.template import (
     BadPath,
     EmptyData,
     MissingStep,
