@@ -49,7 +49,7 @@ def build_catalog(
 
         catalog.add_source(McpSource(settings, events=events, policy=policy))
     if include_plans:
-        from graphchat.catalog.plan_tools import PlanSource
+        from graphchat.plans.plan_tools import PlanSource
 
         catalog.add_source(PlanSource(settings, catalog))
     catalog.add_source(CoreSource(settings, catalog))  # plan_and_execute

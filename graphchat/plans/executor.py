@@ -600,7 +600,7 @@ async def _steps_and_finish(
     not_found: str | None = None
     try:
         # the servers of the plans it calls too: a plan tool's approval family is then known
-        from graphchat.catalog.plan_tools import reachable_servers
+        from graphchat.plans.plan_tools import reachable_servers
 
         await prepare_servers(catalog, reachable_servers(plan, catalog))
         unknown = unresolved_tools(plan, catalog)

@@ -51,10 +51,10 @@ def freeze_to_workspace(
     """Freeze a thread of the workspace (the latest without `thread_arg`); the plan is checked
     before anything is written, and with `write=False` nothing is. `warn` is told the catalog's
     warnings."""
-    from graphchat.catalog.plan_tools import configured_servers
     from graphchat.errors import EXIT_USAGE
     from graphchat.plans.freeze import freeze
     from graphchat.plans.loader import IDENTIFIER_RE
+    from graphchat.plans.plan_tools import configured_servers
     from graphchat.threads.store import ThreadStore
 
     if name is not None and not IDENTIFIER_RE.match(name):
