@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import Catalog
-from graphchat.catalog.core import CoreSource
+from graphchat.plans.core_tools import CoreSource
 
 if TYPE_CHECKING:
     import asyncio
