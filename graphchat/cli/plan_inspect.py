@@ -63,8 +63,8 @@ def _settings(args: argparse.Namespace) -> Any:
 
 def _catalog(settings: Any) -> Any:
     """The catalog for resolution checks: cheap (no server start, nothing recorded)."""
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import warn_catalog
+    from graphchat.sources import build_catalog
 
     catalog = build_catalog(settings, record_shapes=False)
     warn_catalog(catalog)

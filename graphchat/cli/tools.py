@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _catalog(settings: Any, events: Any = None, record_shapes: bool = False) -> Any:
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
 
     return build_catalog(settings, events=events, record_shapes=record_shapes)
 

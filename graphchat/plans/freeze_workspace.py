@@ -93,10 +93,10 @@ def freeze_to_workspace(
 
 def _checked(settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], None]) -> Plan:
     """The frozen plan loaded and validated as `plan validate` would; problems are an error."""
-    from graphchat.catalog.build import build_catalog
     from graphchat.plans.discovery import discover
     from graphchat.plans.loader import PlanLoadError, load_plan_text
     from graphchat.plans.validate import known_servers, validate_against_catalog
+    from graphchat.sources import build_catalog
 
     try:
         plan = load_plan_text(frozen.text, str(path))

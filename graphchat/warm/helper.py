@@ -231,8 +231,8 @@ class Helper:
 
     async def start(self) -> dict[str, Any]:
         """Load, import, start the servers, listen. Returns what `graphchat warm` prints."""
-        from graphchat.catalog.build import build_catalog
         from graphchat.errors import ConfigError
+        from graphchat.sources import build_catalog
         from graphchat.workspace import load_settings
 
         settings = load_settings(workspace=self.workspace)
