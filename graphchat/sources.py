@@ -66,7 +66,7 @@ def _user_tools(a: Assembly) -> Iterable[ToolSource]:
 
 
 def _mcp(a: Assembly) -> Iterable[ToolSource]:
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp.pool import McpSource
 
     return [McpSource(a.settings, events=a.events, policy=a.policy)]
 

@@ -450,7 +450,7 @@ async def _server_prompt(app: ChatApp, server: str, name: str, arg: str) -> bool
         arguments[key] = value
 
     async def turn() -> object:
-        from graphchat.catalog.mcp_features import prompt_message
+        from graphchat.catalog.mcp.features import prompt_message
 
         await app.tools_ready()
         message = await prompt_message(app.catalog, server, name, arguments)

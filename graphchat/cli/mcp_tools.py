@@ -46,7 +46,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _catalog(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """(settings, the catalog without plans, the servers meant: SERVER or every one)."""
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp.pool import McpSource
     from graphchat.errors import GraphchatError, did_you_mean
     from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings

@@ -69,7 +69,7 @@ def _warn(message: str) -> None:
 
 async def _fill_cache(catalog: Any, settings: Any, *, refresh: bool) -> None:
     """Start the MCP servers whose tools are unknown (all with --refresh), concurrently."""
-    from graphchat.catalog.mcp_status import fresh_log
+    from graphchat.catalog.mcp.status import fresh_log
 
     names = catalog.groups() if refresh else catalog.unprepared()
     if not names:
