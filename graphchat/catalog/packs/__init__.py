@@ -29,20 +29,20 @@ def enabled_packs(settings: Settings) -> list[str]:
 
 def pack_sources(settings: Settings) -> list[ToolSource]:
     """The sources of the always-on pack and of every enabled one, in that order."""
-    from graphchat.catalog.data_pack import DataPackSource
+    from graphchat.catalog.packs.data import DataPackSource
 
     sources: list[ToolSource] = [DataPackSource()]
     packs = enabled_packs(settings)
     if "git" in packs:
-        from graphchat.catalog.git_pack import GitPackSource
+        from graphchat.catalog.packs.git import GitPackSource
 
         sources.append(GitPackSource(settings))
     if "github" in packs:
-        from graphchat.catalog.github_pack import GithubPackSource
+        from graphchat.catalog.packs.github import GithubPackSource
 
         sources.append(GithubPackSource(settings))
     if "slack" in packs:
-        from graphchat.catalog.slack_pack import SlackPackSource
+        from graphchat.catalog.packs.slack import SlackPackSource
 
         sources.append(SlackPackSource())
     return sources
