@@ -231,8 +231,8 @@ class Helper:
 
     async def start(self) -> dict[str, Any]:
         """Load, import, start the servers, listen. Returns what `graphchat warm` prints."""
-        from graphchat.catalog.build import build_catalog
         from graphchat.errors import ConfigError
+        from graphchat.sources import build_catalog
         from graphchat.workspace import load_settings
 
         settings = load_settings(workspace=self.workspace)
@@ -442,7 +442,7 @@ class Helper:
     def _take_roots(self, request: dict[str, Any]) -> list[Any] | None:
         """The MCP roots of the request's folder for the helper's servers (McpSource.take_roots):
         the servers to tell, or None when another turn runs under other roots."""
-        from graphchat.catalog.mcp_pool import McpSource
+        from graphchat.catalog.mcp.pool import McpSource
 
         tell: list[Any] = []
         for source in getattr(self.catalog, "sources", []):
