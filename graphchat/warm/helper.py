@@ -5,7 +5,7 @@ A turn runs exactly as `ask` runs it in its own process (`graphchat.runs.turn.as
 helper's running catalog, shown through a RemoteFront: every event, every piece of the answer,
 every question goes to the client as a message, and the client renders it with the same code
 a local `ask` uses. Each request brings its own working directory and its whole environment,
-which the turn runs in (graphchat.catalog.process: WORKING_DIR, TURN_ENV); the helper never
+which the turn runs in (graphchat/turn_context.py: WORKING_DIR, TURN_ENV); the helper never
 changes its own (`chdir`, `os.environ`). A request whose environment differs in a variable the
 helper itself depends on (what its MCP servers were started with, its model, credentials) is
 refused, and the client asks itself. Several clients may ask at once: each
@@ -514,9 +514,9 @@ class Helper:
 
     async def _turn(self, conn: Conn, request: dict[str, Any]) -> None:
         """Run one turn for `conn` and end with its exit code, as `graphchat.cli.main` would."""
-        from graphchat.catalog.process import TURN_ENV, WORKING_DIR
         from graphchat.errors import EXIT_INTERRUPTED, GraphchatError
         from graphchat.interrupts import CLIENT_REASON
+        from graphchat.turn_context import TURN_ENV, WORKING_DIR
 
         _current.set(conn)
         CLIENT_REASON.set(conn.interrupted_by)  # the thread records the client's Ctrl-C/SIGTERM

@@ -26,7 +26,7 @@ READ_RESOURCE = "builtin__read_resource"
 def roots_of(settings: Settings, cwd: str | None = None) -> list[tuple[str, str]]:
     """(file:// URI, name) of each root: settings.mcp_roots (relative to the workspace), else the
     workspace and the folder graphchat runs in (`cwd`, else the turn's), when that is another one."""
-    from graphchat.catalog.process import WORKING_DIR
+    from graphchat.turn_context import WORKING_DIR
 
     if settings.mcp_roots is not None:
         folders = [Path(p).expanduser() for p in settings.mcp_roots]
