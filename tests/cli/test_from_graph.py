@@ -3,7 +3,7 @@ the user configuration layer.
 
 The graph project is a copy of graph's own repository's `.graph/` (tests/fixtures/graph:
 config.toml, plans/, tools/ — MIT, copied from tylerdavis/graph). Every command is the real
-`graphchat` in a subprocess; models are the scripted server on loopback, reached through
+`graphchat` entry point, run in process (`run_cli`); models are the scripted server on loopback, reached through
 litellm's real HTTP path.
 """
 
@@ -14,11 +14,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import clean_env
+from tests.inprocess import run_cli
 from tests.scripted_server import ScriptedModelServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graph"
@@ -56,15 +55,7 @@ def gc(
 ) -> subprocess.CompletedProcess[str]:
     """The real command; HOME and XDG_CONFIG_HOME are the test's (no user layer leaks in)."""
     base = {"HOME": str(cwd.parent / "home"), "XDG_CONFIG_HOME": str(cwd.parent / "config"), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "graphchat", *args],
-        env=clean_env(base, cwd),
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(cwd),
-    )
+    return run_cli(list(args), env=base, input="", cwd=cwd, home=cwd, timeout=timeout)
 
 
 # --- init --from-graph ---------------------------------------------------------------------------
@@ -249,27 +240,27 @@ def test_graphs_review_plan_runs_with_its_named_models_routed(tmp_path: Path) ->
 
 
 def test_an_unknown_model_name_in_a_step_is_one_line_naming_the_step_and_the_names(
-    tmp_path: Path, workspace: Path, graphchat
+    tmp_path: Path, workspace: Path, cli
 ) -> None:
     (workspace / "graphchat.yaml").write_text("models:\n  named:\n    scout: openai/scout\n")
     (workspace / "plans" / "p.yaml").write_text(
         "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
         "    input: {instruction: hi, model: scuot}\n"
     )
-    done = graphchat("plan", "validate", "p")
+    done = cli("plan", "validate", "p")
     assert done.returncode == 1
     assert (
         "step E0: model: unknown model 'scuot' (did you mean scout? named models: scout;"
         in done.stdout + done.stderr
     )
-    run = graphchat("plan", "run", "p")
+    run = cli("plan", "run", "p")
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert "unknown model 'scuot'" in run.stderr
 
 
-def test_a_named_model_may_not_take_a_roles_name(workspace: Path, graphchat) -> None:
+def test_a_named_model_may_not_take_a_roles_name(workspace: Path, cli) -> None:
     (workspace / "graphchat.yaml").write_text("models:\n  named:\n    judge: openai/x\n")
-    done = graphchat("tools", "list")
+    done = cli("tools", "list")
     assert done.returncode == 2
     assert (
         "graphchat.yaml:3" in done.stderr
@@ -289,7 +280,7 @@ def fallback_config(first: ScriptedModelServer, second: ScriptedModelServer) -> 
 
 
 def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_both(
-    workspace: Path, graphchat
+    workspace: Path, cli
 ) -> None:
     first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
     try:
@@ -300,7 +291,7 @@ def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_bo
             "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n    input: {instruction: hi}\n"
             "output:\n  said: '{{E0.text}}'\n"
         )
-        done = graphchat("plan", "run", "p", "--json")
+        done = cli("plan", "run", "p", "--json")
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert report["output"] == {"said": "from the backup"}
@@ -313,13 +304,13 @@ def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_bo
         second.stop()
 
 
-def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path, graphchat) -> None:
+def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path, cli) -> None:
     first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
     try:
         first.default = {"error": 500}
         second.default = {"error": 429, "retry_after": 0}
         (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
-        done = graphchat("ask", "hello")
+        done = cli("ask", "hello")
         assert done.returncode == 1
         assert "Traceback" not in done.stderr
         line = next(line for line in done.stderr.splitlines() if "every model failed" in line)
@@ -330,12 +321,12 @@ def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path,
         second.stop()
 
 
-def test_a_bad_request_does_not_fail_over(workspace: Path, graphchat) -> None:
+def test_a_bad_request_does_not_fail_over(workspace: Path, cli) -> None:
     first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
     try:
         first.default = {"error": 401, "message": "bad key"}
         (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
-        done = graphchat("ask", "hello")
+        done = cli("ask", "hello")
         assert done.returncode == 2 and "rejected the API key for openai/primary" in done.stderr
         assert second.requests == []
     finally:
@@ -347,7 +338,7 @@ def test_a_bad_request_does_not_fail_over(workspace: Path, graphchat) -> None:
 
 
 def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_source(
-    workspace: Path, graphchat
+    workspace: Path, cli
 ) -> None:
     user = workspace.parent / "config" / "graphchat" / "config.yaml"
     user.parent.mkdir(parents=True)
@@ -363,7 +354,7 @@ def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_sou
         "settings:\n  max_agent_iterations: 3\napprovals:\n  deny: ['git_*']\n"
     )
     env = {"XDG_CONFIG_HOME": str(user.parent.parent)}
-    shown = graphchat("config", "show", "--json", env=env)
+    shown = cli("config", "show", "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     body = json.loads(shown.stdout)
     assert body["sources"][:2] == [str(user), str(workspace / "graphchat.yaml")]
@@ -372,9 +363,9 @@ def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_sou
     assert body["value_sources"]["models.named.scout"] == str(user)
     assert body["config"]["approvals"]["deny"] == ["rm_*", "git_*"]  # a deny is never dropped
     # the user's plan library is read, and its named model resolves
-    done = graphchat("plan", "validate", "shared", env=env)
+    done = cli("plan", "validate", "shared", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    paths = graphchat("config", "path", "--json", env=env)
+    paths = cli("config", "path", "--json", env=env)
     assert json.loads(paths.stdout)["files"][0] == {"path": str(user), "exists": True}
 
 
@@ -382,7 +373,7 @@ def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_sou
 
 
 def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     """A model marked `prompt_caching: true` (an OpenAI-compatible gateway in front of Anthropic)
     gets graph's two breakpoints; settings.prompt_caching: false turns them off everywhere."""
@@ -405,7 +396,7 @@ def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
             },
         }
     ]
-    done = graphchat("plan", "run", "p", "--json")
+    done = cli("plan", "run", "p", "--json")
     assert done.returncode == 0, done.stderr
     last = model_server.requests[-1]["messages"][-1]
     assert last.get("cache_control") == {"type": "ephemeral"}, model_server.requests[-1]
@@ -413,16 +404,16 @@ def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
     assert usage["by_model"][0]["cache_read_input_tokens"] == 16
     assert usage["by_step"][0]["cache_read_input_tokens"] == 16
     (workspace / "graphchat.yaml").write_text(config + "settings:\n  prompt_caching: false\n")
-    assert graphchat("plan", "run", "p").returncode == 0
+    assert cli("plan", "run", "p").returncode == 0
     assert "cache_control" not in json.dumps(model_server.requests[-1])
 
 
-def test_a_plain_openai_compatible_model_gets_no_markers(workspace: Path, graphchat, model_server) -> None:
+def test_a_plain_openai_compatible_model_gets_no_markers(workspace: Path, cli, model_server) -> None:
     (workspace / "plans" / "p.yaml").write_text(
         "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
         "    input: {instruction: hi}\n"
     )
-    done = graphchat("plan", "run", "p", env=model_server.env())
+    done = cli("plan", "run", "p", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "cache_control" not in json.dumps(model_server.requests[-1])
 
@@ -437,7 +428,7 @@ def test_prompt_caching_is_on_by_default_where_the_provider_takes_markers() -> N
 
 
 def test_the_repair_role_makes_the_one_repair_pass_of_a_structured_reply(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     base = f"api_base: {model_server.url}, api_key: sk-t"
     (workspace / "graphchat.yaml").write_text(
@@ -449,7 +440,7 @@ def test_the_repair_role_makes_the_one_repair_pass_of_a_structured_reply(
         "output:\n  n: '{{E0.n}}'\n"
     )
     model_server.script = [{"text": "not json"}, {"json": {"n": 4}}]
-    done = graphchat("plan", "run", "p", "--json")
+    done = cli("plan", "run", "p", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"] == {"n": 4}
     assert [r["model"] for r in model_server.requests] == ["main", "fixer"]
