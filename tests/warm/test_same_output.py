@@ -1,6 +1,6 @@
 """A warm `ask` gives what a local `ask` gives: stdout byte for byte, the exit code, and stderr
 with timings masked (issue 14, item 2). Every case asks the same question locally
-(GRAPHCHAT_WARM=0) and then through the helper, the model replying alike, and proves that the
+(GRAPHCHAT_WARM=0, the real entry point run in process) and then through the helper, the model replying alike, and proves that the
 second one really went through the helper (its `turns_served` grew by one)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.inprocess import run_cli
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
 from tests.warm.conftest import Warm
@@ -36,9 +37,14 @@ def served(warm: Warm) -> int:
 def ask_local(
     warm: Warm, server: ScriptedModelServer, replies: list[Any], *args: str, **kw: Any
 ) -> subprocess.CompletedProcess[str]:
+    """The local `ask` (GRAPHCHAT_WARM=0) through the real entry point run in this process
+    (`run_cli`, what the `cli` fixture runs: litellm is imported once per test process, not
+    once per question); the warm side is the real client process talking to the helper."""
     server.script.clear()
     server.push(*replies)
-    return warm.ask(*args, warm=False, **kw)
+    env = {**warm.env, **(kw.pop("env", None) or {}), "GRAPHCHAT_WARM": "0"}
+    argv = ["--home", str(warm.workspace), "ask", *args]
+    return run_cli(argv, env=env, home=warm.workspace.parent, cwd=warm.workspace, **kw)
 
 
 def ask_warm(
