@@ -13,7 +13,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.inprocess import run_cli
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
 from tests.warm.conftest import Warm
@@ -37,14 +36,9 @@ def served(warm: Warm) -> int:
 def ask_local(
     warm: Warm, server: ScriptedModelServer, replies: list[Any], *args: str, **kw: Any
 ) -> subprocess.CompletedProcess[str]:
-    """The local `ask` (GRAPHCHAT_WARM=0) through the real entry point run in this process
-    (`run_cli`, what the `cli` fixture runs: litellm is imported once per test process, not
-    once per question); the warm side is the real client process talking to the helper."""
     server.script.clear()
     server.push(*replies)
-    env = {**warm.env, **(kw.pop("env", None) or {}), "GRAPHCHAT_WARM": "0"}
-    argv = ["--home", str(warm.workspace), "ask", *args]
-    return run_cli(argv, env=env, home=warm.workspace.parent, cwd=warm.workspace, **kw)
+    return warm.ask_in_process(*args, **kw)
 
 
 def ask_warm(
