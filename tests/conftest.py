@@ -152,3 +152,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         folder = Path(str(item.fspath)).relative_to(TESTS).parts[0]
         if names & PROCESS_FIXTURES or folder in PROCESS_FOLDERS:
             item.add_marker(pytest.mark.process)
+    # The slowest first, so that pytest-xdist's workers end together instead of one of them
+    # finishing the warm helper's tests alone at the end: the process folders (each test starts
+    # a helper or a pty), then the other process tests, then the in-process tier. A stable sort:
+    # a module's tests keep their order.
+    items.sort(key=_slowness)
+
+
+def _slowness(item: pytest.Item) -> int:
+    if Path(str(item.fspath)).relative_to(TESTS).parts[0] in PROCESS_FOLDERS:
+        return 0
+    return 1 if item.get_closest_marker("process") else 2

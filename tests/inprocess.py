@@ -10,7 +10,7 @@ reads `.returncode`, `.stdout` and `.stderr` the same way in both tiers.
 Around each run it sets and then restores what a process would have had fresh: the
 environment (`clean_env`), the working directory, `sys.argv`, stdin (the given text, never a
 terminal), stdout and stderr (captured, never terminals), the signal handlers `main` installs,
-and the process-wide state the product keeps (warn-once sets, the plan cache, the workspace
+the logging handlers and levels, and the process-wide state the product keeps (warn-once sets, the plan cache, the workspace
 that failed writes are named against, where the MCP SDK's logs go, a signal already received).
 
 What it cannot show is left to the process tier (`graphchat` fixture, `tests/process_support`
@@ -72,6 +72,21 @@ def _reset_process_state() -> None:
         connection._sdk_logs_routed = False
 
 
+def _logger_levels() -> dict[str, int]:
+    loggers = logging.Logger.manager.loggerDict.items()
+    levels = {name: logger.level for name, logger in loggers if isinstance(logger, logging.Logger)}
+    levels[""] = logging.getLogger().level
+    return levels
+
+
+def _restore_logger_levels(saved: dict[str, int]) -> None:
+    """Each logger's level as before the run (NOTSET for one the run created)."""
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and logger.level != saved.get(name, logging.NOTSET):
+            logger.setLevel(saved.get(name, logging.NOTSET))
+    logging.getLogger().setLevel(saved[""])
+
+
 @contextmanager
 def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: bytes) -> Iterator[tuple[Any, Any]]:
     saved_env = dict(os.environ)
@@ -85,6 +100,7 @@ def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: bytes)
     }
     root = logging.getLogger()
     saved_root = list(root.handlers)
+    saved_levels = _logger_levels()  # -v and GRAPHCHAT_LOG set the root's and targets' levels
     out, err = _capture(), _capture()
     _reset_process_state()
     # a fresh process has no root handler (pytest's would swallow what `logging.lastResort`
@@ -108,6 +124,7 @@ def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: bytes)
         signal.setitimer(signal.ITIMER_REAL, 0)
         caught.__exit__(None, None, None)
         root.handlers[:] = saved_root
+        _restore_logger_levels(saved_levels)
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         sys.argv = saved_argv
         os.chdir(saved_cwd)

@@ -51,3 +51,13 @@ def test_a_warn_once_warns_again_in_the_next_run(cli: GraphchatRunner, workspace
     (workspace / "threads" / "0123456789ab" / "meta.json").write_text('{"title": 5}')
     first, second = cli("threads", "list"), cli("threads", "list")
     assert first.stderr == second.stderr
+
+
+def test_log_levels_set_by_a_run_are_given_back(tmp_path: Path) -> None:
+    """-vv and GRAPHCHAT_LOG set the root's and their targets' levels: the next run starts
+    without them (it would otherwise log at DEBUG where it should not)."""
+    root, target = logging.getLogger(), logging.getLogger("graphchat.catalog.mcp")
+    before = (root.level, target.level)
+    home = ["--home", str(tmp_path / "nowhere"), "-vv", "where"]
+    run_cli(home, env={"GRAPHCHAT_LOG": "warning,graphchat.catalog.mcp=debug"}, cwd=tmp_path)
+    assert (root.level, target.level) == before

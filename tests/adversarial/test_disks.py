@@ -12,6 +12,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.adversarial.disks import run_on
 from tests.conftest import GraphchatRunner
 from tests.scripted_server import ScriptedModelServer
@@ -33,6 +35,9 @@ steps:
 output:
   channel: "{{E0.answer.channel}}"
 """
+
+# each case runs `graphchat` as a process of its own, in a private mount namespace (disks.py)
+pytestmark = pytest.mark.process
 
 
 def error_lines(stderr: str) -> list[str]:

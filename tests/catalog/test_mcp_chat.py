@@ -170,12 +170,12 @@ async def test_a_servers_question_names_its_tool_and_is_refused_when_two_turns_s
 
 @needs_everything
 def test_sampling_nobody_can_approve_is_refused_naming_the_server_and_allowed_counts_by_server(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     everything(workspace)
     (workspace / "graphchat.yaml").write_text("approvals:\n  allow: [everything__trigger-sampling-request]\n")
     model_server.push({"tool_calls": [SAMPLE]}, {"text": "not sampled"})
-    done = graphchat("ask", "sample", "--no-park", "--json", env=model_server.env())
+    done = cli("ask", "sample", "--no-park", "--json", env=model_server.env())
     assert done.returncode == 0, done.stderr
     [result] = _tool_texts(model_server.requests[1])
     assert "graphchat refused the sampling request of MCP server 'everything'" in result
@@ -187,7 +187,7 @@ def test_sampling_nobody_can_approve_is_refused_naming_the_server_and_allowed_co
         {"text": "autumn moon rises", "usage": {"prompt_tokens": 30, "completion_tokens": 7}},
         {"text": "sampled"},
     )
-    done = graphchat("ask", "sample", "--yes", "--json", env=model_server.env())
+    done = cli("ask", "sample", "--yes", "--json", env=model_server.env())
     assert done.returncode == 0, done.stderr
     usage = json.loads(done.stdout)["usage"]
     assert usage["by_server"] == {"everything": {"calls": 1, "input_tokens": 30, "output_tokens": 7}}
@@ -195,7 +195,7 @@ def test_sampling_nobody_can_approve_is_refused_naming_the_server_and_allowed_co
 
 @needs_everything
 def test_a_plan_runs_sampling_counts_under_its_step_and_by_server(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     everything(workspace)
     (workspace / "plans" / "haiku.yaml").write_text(
@@ -208,7 +208,7 @@ def test_a_plan_runs_sampling_counts_under_its_step_and_by_server(
         {"text": "autumn moon rises", "usage": {"prompt_tokens": 30, "completion_tokens": 7}},
         {"text": "A haiku came back."},
     )
-    done = graphchat("plan", "run", "haiku", "--yes", "--json", env=model_server.env())
+    done = cli("plan", "run", "haiku", "--yes", "--json", env=model_server.env())
     assert done.returncode == 0, done.stderr
     usage = json.loads(done.stdout)["usage"]
     assert {s["path"]: s["calls"] for s in usage["by_step"]} == {"S0": 1, "solver": 1}

@@ -56,8 +56,8 @@ def slack_env(fake: FakeSlack, **extra: str) -> dict[str, str]:
     return {"SLACK_BOT_TOKEN": TOKEN, "SLACK_API_URL": fake.url, **extra}
 
 
-def call(graphchat: GraphchatRunner, arguments: dict[str, Any], env: dict[str, str], *flags: str) -> Any:
-    return graphchat("tools", "call", *flags, "builtin__slack_post_message", json.dumps(arguments), env=env)
+def call(cli: GraphchatRunner, arguments: dict[str, Any], env: dict[str, str], *flags: str) -> Any:
+    return cli("tools", "call", *flags, "builtin__slack_post_message", json.dumps(arguments), env=env)
 
 
 def assert_token_nowhere(root: Path) -> None:
@@ -67,26 +67,26 @@ def assert_token_nowhere(root: Path) -> None:
 
 
 def test_the_pack_is_listed_with_graphs_contract_and_is_destructive(
-    graphchat: GraphchatRunner, slack_ws: Path
+    cli: GraphchatRunner, slack_ws: Path
 ) -> None:
-    done = graphchat("tools", "show", "builtin__slack_post_message", "--json")
+    done = cli("tools", "show", "builtin__slack_post_message", "--json")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert shown["readOnly"] is False
     assert shown["inputSchema"]["required"] == ["channel", "text"]
     assert set(shown["outputSchema"]["properties"]) == {"channel", "ts", "permalink"}
-    listed = json.loads(graphchat("tools", "list", "--json").stdout)
+    listed = json.loads(cli("tools", "list", "--json").stdout)
     [tool] = [t for t in listed["tools"] if t["name"] == "builtin__slack_post_message"]
     assert tool["source"] == "builtin"  # graph's source name
     (slack_ws / "graphchat.yaml").write_text("tools:\n  packs: []\n")
-    assert "slack_post_message" not in graphchat("tools", "list").stdout  # off unless listed
+    assert "slack_post_message" not in cli("tools", "list").stdout  # off unless listed
 
 
 def test_a_post_and_a_threaded_reply_against_the_fake_api(
-    graphchat: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack
+    cli: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack
 ) -> None:
     env = slack_env(fake_slack)
-    run = graphchat(
+    run = cli(
         "plan", "run", "notify", "--input", "channel=#general", "--input", "version=v1.2", "--yes", env=env
     )
     assert run.returncode == 0, run.stderr
@@ -108,21 +108,21 @@ def test_a_post_and_a_threaded_reply_against_the_fake_api(
 
 
 def test_a_refused_post_fails_and_a_missing_permalink_is_null(
-    graphchat: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack
+    cli: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack
 ) -> None:
     env = slack_env(fake_slack)
-    refused = call(graphchat, {"channel": "#nowhere", "text": "hi"}, env, "--yes")
+    refused = call(cli, {"channel": "#nowhere", "text": "hi"}, env, "--yes")
     assert refused.returncode != 0
     assert "chat.postMessage failed: channel_not_found" in refused.stdout + refused.stderr
     bad_token = call(
-        graphchat,
+        cli,
         {"channel": "#general", "text": "hi"},
         slack_env(fake_slack, SLACK_BOT_TOKEN="xoxb-wrong"),
         "--yes",
     )
     assert "chat.postMessage failed: invalid_auth" in bad_token.stdout + bad_token.stderr
     fake_slack.permalinks = False
-    posted = call(graphchat, {"channel": "C0456EFGH", "text": "hi"}, env, "--yes")
+    posted = call(cli, {"channel": "C0456EFGH", "text": "hi"}, env, "--yes")
     assert posted.returncode == 0, posted.stderr
     assert json.loads(posted.stdout) == {
         "channel": "C0456EFGH",
@@ -132,19 +132,19 @@ def test_a_refused_post_fails_and_a_missing_permalink_is_null(
 
 
 def test_without_a_token_it_says_what_to_set_and_sends_nothing(
-    graphchat: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack
+    cli: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack
 ) -> None:
-    done = call(graphchat, {"channel": "#general", "text": "hi"}, {"SLACK_API_URL": fake_slack.url}, "--yes")
+    done = call(cli, {"channel": "#general", "text": "hi"}, {"SLACK_API_URL": fake_slack.url}, "--yes")
     assert done.returncode != 0
     assert "SLACK_BOT_TOKEN is not set (needs a token with chat:write)" in done.stdout + done.stderr
     assert fake_slack.requests == []
 
 
 def test_a_post_is_asked_about_and_refused_when_nobody_can_answer(
-    graphchat: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack, model_server: ScriptedModelServer
+    cli: GraphchatRunner, slack_ws: Path, fake_slack: FakeSlack, model_server: ScriptedModelServer
 ) -> None:
     env = slack_env(fake_slack)
-    unapproved = graphchat(
+    unapproved = cli(
         "plan", "run", "notify", "--input", "channel=#general", "--input", "version=1", "--no-park", env=env
     )
     assert unapproved.returncode != 0
@@ -158,7 +158,7 @@ def test_a_post_is_asked_about_and_refused_when_nobody_can_answer(
         },
         {"text": "could not post"},
     )
-    asked = graphchat("ask", f"post hi (token {TOKEN})", "--no-park", env={**env, **model_server.env()})
+    asked = cli("ask", f"post hi (token {TOKEN})", "--no-park", env={**env, **model_server.env()})
     assert asked.returncode == 0, asked.stderr
     assert fake_slack.requests == []
     tool_reply = model_server.requests[1]["messages"][-1]

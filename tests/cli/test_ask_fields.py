@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import GraphchatRunner, clean_env
 from tests.servers.support import SERVERS, stdio, write_servers
 
@@ -81,7 +83,7 @@ def every_file_text(folder: Path) -> dict[str, str]:
 
 
 def test_a_secret_answer_reaches_its_steps_and_is_written_nowhere_once_the_run_ends(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     log = workspace.parent / "calls.jsonl"
     write_servers(
@@ -89,11 +91,11 @@ def test_a_secret_answer_reaches_its_steps_and_is_written_nowhere_once_the_run_e
     )
     (workspace / "plans" / "login.yaml").write_text(LOGIN)
     events = {"GRAPHCHAT_EVENTS": "jsonl"}
-    first = graphchat("plan", "run", "login", env=events)
+    first = cli("plan", "run", "login", env=events)
     assert first.returncode == 5, first.stderr
-    token_request = json.loads(graphchat("requests", "--json").stdout)["requests"][0]["id"]
+    token_request = json.loads(cli("requests", "--json").stdout)["requests"][0]["id"]
 
-    second = graphchat("answer", token_request, SECRET, env=events)
+    second = cli("answer", token_request, SECRET, env=events)
     assert second.returncode == 5, second.stderr  # E1 ran with the token, E2 parks
     assert SECRET not in second.stderr and "[redacted]" in second.stderr  # the tool_started args
     (record,) = (workspace / "requests" / "runs").glob("*.json")
@@ -103,10 +105,10 @@ def test_a_secret_answer_reaches_its_steps_and_is_written_nowhere_once_the_run_e
     assert json.loads(stored.read_text())["answer"] == {"token": SECRET}  # kept until the run ends
     assert stored.stat().st_mode & 0o777 == 0o600
 
-    go_request = json.loads(graphchat("requests", "--json").stdout)["requests"][0]["id"]
-    recorded = graphchat("answer", go_request, "yes", "--no-resume")
+    go_request = json.loads(cli("requests", "--json").stdout)["requests"][0]["id"]
+    recorded = cli("answer", go_request, "yes", "--no-resume")
     assert recorded.returncode == 0, recorded.stderr
-    done = graphchat("resume", go_request, env=events)
+    done = cli("resume", go_request, env=events)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"first": 7, "second": 7}
     assert SECRET not in done.stderr
@@ -118,6 +120,7 @@ def test_a_secret_answer_reaches_its_steps_and_is_written_nowhere_once_the_run_e
     assert json.loads(stored.read_text())["answer"] == {"token": "[redacted]"}
 
 
+@pytest.mark.process  # a terminal: pexpect
 def test_a_secret_field_typed_on_a_terminal_is_not_shown(workspace: Path) -> None:
     import pexpect
 
@@ -144,32 +147,32 @@ def test_a_secret_field_typed_on_a_terminal_is_not_shown(workspace: Path) -> Non
     assert '"answered": true' in seen
 
 
-def test_a_multiple_field_takes_a_list_of_its_options(workspace: Path, graphchat: GraphchatRunner) -> None:
+def test_a_multiple_field_takes_a_list_of_its_options(workspace: Path, cli: GraphchatRunner) -> None:
     (workspace / "plans" / "pizza.yaml").write_text(TOPPINGS)
-    parked = graphchat("plan", "run", "pizza")
+    parked = cli("plan", "run", "pizza")
     assert parked.returncode == 5, parked.stderr
     request_id = request_of(parked)
-    listed = graphchat("requests")
+    listed = cli("requests")
     assert "one or more of olives, ham, basil" in listed.stdout
-    wrong = graphchat("answer", request_id, "olives, pineapple")
+    wrong = cli("answer", request_id, "olives, pineapple")
     assert wrong.returncode == 1 and "choose one of: olives, ham, basil" in wrong.stderr
     assert "stays open" in wrong.stderr
-    done = graphchat("answer", request_id, "basil, 1")
+    done = cli("answer", request_id, "basil, 1")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"chose": ["basil", "olives"]}
 
 
 def test_the_plan_loader_refuses_multiple_without_options_and_a_secret_that_is_not_text(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     bad = TOPPINGS.replace("{enum: [olives, ham, basil], multiple: true}", "{type: string, multiple: true}")
     (workspace / "plans" / "pizza.yaml").write_text(bad)
-    run = graphchat("plan", "run", "pizza")
+    run = cli("plan", "run", "pizza")
     assert run.returncode == 1
     assert "property 'toppings': `multiple: true` needs options (an `enum`)" in run.stderr
     assert "Traceback" not in run.stderr
     (workspace / "plans" / "pizza.yaml").write_text(
         TOPPINGS.replace("{enum: [olives, ham, basil], multiple: true}", "{type: integer, secret: true}")
     )
-    run = graphchat("plan", "validate", "pizza")
+    run = cli("plan", "validate", "pizza")
     assert run.returncode != 0 and "`secret: true` is for a string field" in run.stdout + run.stderr

@@ -35,10 +35,8 @@ def called(log: Path) -> list[str]:
     return [json.loads(line)["tool"] for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def test_mcp_tools_lists_one_servers_tools_with_graphs_envelope(
-    graphchat: GraphchatRunner, calls: Path
-) -> None:
-    done = graphchat("mcp", "tools", "probe", "--json")
+def test_mcp_tools_lists_one_servers_tools_with_graphs_envelope(cli: GraphchatRunner, calls: Path) -> None:
+    done = cli("mcp", "tools", "probe", "--json")
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert set(body) == {"tools", "count", "sources"}
@@ -48,7 +46,7 @@ def test_mcp_tools_lists_one_servers_tools_with_graphs_envelope(
         assert GRAPH_TOOL_KEYS <= set(tool)
     read_only = {t["name"]: t["readOnly"] for t in body["tools"]}
     assert read_only["probe__status"] is True and read_only["probe__reset"] is False
-    text = graphchat("mcp", "tools", "probe")
+    text = cli("mcp", "tools", "probe")
     lines = text.stdout.splitlines()
     assert lines[0] == "probe — 5 tools"
     assert "  status [read-only]" in lines and "  reset" in lines
@@ -57,14 +55,14 @@ def test_mcp_tools_lists_one_servers_tools_with_graphs_envelope(
 
 
 def test_mcp_tools_of_every_server_reports_the_one_that_cannot_start(
-    graphchat: GraphchatRunner, calls: Path
+    cli: GraphchatRunner, calls: Path
 ) -> None:
-    done = graphchat("mcp", "tools", "--json")
+    done = cli("mcp", "tools", "--json")
     assert done.returncode == 0, done.stderr
     sources = {s["source"] for s in json.loads(done.stdout)["sources"]}
     assert sources == {"probe", "t"}
     assert "MCP server 'broken' cannot start" in done.stderr
-    missing = graphchat("mcp", "tools", "prob")
+    missing = cli("mcp", "tools", "prob")
     assert missing.returncode == 1
     assert missing.stderr.splitlines()[0].startswith(
         "error: no MCP server 'prob' is configured (did you mean"
@@ -72,31 +70,31 @@ def test_mcp_tools_of_every_server_reports_the_one_that_cannot_start(
 
 
 def test_mcp_test_reports_time_and_tools_or_the_error_with_its_exit_code(
-    graphchat: GraphchatRunner, calls: Path
+    cli: GraphchatRunner, calls: Path
 ) -> None:
-    ok = graphchat("mcp", "test", "probe", "--json")
+    ok = cli("mcp", "test", "probe", "--json")
     assert ok.returncode == 0, ok.stderr
     body = json.loads(ok.stdout)
     assert set(body) == GRAPH_TEST_KEYS
     assert body["server"] == "probe" and body["ok"] is True and body["tools"] == 5
     assert isinstance(body["elapsedMs"], int) and body["elapsedMs"] >= 0
     assert body["declareOutputSchema"] >= 1  # status -> dict declares its output
-    text = graphchat("mcp", "test", "t")
+    text = cli("mcp", "test", "t")
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("ok: 't' initialized in ") and " tools (" in text.stdout
-    failed = graphchat("mcp", "test", "broken", "--json")
+    failed = cli("mcp", "test", "broken", "--json")
     assert failed.returncode == 1
     bad = json.loads(failed.stdout)
     assert bad["ok"] is False and bad["tools"] == 0 and bad["error"]
-    plain = graphchat("mcp", "test", "broken")
+    plain = cli("mcp", "test", "broken")
     assert plain.returncode == 1 and plain.stdout == ""
     assert plain.stderr.startswith("error: MCP server 'broken' failed after ")
 
 
 def test_mcp_probe_calls_only_read_only_tools_without_required_arguments(
-    graphchat: GraphchatRunner, calls: Path, workspace: Path
+    cli: GraphchatRunner, calls: Path, workspace: Path
 ) -> None:
-    done = graphchat("mcp", "probe", "probe", "--json")
+    done = cli("mcp", "probe", "probe", "--json")
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert sorted(called(calls)) == ["flaky", "status"]  # never reset, ping (not read-only) or lookup
@@ -113,10 +111,10 @@ def test_mcp_probe_calls_only_read_only_tools_without_required_arguments(
     }
     assert body["learned"] == 1 and body["count"] == 5
     # what was learned is in the shape cache: shapes show has it
-    shown = graphchat("shapes", "show", "probe__status", "--json")
+    shown = cli("shapes", "show", "probe__status", "--json")
     assert shown.returncode == 0, shown.stderr
     assert set(json.loads(shown.stdout)["schema"]["properties"]) == {"healthy", "version", "uptime_s"}
-    text = graphchat("mcp", "probe", "probe")
+    text = cli("mcp", "probe", "probe")
     assert "✓ probe__status: learned object {healthy, version, uptime_s}" in text.stderr
     assert "– probe__reset: skipped, not read-only (destructive)" in text.stderr
     assert "probed 2 tools, learned 1 shape, skipped 3" in text.stderr

@@ -39,12 +39,12 @@ def three_steps_last_broken() -> dict[str, Any]:
 
 
 def test_from_redrafts_into_the_plans_identity_and_replaces_it_where_it_is(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     target = workspace / "plans" / "digest.yaml"
     target.write_text(DIGEST)
     model_server.push({"json": two_pass(identifier="something_else")})  # its own identity: replaced
-    done = graphchat("plan", "draft", GOAL, "--from", "digest", env=model_server.env())
+    done = cli("plan", "draft", GOAL, "--from", "digest", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{target}\n"
     assert sorted(p.name for p in (workspace / "plans").iterdir()) == ["digest.yaml"]
@@ -57,42 +57,42 @@ def test_from_redrafts_into_the_plans_identity_and_replaces_it_where_it_is(
     assert "The plan to redraft (digest)" in request_text(
         request
     ) and "Digest {{input.topic}}" in request_text(request)
-    assert graphchat("plan", "validate", "digest").returncode == 0
-    clash = graphchat("plan", "draft", GOAL, "--from", "digest", "--name", "x", env=model_server.env())
+    assert cli("plan", "validate", "digest").returncode == 0
+    clash = cli("plan", "draft", GOAL, "--from", "digest", "--name", "x", env=model_server.env())
     assert clash.returncode == 2 and clash.stderr.startswith("error: --from keeps that plan's identifier")
-    missing = graphchat("plan", "draft", GOAL, "--from", "nope", env=model_server.env())
+    missing = cli("plan", "draft", GOAL, "--from", "nope", env=model_server.env())
     assert missing.returncode == 1 and "nope" in missing.stderr
     assert len(model_server.requests) == 1  # neither spent a model call
 
 
 def test_output_writes_there_and_never_over_a_file_without_force(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer, tmp_path: Path
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "elsewhere" / "drafted.yaml"
     model_server.push({"json": two_pass()})
-    done = graphchat("plan", "draft", GOAL, "--output", str(out), env=model_server.env())
+    done = cli("plan", "draft", GOAL, "--output", str(out), env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{out}\n"
     assert yaml.safe_load(out.read_text())["identifier"] == "two_pass"
     assert list((workspace / "plans").iterdir()) == []
-    again = graphchat("plan", "draft", GOAL, "--output", str(out), env=model_server.env())
+    again = cli("plan", "draft", GOAL, "--output", str(out), env=model_server.env())
     assert again.returncode == 1 and f"{out} already exists" in again.stderr
     assert len(model_server.requests) == 1  # refused before any model call
-    both = graphchat("plan", "draft", GOAL, "--output", str(out), "--stdout", env=model_server.env())
+    both = cli("plan", "draft", GOAL, "--output", str(out), "--stdout", env=model_server.env())
     assert both.returncode == 2
 
 
 def test_salvage_keeps_the_valid_prefix_of_the_last_draft_and_says_so(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     bad = three_steps_last_broken()
     model_server.push({"json": bad}, {"json": bad}, {"json": bad})
-    plain = graphchat("plan", "draft", GOAL, env=model_server.env())
+    plain = cli("plan", "draft", GOAL, env=model_server.env())
     assert plain.returncode == 1
     assert "nothing saved" in plain.stderr and list((workspace / "plans").iterdir()) == []
 
     model_server.push({"json": bad}, {"json": bad}, {"json": bad})
-    done = graphchat("plan", "draft", GOAL, "--salvage", env=model_server.env())
+    done = cli("plan", "draft", GOAL, "--salvage", env=model_server.env())
     assert done.returncode == 1  # the draft still failed
     saved = workspace / "plans" / "two_pass.yaml"
     assert done.stdout == f"{saved}\n"
@@ -103,10 +103,10 @@ def test_salvage_keeps_the_valid_prefix_of_the_last_draft_and_says_so(
     )
     doc = yaml.safe_load(saved.read_text())
     assert [s["id"] for s in doc["steps"]] == ["E0", "E1"] and "output" not in doc
-    assert graphchat("plan", "validate", "two_pass").returncode == 0
+    assert cli("plan", "validate", "two_pass").returncode == 0
 
     model_server.push({"json": bad}, {"json": bad}, {"json": bad})
-    shown = graphchat("plan", "draft", GOAL, "--salvage", "--stdout", "--json", env=model_server.env())
+    shown = cli("plan", "draft", GOAL, "--salvage", "--stdout", "--json", env=model_server.env())
     body = json.loads(shown.stdout)
     assert body["ok"] is False and body["path"] is None
     assert body["salvaged"] == {"steps": 2, "of": 3, "dropped": ["output"]}

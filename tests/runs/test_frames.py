@@ -49,8 +49,8 @@ def counts(workspace: Path) -> collections.Counter[str]:
     return collections.Counter(json.loads(line)["args"]["id"] for line in lines if line.strip())
 
 
-def waiting(graphchat: GraphchatRunner) -> list[dict[str, Any]]:
-    listed = graphchat("requests", "--json")
+def waiting(cli: GraphchatRunner) -> list[dict[str, Any]]:
+    listed = cli("requests", "--json")
     assert listed.returncode == 0, listed.stderr
     return list(json.loads(listed.stdout)["requests"])
 
@@ -60,13 +60,13 @@ def parked(run: subprocess.CompletedProcess[str]) -> None:
     assert "waiting for a person" in run.stderr
 
 
-def answer_all(graphchat: GraphchatRunner, value: str) -> subprocess.CompletedProcess[str]:
+def answer_all(cli: GraphchatRunner, value: str) -> subprocess.CompletedProcess[str]:
     """Answer every waiting request; the last answer resumes the run (its result)."""
-    requests = waiting(graphchat)
+    requests = waiting(cli)
     assert requests
     last = None
     for request in requests:
-        last = graphchat("answer", request["id"], value)
+        last = cli("answer", request["id"], value)
     assert last is not None
     return last
 
@@ -97,12 +97,12 @@ output:
 
 
 def test_a_question_in_a_map_body_resumes_without_rerunning_the_items_finished_body_steps(
-    graphchat: GraphchatRunner, shop: Path
+    cli: GraphchatRunner, shop: Path
 ) -> None:
     (shop / "plans" / "pick.yaml").write_text(MAP)
-    parked(graphchat("plan", "run", "pick"))
+    parked(cli("plan", "run", "pick"))
     assert counts(shop) == {"before-0": 1, "before-1": 1}
-    done = answer_all(graphchat, "yes")
+    done = answer_all(cli, "yes")
     assert done.returncode == 0, done.stderr
     assert [r["id"] for r in json.loads(done.stdout)["kept"]] == ["after-0", "after-1"]
     assert counts(shop) == {"before-0": 1, "before-1": 1, "after-0": 1, "after-1": 1}
@@ -134,12 +134,12 @@ output:
 
 
 def test_a_question_in_a_decide_branch_resumes_without_rerunning_the_branch_steps_before_it(
-    graphchat: GraphchatRunner, shop: Path
+    cli: GraphchatRunner, shop: Path
 ) -> None:
     (shop / "plans" / "branch.yaml").write_text(DECIDE)
-    parked(graphchat("plan", "run", "branch"))
+    parked(cli("plan", "run", "branch"))
     assert counts(shop) == {"before-0": 1}
-    done = answer_all(graphchat, "yes")
+    done = answer_all(cli, "yes")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["branch"]["id"] == "after-0"
     assert counts(shop) == {"before-0": 1, "after-0": 1}
@@ -183,14 +183,14 @@ output:
 
 
 def test_a_question_in_a_sub_plan_parks_the_run_and_resumes_inside_it(
-    graphchat: GraphchatRunner, shop: Path
+    cli: GraphchatRunner, shop: Path
 ) -> None:
     (shop / "plans" / "inner.yaml").write_text(INNER)
     (shop / "plans" / "outer.yaml").write_text(OUTER)
-    run = graphchat("plan", "run", "outer")
+    run = cli("plan", "run", "outer")
     parked(run)  # was: exit 1, "unavailable"
     assert counts(shop) == {"outer-before-0": 1, "inner-before-0": 1}
-    done = answer_all(graphchat, "yes")
+    done = answer_all(cli, "yes")
     assert done.returncode == 0, done.stderr
     assert counts(shop) == {"outer-before-0": 1, "inner-before-0": 1, "inner-after-0": 1, "outer-after-0": 1}
 
@@ -237,33 +237,33 @@ output:
 
 @pytest.mark.parametrize("plan", [NOTE, MAPPED_NOTE], ids=["top", "map-body"])
 def test_a_sensitive_step_parks_a_headless_plan_and_permit_runs_exactly_that_call_once(
-    graphchat: GraphchatRunner, shop: Path, tmp_path: Path, plan: str
+    cli: GraphchatRunner, shop: Path, tmp_path: Path, plan: str
 ) -> None:
     target = tmp_path / "notes.txt"
     (shop / "plans" / "jot.yaml").write_text(plan)
-    run = graphchat("plan", "run", "jot", json.dumps({"path": str(target)}))
+    run = cli("plan", "run", "jot", json.dumps({"path": str(target)}))
     parked(run)  # was: exit 1, refused
     assert not target.exists()
-    listed = graphchat("requests")
+    listed = cli("requests")
     assert "tool: tools__note" in listed.stdout
     assert f'"path": "{target}"' in listed.stdout and '"text": "one line"' in listed.stdout
-    (request,) = waiting(graphchat)
+    (request,) = waiting(cli)
     assert request["kind"] == "approval"
     assert request["source"]["arguments"] == {"path": str(target), "text": "one line"}
-    permitted = graphchat("permit", request["id"])
+    permitted = cli("permit", request["id"])
     assert permitted.returncode == 0, permitted.stderr
     assert target.read_text().splitlines() == ["one line"]  # ran once
     assert counts(shop) == {"before-0": 1, "after-0": 1}
 
 
 def test_deny_fails_the_plan_at_that_step_with_the_reason_and_the_tool_does_not_run(
-    graphchat: GraphchatRunner, shop: Path, tmp_path: Path
+    cli: GraphchatRunner, shop: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "notes.txt"
     (shop / "plans" / "jot.yaml").write_text(NOTE)
-    parked(graphchat("plan", "run", "jot", json.dumps({"path": str(target)})))
-    (request,) = waiting(graphchat)
-    denied = graphchat("deny", request["id"], "--reason", "not on a Friday")
+    parked(cli("plan", "run", "jot", json.dumps({"path": str(target)})))
+    (request,) = waiting(cli)
+    denied = cli("deny", request["id"], "--reason", "not on a Friday")
     assert denied.returncode == 1, denied.stderr
     assert re.search(r"plan failed at .*W.*the user refused it \(not on a Friday\)", denied.stderr), (
         denied.stderr

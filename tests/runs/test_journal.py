@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import GraphchatRunner, clean_env
 from tests.runs.test_frames import counts, shop  # noqa: F401 - the fixture
 
@@ -62,8 +64,9 @@ def wait_for(workspace: Path, item: str, timeout: float = 90) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.process  # the run is a process it kills; what follows runs in process
 def test_a_run_killed_mid_map_is_listed_and_resumed_without_rerunning_what_finished(
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     shop: Path,  # noqa: F811
 ) -> None:
     (shop / "plans" / "long.yaml").write_text(LONG)
@@ -74,7 +77,7 @@ def test_a_run_killed_mid_map_is_listed_and_resumed_without_rerunning_what_finis
         os.kill(run.pid, signal.SIGKILL)
     finally:
         run.communicate(timeout=30)
-    listed = graphchat("runs", "--json")
+    listed = cli("runs", "--json")
     assert listed.returncode == 0, listed.stderr
     (entry,) = json.loads(listed.stdout)["runs"]
     assert entry["plan"] == "long" and entry["state"] == "interrupted"
@@ -85,17 +88,17 @@ def test_a_run_killed_mid_map_is_listed_and_resumed_without_rerunning_what_finis
     lines = [json.loads(line) for line in (folder / f"{entry['id']}.journal").read_text().splitlines()]
     assert [line["done"] for line in lines if "done" in line] == [1]
     assert {"done": 1, "scope": {"T1": lines[0]["scope"]["T1"]}, "steps": 1} == lines[0]
-    text = graphchat("runs")
+    text = cli("runs")
     assert f"{entry['id']}  interrupted" in text.stdout
     kept = graphchat("runs", "prune", "--older-than", "0")  # an interrupted run is never pruned
     assert kept.returncode == 0 and kept.stdout == "" and "removed 0 ended runs" in kept.stderr
 
-    resumed = graphchat("resume", entry["id"])
+    resumed = cli("resume", entry["id"])
     assert resumed.returncode == 0, resumed.stderr
     waited = [r["result"] for r in json.loads(resumed.stdout)["waited"]]
     assert waited == ["a: slept 2.0s", "b: slept 2.0s", "c: slept 2.0s"]
     assert counts(shop) == {"first-0": 1, "item-0": 1, "item-1": 1, "item-2": 1, "last-0": 1}
-    (ended,) = json.loads(graphchat("runs", "--json").stdout)["runs"]  # kept, as finished
+    (ended,) = json.loads(cli("runs", "--json").stdout)["runs"]  # kept, as finished
     assert (ended["id"], ended["state"], ended["exit"], ended["last_step"]) == (
         entry["id"],
         "finished",
@@ -105,15 +108,15 @@ def test_a_run_killed_mid_map_is_listed_and_resumed_without_rerunning_what_finis
 
 
 def test_resuming_a_run_that_does_not_exist_or_is_of_another_version_is_one_line(
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     shop: Path,  # noqa: F811
 ) -> None:
-    missing = graphchat("resume", "0123abcd")
+    missing = cli("resume", "0123abcd")
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     folder = shop / "requests" / "runs"
     folder.mkdir(parents=True)
     (folder / "00aa11bb22cc.json").write_text(json.dumps({"version": 99, "command": "plan run"}))
-    old = graphchat("resume", "00aa11bb22cc")
+    old = cli("resume", "00aa11bb22cc")
     assert old.returncode == 1, old.stderr
     assert "format version 99" in old.stderr and "Traceback" not in old.stderr
 
@@ -154,8 +157,9 @@ output:
 """
 
 
+@pytest.mark.process  # the run is a process it kills; what follows runs in process
 def test_killed_at_random_moments_again_and_again_it_finishes_and_nothing_finished_ran_twice(
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     shop: Path,  # noqa: F811
 ) -> None:
     import random
@@ -178,12 +182,12 @@ def test_killed_at_random_moments_again_and_again_it_finishes_and_nothing_finish
                 finished = out
                 break
             assert process.returncode == 5, err  # parked on the question
-        runs = json.loads(graphchat("runs", "--json").stdout)["runs"]
+        runs = json.loads(cli("runs", "--json").stdout)["runs"]
         if not runs:  # killed before its record was written: nothing had run
             assert command[0] == "plan" and not counts(shop), (command, counts(shop))
             continue
         (run,) = runs
-        waiting = [r for r in json.loads(graphchat("requests", "--json").stdout)["requests"]]
+        waiting = [r for r in json.loads(cli("requests", "--json").stdout)["requests"]]
         if waiting:
             command = ("answer", waiting[0]["id"], "yes")
         else:
@@ -196,7 +200,7 @@ def test_killed_at_random_moments_again_and_again_it_finishes_and_nothing_finish
     # only a call in flight at a kill may repeat: one at a time here (concurrency 1)
     repeats = sum(n - 1 for n in seen.values())
     assert repeats <= kills, (seen, kills)
-    assert [r["state"] for r in json.loads(graphchat("runs", "--json").stdout)["runs"]] == ["finished"]
+    assert [r["state"] for r in json.loads(cli("runs", "--json").stdout)["runs"]] == ["finished"]
 
 
 BIG = """identifier: big
@@ -218,8 +222,9 @@ output:
 """
 
 
+@pytest.mark.process  # the run is a process it kills; what follows runs in process
 def test_the_journal_is_written_in_batches_as_the_run_goes_and_whole_at_sigterm(
-    graphchat: GraphchatRunner,
+    cli: GraphchatRunner,
     shop: Path,  # noqa: F811
 ) -> None:
     (shop / "plans" / "big.yaml").write_text(BIG)
@@ -242,8 +247,8 @@ def test_the_journal_is_written_in_batches_as_the_run_goes_and_whole_at_sigterm(
         run.communicate(timeout=60)
     lines = journal.read_bytes().splitlines()
     assert lines and all(json.loads(line)["k"] for line in lines)  # flushed whole: no cut line
-    (entry,) = json.loads(graphchat("runs", "--json").stdout)["runs"]
+    (entry,) = json.loads(cli("runs", "--json").stdout)["runs"]
     assert entry["state"] == "interrupted"
-    resumed = graphchat("resume", entry["id"])
+    resumed = cli("resume", entry["id"])
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"count": items}

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import clean_env
+from tests.inprocess import run_cli
 from tests.scripted_server import ScriptedModelServer
 
 
@@ -25,7 +26,7 @@ from tests.scripted_server import ScriptedModelServer
 class Warm:
     """One test's warm set-up: `env` (the model server, a private XDG_RUNTIME_DIR) and the
     real command. `run(...)` runs `graphchat --home WS ...`; `ask(..., warm=False)` sets
-    GRAPHCHAT_WARM=0 (the local ask, to compare against)."""
+    GRAPHCHAT_WARM=0; `ask_in_process(...)` is that local ask in process (to compare against)."""
 
     workspace: Path
     runtime: Path
@@ -62,6 +63,16 @@ class Warm:
         if not warm:
             env["GRAPHCHAT_WARM"] = "0"
         return self.run("ask", *args, env=env, **kw)  # type: ignore[arg-type]
+
+    def ask_in_process(
+        self, *args: str, env: dict[str, str] | None = None, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The local `ask` (GRAPHCHAT_WARM=0) to compare a warm one against, through the real
+        entry point run in this process (`run_cli`, as the `cli` fixture runs it): litellm is
+        imported once per test process instead of once per question."""
+        environment = {**self.env, **(env or {}), "GRAPHCHAT_WARM": "0"}
+        argv = ["--home", str(self.workspace), "ask", *args]
+        return run_cli(argv, env=environment, input=input, home=self.workspace.parent, cwd=self.workspace)
 
     def start(self, env: dict[str, str] | None = None) -> int:
         """`graphchat warm`: returns the helper's pid (it is ready then)."""

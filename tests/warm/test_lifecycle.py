@@ -320,7 +320,7 @@ def test_settings_warm_auto_starts_nothing_under_graphchat_warm_0(
 ) -> None:
     (warm.workspace / "graphchat.yaml").write_text("settings:\n  warm: auto\n")
     model_server.push({"text": "first"})
-    first = warm.ask("hi", warm=False)
+    first = warm.ask_in_process("hi")
     assert (first.returncode, first.stdout) == (0, "first\n"), first.stderr
     assert list(warm.socket_dir.glob("*")) == []  # no log: no helper was spawned
     assert warm.run("warm", "--status").returncode == 1
@@ -349,7 +349,7 @@ def test_a_changed_config_file_is_not_used_and_the_old_helper_leaves(
     assert (after.returncode, after.stdout) == (0, "done\n"), after.stderr
     assert whoami_pid(model_server) != helper_server  # asked locally: its own server
     whoami_turn(model_server)
-    local = warm.ask("who", warm=False)
+    local = warm.ask_in_process("who")
     assert masked(after.stderr) == masked(local.stderr)  # not a word about the helper
 
     assert gone(warm, pid, timeout=60)  # the stale one notices and leaves
@@ -419,7 +419,7 @@ def test_a_killed_helper_is_passed_over_silently_and_replaced(
     model_server.push({"text": "answered"})
     asked = warm.ask("hi")
     model_server.push({"text": "answered"})
-    local = warm.ask("hi", warm=False)
+    local = warm.ask_in_process("hi")
     assert (asked.returncode, asked.stdout) == (0, "answered\n"), asked.stderr
     assert masked(asked.stderr) == masked(local.stderr)
     assert gone(warm, pid)
@@ -493,7 +493,7 @@ def test_a_listener_that_is_not_a_working_helper_means_a_local_ask(
         model_server.push({"text": "answered"})
         asked = warm.ask("hi", timeout=120)  # "silent": after the client's 10 s accept timeout
         model_server.push({"text": "answered"})
-        local = warm.ask("hi", warm=False)
+        local = warm.ask_in_process("hi")
     finally:
         fake.close()
     assert (asked.returncode, asked.stdout) == (0, "answered\n"), asked.stderr

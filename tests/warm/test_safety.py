@@ -53,7 +53,7 @@ def test_a_socket_directory_others_can_enter_is_never_used(
         model_server.push({"text": "local"})
         asked = warm.ask("hi")
         model_server.push({"text": "local"})
-        local = warm.ask("hi", warm=False)
+        local = warm.ask_in_process("hi")
         assert (asked.returncode, asked.stdout) == (0, "local\n"), asked.stderr
         assert masked(asked.stderr) == masked(local.stderr)
         assert raw_status(Path(info["_socket"]))["turns_served"] == 0  # type: ignore[index]

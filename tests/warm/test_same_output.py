@@ -1,6 +1,6 @@
 """A warm `ask` gives what a local `ask` gives: stdout byte for byte, the exit code, and stderr
 with timings masked (issue 14, item 2). Every case asks the same question locally
-(GRAPHCHAT_WARM=0) and then through the helper, the model replying alike, and proves that the
+(GRAPHCHAT_WARM=0, the real entry point run in process) and then through the helper, the model replying alike, and proves that the
 second one really went through the helper (its `turns_served` grew by one)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def ask_local(
 ) -> subprocess.CompletedProcess[str]:
     server.script.clear()
     server.push(*replies)
-    return warm.ask(*args, warm=False, **kw)
+    return warm.ask_in_process(*args, **kw)
 
 
 def ask_warm(
