@@ -90,7 +90,7 @@ def test_a_run_killed_mid_map_is_listed_and_resumed_without_rerunning_what_finis
     assert {"done": 1, "scope": {"T1": lines[0]["scope"]["T1"]}, "steps": 1} == lines[0]
     text = cli("runs")
     assert f"{entry['id']}  interrupted" in text.stdout
-    kept = graphchat("runs", "prune", "--older-than", "0")  # an interrupted run is never pruned
+    kept = cli("runs", "prune", "--older-than", "0")  # an interrupted run is never pruned
     assert kept.returncode == 0 and kept.stdout == "" and "removed 0 ended runs" in kept.stderr
 
     resumed = cli("resume", entry["id"])
