@@ -63,6 +63,9 @@ async def _call_one(catalog: Catalog, call: ToolCall, ctx: CallContext) -> ToolR
         if ctx.events is not None:
             ctx.events.tool_finished(call.name, 0.0, True, problem)
         return ToolResult.error(problem)
+    from graphchat.asks import TOOL_CALL
+
+    TOOL_CALL.set(call.id or None)  # this call's own task: a question it parks is keyed by it
     try:
         return await catalog.call(call.name, arguments, ctx)
     except asyncio.CancelledError:

@@ -505,7 +505,10 @@ class ParkingAsker(Asker):
     async def _ask(self, question: Question) -> Answer:
         return await self.inner._ask(question)
 
-    def park(self, question: Question) -> None:
+    def park(self, question: Question) -> Answer | None:
+        stored = park_at_step(question)  # inside a plan the turn called (its frames: issue 19)
+        if stored is not None:
+            return stored
         mode, options, _schema = request_mode(question)
         source: dict[str, Any] = {"thread": self.thread_id}
         if question.kind == "approval":
@@ -548,19 +551,34 @@ class PlanAsker(Asker):
         return await self.inner._ask(question)
 
     def park(self, question: Question) -> Answer | None:
-        from graphchat.plans.runtime import PARKING_AT
+        return park_at_step(question) or self.inner.park(question)
 
-        at = PARKING_AT.get()
-        if at is None or question.kind != "approval":
-            return self.inner.park(question)
-        parking, step = at
-        key = f"{step}#approval"
-        stored = parking.answer_for(key)
-        if stored is not None:
-            return stored  # type: ignore[no-any-return]
-        source = {
-            "step": step,
-            "tool": question.context.get("tool"),
-            "arguments": question.context.get("arguments"),
-        }
-        raise Parked([parking.open(question, key, source, None)])
+
+def park_at_step(question: Question) -> Answer | None:
+    """A question nobody here can answer, raised by the call of the plan step running now (the
+    address `PARKING_AT` holds, at any depth): the person's answer in a resumed run, else it is
+    opened as a request of the run and the step parks (`Parked`). None: no step of a run that
+    may park is running (the caller decides).
+
+    Its key is the step's address, and within an `agent` step the model's call id too
+    (`<step>#<call id>`): two approvals, or a model's `ask_user`, in one step wait on distinct
+    requests and each gets its own answer (issue 19). A plain tool step has one call:
+    `<step>#approval`."""
+    from graphchat.asks import TOOL_CALL
+    from graphchat.plans.runtime import PARKING_AT
+
+    at = PARKING_AT.get()
+    call = TOOL_CALL.get()
+    if at is None or (question.kind != "approval" and call is None):
+        return None  # a model's question needs its call to be told apart on resume
+    parking, step = at
+    key = f"{step}#{call or 'approval'}"
+    stored = parking.answer_for(key)
+    if stored is not None:
+        return stored  # type: ignore[no-any-return]
+    source: dict[str, Any] = {"step": step}
+    if question.kind == "approval":
+        source.update(tool=question.context.get("tool"), arguments=question.context.get("arguments"))
+    else:
+        source["tool"] = "ask_user"
+    raise Parked([parking.open(question, key, source, None)])

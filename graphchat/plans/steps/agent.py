@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import Parked
+from graphchat.asks import TOOL_CALL, Parked
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import PARKING_AT, Frame, StepFailed, StepRunner, prepare_servers, render_text
@@ -207,6 +207,10 @@ async def resumed_messages(runner: StepRunner, ctx: Any, saved: dict[str, Any]) 
                 arguments = orjson.loads(call.get("arguments") or "{}")
             except orjson.JSONDecodeError:
                 arguments = {}
-            result = await runner.catalog.call(call["name"], arguments, ctx)
+            token = TOOL_CALL.set(call.get("id") or None)  # its request is kept under its call id
+            try:
+                result = await runner.catalog.call(call["name"], arguments, ctx)
+            finally:
+                TOOL_CALL.reset(token)
         messages.append({"role": "tool", "tool_call_id": call.get("id") or "", "content": result.to_text()})
     return messages
