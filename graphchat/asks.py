@@ -30,6 +30,11 @@ APPROVAL_WORDS = {"y": 0, "yes": 0, "n": -1, "no": -1}
 # step (an `agent` step's round, its successive rounds) wait on distinct requests (issue 19).
 TOOL_CALL: ContextVar[str | None] = ContextVar("graphchat_tool_call", default=None)
 
+# The frames of the turn running now (`runs.frames.TurnFrames`: a turn that may park sets it;
+# None elsewhere, and inside the plan call it frames): the agent loop makes a plan tool's call
+# through it, so a plan that parks inside a turn resumes inside its frames (issue 19).
+TURN_FRAMES: ContextVar[Any] = ContextVar("graphchat_turn_frames", default=None)
+
 
 @dataclass
 class Question:

@@ -56,10 +56,11 @@ class RunRecord:
         return cls(store.dir / "runs", secrets.token_hex(6), data)
 
     @classmethod
-    def load(cls, store: RequestStore, run_id: str) -> RunRecord | None:
+    def load(cls, store: RequestStore, run_id: str, folder: Path | None = None) -> RunRecord | None:
+        """The record `run_id` (in `folder`: the store's `runs/` unless told), None: none."""
         import orjson
 
-        folder = store.dir / "runs"
+        folder = folder or store.dir / "runs"
         try:
             data = orjson.loads((folder / f"{run_id}.json").read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -442,6 +443,8 @@ class PlanParking:
     def open(self, question: Question, key: str, source: dict[str, Any], timeout: float | None) -> Any:
         mode, options, schema = request_mode(question)
         source = {"plan": (self.record.data.get("plan") or {}).get("identifier"), **source}
+        if self.record.data.get("thread"):  # a plan a turn called: the turn's thread waits on it
+            source["thread"] = self.record.data["thread"]
         request = self.store.open(
             kind="approval" if mode == "approval" else "question",
             mode=mode,
