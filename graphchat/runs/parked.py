@@ -263,6 +263,8 @@ class PlanParking:
         self.events = events
         self.resumed = resumed
         self.answers: dict[str, Answer] = {}
+        # the permitted approvals: key -> (request id, the arguments the person saw)
+        self.permitted: dict[str, tuple[str, Any]] = {}
         # every step finished below the top level, by address (Frame.path + label): the frames
         # of the run, flattened — a map's items and their body steps, a branch's steps, a
         # sub-plan's steps, a decide's verdict (issue 19)
@@ -370,6 +372,8 @@ class PlanParking:
                 continue
             if request.state == "answered":
                 self.answers[request.key] = Answer(True, request.answer)
+                if request.kind == "approval":
+                    self.permitted[request.key] = (request.id, request.source.get("arguments"))
             else:  # declined, expired, cancelled: the unanswered path
                 note = (
                     request.reason if request.state == "declined" and request.reason != "declined" else None
@@ -439,6 +443,30 @@ class PlanParking:
 
     def answer_for(self, key: str) -> Answer | None:
         return self.answers.pop(key, None)
+
+    def check_permitted(self, key: str, arguments: Any) -> None:
+        """A permitted call runs only with the arguments the person saw: the call made now
+        (its arguments rendered again) with others is refused, naming them (exit 1)."""
+        if key not in self.permitted:
+            return
+        request_id, seen = self.permitted[key]
+        import orjson
+
+        def same(value: Any) -> bytes:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+
+        if same(seen) == same(arguments):
+            return
+        differ = sorted(
+            name
+            for name in {*(seen or {}), *(arguments or {})}
+            if same((seen or {}).get(name)) != same((arguments or {}).get(name))
+        )
+        raise GraphchatError(
+            f"request {request_id} permitted {key.split('#')[0]} with other arguments than it would "
+            f"run with now ({', '.join(differ) or 'the arguments'} differ): not run",
+            hint=f"the run stays as it is; end it with `graphchat cancel {self.record.id}`",
+        )
 
     def open(self, question: Question, key: str, source: dict[str, Any], timeout: float | None) -> Any:
         mode, options, schema = request_mode(question)
@@ -578,6 +606,8 @@ def park_at_step(question: Question) -> Answer | None:
     key = f"{step}#{call or 'approval'}"
     stored = parking.answer_for(key)
     if stored is not None:
+        if question.kind == "approval" and stored.answered:
+            parking.check_permitted(key, question.context.get("arguments"))  # exactly that call
         return stored  # type: ignore[no-any-return]
     source: dict[str, Any] = {"step": step}
     if question.kind == "approval":
