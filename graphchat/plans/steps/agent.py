@@ -131,10 +131,12 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     ctx = frame.ctx or runner.ctx
     kept = agent_frame(runner)
     try:
+        journal = None
         if kept is not None:
             found, saved = kept[0].remembered(kept[1])
             if found:  # a resumed run: the agent goes on where it parked, not from the start
                 messages = await resumed_messages(runner, ctx, saved)
+            journal = RoundJournal(kept[0], kept[1], messages)
         outcome = await run_loop(
             llm=llm,
             catalog=runner.catalog,
@@ -143,6 +145,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
             max_iterations=max_iterations,
             tools=runner.catalog.model_tools(patterns, in_plan=True),
             output_schema=schema,
+            record=journal,
         )
     except Parked as waiting:
         if kept is not None and isinstance(waiting.round, WaitingRound):
@@ -177,6 +180,43 @@ def agent_frame(runner: StepRunner) -> tuple[Any, str] | None:
     if runner.parking is None or at is None:
         return None
     return at[0], f"{at[1]}#agent"
+
+
+class RoundJournal:
+    """The agent's frame kept as it goes (the loop's `record`): at each round, its messages up
+    to the round's assistant message and the round's calls; as each call finishes, its result.
+    A run killed mid-round resumes the agent there: its finished calls are not made again, the
+    one in flight is (issue 19)."""
+
+    def __init__(self, parking: Any, key: str, messages: list[dict[str, Any]]) -> None:
+        self.parking = parking
+        self.key = key
+        self.messages = list(messages)
+        self.frame: dict[str, Any] | None = None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        from graphchat.llm.types import ToolCall
+
+        if event.get("kind") == "assistant" and event.get("tool_calls"):
+            calls = [ToolCall(c["id"], c["name"], c.get("arguments") or "") for c in event["tool_calls"]]
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": event.get("content") or None,
+                "tool_calls": [call.to_message() for call in calls],
+            }
+            self.messages.append(message)
+            self.frame = {"messages": list(self.messages), "calls": list(event["tool_calls"]), "finished": {}}
+        elif event.get("kind") == "tool_result" and self.frame is not None:
+            ids = [c.get("id") for c in self.frame["calls"]]
+            if event.get("tool_call_id") not in ids:
+                return
+            k = ids.index(event["tool_call_id"])
+            content = event.get("content") or ""
+            self.frame["finished"][str(k)] = {"value": content, "is_error": bool(event.get("is_error"))}
+            self.messages.append({"role": "tool", "tool_call_id": event["tool_call_id"], "content": content})
+        else:
+            return
+        self.parking.remember(self.key, self.frame)
 
 
 def parked_frame(waiting: WaitingRound) -> dict[str, Any]:
