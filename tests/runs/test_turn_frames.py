@@ -122,3 +122,21 @@ def test_a_plan_called_from_a_headless_ask_that_asks_again_parks_the_turn_again(
     assert counts(shop) == {"before-0": 1, "between-0": 1, "after-0": 1}
     assert len(model_server.requests) == 2
     assert tool_results(model_server.requests[1]) == [{"first": True, "second": False, "last": "after-0"}]
+
+
+def test_cancelling_a_turn_parked_inside_a_plan_call_drops_the_plans_frames_too(
+    cli: GraphchatRunner,
+    shop: Path,  # noqa: F811
+    model_server: ScriptedModelServer,
+) -> None:
+    (shop / "plans" / "pick.yaml").write_text(PICK)
+    model_server.push({"tool_calls": [{"name": "plan__pick", "arguments": {}}]})
+    assert cli("ask", "Pick one.", env=model_server.env()).returncode == 5
+    assert list((shop / "requests" / "runs" / "frames").glob("*.json"))  # the plan call's frames
+    request = only_request(cli)
+    cancelled = cli("cancel", request["id"])
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert not list((shop / "requests" / "runs").rglob("*.json")) and not list(
+        (shop / "requests" / "runs").rglob("*.journal")
+    )
+    assert json.loads(cli("requests", "--json").stdout)["requests"] == []
