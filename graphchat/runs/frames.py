@@ -1,5 +1,6 @@
-"""The frames of a plan a turn called (issue 19): a `plan__x` tool called by the model of a
-headless `ask` turn keeps its own parked-run record, keyed by the thread and the call id
+"""The frames of a plan a turn called (issue 19): a `plan__x` tool or `plan_and_execute`
+called by the model of a headless `ask` turn keeps its own parked-run record, keyed by the
+thread and the call id
 (`requests/runs/frames/<thread>.<call id>.json`, journaled like a `plan run`). The turn itself
 resumes from its thread; when it does, the waiting call is made again through here and the
 plan resumes inside its frames: what finished does not run again, the answer reaches the plan's
@@ -7,7 +8,8 @@ plan resumes inside its frames: what finished does not run again, the answer rea
 sees. A plan that waits again parks the turn again, on the new request.
 
 The plan runs with this record as its `CallContext.parking` — the parking `mcp serve` gives a
-plan its client called; nothing here is particular to turns but the key.
+plan its client called; nothing here is particular to turns but the key. `plan_and_execute`
+keeps the plan its planner drafted at `#plan<n>` and that plan's steps under `#plan<n>/`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ class _Framed:
     def __init__(self, inner: PlanParking) -> None:
         self.inner = inner
         self.requests: list[dict[str, Any]] | None = None
+        self.opened: set[str] = set()  # the requests opened inside the plan
+
+    def open(self, question: Any, key: str, source: dict[str, Any], timeout: float | None) -> Any:
+        request = self.inner.open(question, key, source, timeout)
+        self.opened.add(request["id"])
+        return request
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -46,10 +54,11 @@ class TurnFrames:
 
     @staticmethod
     def keeps(name: str) -> bool:
-        """Whether a call of tool `name` keeps frames (a plan tool)."""
+        """Whether a call of tool `name` keeps frames (a plan tool, `plan_and_execute`)."""
         from graphchat.plans.model import plan_identifier
+        from graphchat.plans.planner import PLAN_AND_EXECUTE
 
-        return plan_identifier(name) is not None
+        return plan_identifier(name) is not None or name == PLAN_AND_EXECUTE
 
     def record_id(self, call_id: str) -> str:
         return f"{self.thread_id}.{re.sub(r'[^A-Za-z0-9_-]', '_', call_id)}"
@@ -82,7 +91,7 @@ class TurnFrames:
                 "thread": self.thread_id,
                 "call": call_id,
                 "tool": name,
-                "plan": {"identifier": plan_identifier(name)},
+                "plan": {"identifier": plan_identifier(name) or name},
             }
             record = RunRecord(self.folder, self.record_id(call_id), data)
         parking = _Framed(PlanParking(self.store, record, None, resumed=resumed))
@@ -93,8 +102,12 @@ class TurnFrames:
         token = TURN_FRAMES.set(None)
         try:
             result = await catalog.call(name, arguments, replace(ctx, parking=parking))
-        except Parked:  # the call's own approval waits (before the plan ran): nothing to keep
-            if not resumed:
+        except Parked as waiting:
+            if any(r["id"] in parking.opened for r in waiting.requests):
+                # a question inside the plan `plan_and_execute` runs (its frames are nested)
+                parking.parked(0, {}, 0, waiting.requests)
+                raise
+            if not resumed:  # the call's own approval waits (before the plan ran): nothing to keep
                 record.delete()
             record.unlock()
             raise

@@ -247,6 +247,7 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
             continue
         request = store.get(parked[k])
         framed = frames is not None and frames.record(call.get("id") or "") is not None
+        keeps = frames is not None and frames.keeps(name)  # an approved plan call: made with frames
         ctx = CallContext(asker=host.asker, events=host.events, surface="agent")
         if request.kind == "approval" and request.state == "answered" and not framed:
             if isinstance(request.answer, dict) and request.answer.get("always"):
@@ -266,7 +267,7 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
                 results[k] = ToolResult({"answered": False, "reason": request.state})
             continue
         try:
-            results[k] = await made_again(host, frames if framed else None, call, ctx)
+            results[k] = await made_again(host, frames if framed or keeps else None, call, ctx)
         except Parked as waiting:
             again[k] = waiting.request
     if again:

@@ -140,3 +140,31 @@ def test_cancelling_a_turn_parked_inside_a_plan_call_drops_the_plans_frames_too(
         (shop / "requests" / "runs").rglob("*.journal")
     )
     assert json.loads(cli("requests", "--json").stdout)["requests"] == []
+
+
+def test_plan_and_execute_called_from_a_headless_ask_resumes_inside_the_plan_it_was_running(
+    cli: GraphchatRunner,
+    shop: Path,  # noqa: F811
+    model_server: ScriptedModelServer,
+) -> None:
+    import yaml
+
+    drafted = yaml.safe_load(PICK)
+    model_server.push(
+        {"tool_calls": [{"name": "plan_and_execute", "arguments": {"query": "pick one"}}]},  # the turn
+        {"json": drafted},  # the planner
+        {"text": "Picked."},  # the turn, resumed
+    )
+    run = cli("ask", "Pick one.", env=model_server.env())
+    assert run.returncode == 5, run.stderr
+    assert counts(shop) == {"before-0": 1}
+    request = only_request(cli)
+    assert request["question"] == "Keep it?"
+    answered = cli("answer", request["id"], "yes", env=model_server.env())
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout == "Picked.\n"
+    assert counts(shop) == {"before-0": 1, "after-0": 1}
+    assert len(model_server.requests) == 3  # the planner was not asked again
+    (result,) = tool_results(model_server.requests[2])
+    assert "after-0" in json.dumps(result)
+    assert not list((shop / "requests" / "runs").rglob("*.json"))
