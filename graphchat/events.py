@@ -45,9 +45,12 @@ class EventSink:
         ms: float,
         role: str | None = None,
         cache: dict[str, int] | None = None,
+        failed: bool = False,
+        cost_usd: float | None = None,
     ) -> None:
         """`cache`: the cache tokens the provider reported (cache_read_input_tokens,
-        cache_creation_input_tokens), when any."""
+        cache_creation_input_tokens), when any. `failed`: a call to a model with fallbacks that
+        failed (no tokens counted; the next model was tried). `cost_usd`: the call's price, when known."""
         self.emit(
             "llm_call",
             site=site,
@@ -57,6 +60,8 @@ class EventSink:
             ms=round(ms, 1),
             role=role,
             **(cache or {}),
+            **({"failed": True} if failed else {}),
+            **({"cost_usd": cost_usd} if cost_usd is not None else {}),
         )
 
     def waiting(self, what: str | None) -> None:
@@ -112,25 +117,30 @@ def sampling_server(fields: dict[str, Any]) -> str | None:
 class RoleUsage(EventSink):
     """Forwards every event to `inner` and adds up the model usage per model role (the
     `llm_call` events' `role`, else their site): `{role: {calls, input_tokens, output_tokens}}`;
-    the calls that served an MCP server's sampling also per server (`servers`, usage `by_server`)."""
+    the calls that served an MCP server's sampling also per server (`servers`, usage `by_server`),
+    and every call per model (`models`, usage `by_model`; `failed` counts a fallback's failures)."""
 
     def __init__(self, inner: EventSink | None) -> None:
         self.inner = inner
         self.human = bool(inner is not None and inner.human)
         self.roles: dict[str, dict[str, int]] = {}
         self.servers: dict[str, dict[str, int]] = {}
+        self.models: dict[str, dict[str, int]] = {}
 
     def emit(self, event: str, **fields: Any) -> None:
         if event == "llm_call":
             role = str(fields.get("role") or fields.get("site") or "model")
             server = sampling_server(fields)
-            for counts, key in ((self.roles, role), (self.servers, server)):
+            model = str(fields.get("model") or "")
+            for counts, key in ((self.roles, role), (self.servers, server), (self.models, model)):
                 if key is None:
                     continue
                 spent = counts.setdefault(key, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
                 spent["calls"] += 1
                 spent["input_tokens"] += int(fields.get("input_tokens") or 0)
                 spent["output_tokens"] += int(fields.get("output_tokens") or 0)
+                if fields.get("failed"):
+                    spent["failed"] = spent.get("failed", 0) + 1
         if self.inner is not None:
             self.inner.emit(event, **fields)
 
@@ -138,19 +148,23 @@ class RoleUsage(EventSink):
         if self.inner is not None:
             self.inner.waiting(what)
 
-    def snapshot(self, *, servers: bool = False) -> dict[str, dict[str, int]]:
-        counts = self.servers if servers else self.roles
-        return {key: dict(spent) for key, spent in counts.items()}
+    def _counts(self, servers: bool, models: bool) -> dict[str, dict[str, int]]:
+        return self.models if models else self.servers if servers else self.roles
 
-    def since(self, before: dict[str, dict[str, int]], *, servers: bool = False) -> dict[str, dict[str, int]]:
-        """The usage per role (per MCP server with `servers`) since `before` (a snapshot), those
-        without calls left out."""
+    def snapshot(self, *, servers: bool = False, models: bool = False) -> dict[str, dict[str, int]]:
+        return {key: dict(spent) for key, spent in self._counts(servers, models).items()}
+
+    def since(
+        self, before: dict[str, dict[str, int]], *, servers: bool = False, models: bool = False
+    ) -> dict[str, dict[str, int]]:
+        """The usage per role (per MCP server with `servers`, per model with `models`) since
+        `before` (a snapshot), those without calls left out."""
         out: dict[str, dict[str, int]] = {}
-        for role, spent in sorted((self.servers if servers else self.roles).items()):
+        for role, spent in sorted(self._counts(servers, models).items()):
             old = before.get(role, {})
             diff = {k: v - int(old.get(k, 0)) for k, v in spent.items()}
             if diff["calls"]:
-                out[role] = diff
+                out[role] = {k: v for k, v in diff.items() if v or k != "failed"}
         return out
 
     def total(self) -> dict[str, Any] | None:
@@ -163,6 +177,16 @@ class RoleUsage(EventSink):
         if self.servers:
             total["by_server"] = self.since({}, servers=True)
         return total
+
+
+def by_model_rows(models: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """`{model: counts}` as graph's usage `by_model`: `[{provider, model, calls, ...}]`, the most
+    tokens first."""
+    rows = [
+        {"provider": model.split("/", 1)[0] if "/" in model else "", "model": model, **counts}
+        for model, counts in models.items()
+    ]
+    return sorted(rows, key=lambda r: -(r["input_tokens"] + r["output_tokens"]))
 
 
 class JsonlSink(EventSink):
@@ -500,7 +524,18 @@ def usage_text(usage: Any) -> str:
                 for role, r in roles.items()
             )
         )
+    models = data.get("by_model")
+    if isinstance(models, list) and models:
+        parts.append("by model: " + ", ".join(_model_spent(row) for row in models))
     return " · ".join(parts)
+
+
+def _model_spent(row: dict[str, Any]) -> str:
+    """`openai/backup 1 call` / `openai/primary 1 call (1 failed)`: a `by_model` row."""
+    calls = int(row.get("calls") or 0)
+    text = f"{row.get('model')} {calls} call{'s' if calls != 1 else ''}"
+    failed = int(row.get("failed") or 0)
+    return text + (f" ({failed} failed)" if failed else "")
 
 
 def sink_for_environment(*, quiet: bool = False) -> EventSink:

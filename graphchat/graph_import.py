@@ -159,13 +159,8 @@ def translate(project: Path, environ: dict[str, str] | None = None) -> Translati
         key = provider.get("api_key")
         if isinstance(key, str) and key:
             variable = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", key)
-            if variable is None:
-                result["api_key"] = key
-            elif variable.group(1) != PROVIDER_KEY_VARIABLE.get(kind):
-                out.dropped.append(
-                    f"providers.{name}.api_key: {key} — graphchat.yaml does not expand variables; "
-                    f"set {PROVIDER_KEY_VARIABLE.get(kind, 'GRAPHCHAT_API_KEY')} instead ({lines.where('providers', str(name))})"
-                )
+            if variable is None or variable.group(1) != PROVIDER_KEY_VARIABLE.get(kind):
+                result["api_key"] = key  # `${VAR}` is expanded at each call, as graph does
         for option in ("temperature", "description"):
             if option in choice:
                 result[option] = choice[option]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -26,11 +25,30 @@ _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _DATA_KEYS = frozenset({"enum", "const", "default", "examples", "example"})  # values, not schemas
 
 
-@dataclass(frozen=True)
 class _Entry:
-    check: Callable[[Any], bool]
-    reference: Any
-    refusal: str | None = None
+    """A schema's yes/no check, its reference validator and why it is refused (if it is).
+
+    The reference (jsonschema) validator is built on first use: a run whose arguments all
+    pass the compiled check never imports jsonschema."""
+
+    __slots__ = ("_reference", "_schema", "check", "refusal")
+
+    def __init__(self, schema: Any, refusal: str | None = None) -> None:
+        self._schema = schema
+        self._reference: Any = _UNBUILT
+        self.refusal = refusal
+        self.check: Callable[[Any], bool] = lambda value: False
+
+    @property
+    def reference(self) -> Any:
+        if self.refusal is not None:
+            return None
+        if self._reference is _UNBUILT:
+            self._reference = _reference_validator(self._schema)
+        return self._reference
+
+
+_UNBUILT: Any = object()
 
 
 _cache: dict[bytes, _Entry] = {}
@@ -161,7 +179,7 @@ def _reference_is_valid(reference: Any, value: Any) -> bool:
         return False
 
 
-def _compiled_check(schema: dict[str, Any], reference: Any) -> Callable[[Any], bool]:
+def _compiled_check(schema: dict[str, Any], entry: _Entry) -> Callable[[Any], bool]:
     try:
         import fastjsonschema
 
@@ -174,7 +192,7 @@ def _compiled_check(schema: dict[str, Any], reference: Any) -> Callable[[Any], b
             use_formats=False,
         )
     except Exception:  # unsupported keyword or draft: the reference validator decides
-        return lambda value: _reference_is_valid(reference, value)
+        return lambda value: _reference_is_valid(entry.reference, value)
 
     def check(value: Any) -> bool:
         try:
@@ -182,14 +200,10 @@ def _compiled_check(schema: dict[str, Any], reference: Any) -> Callable[[Any], b
         except fastjsonschema.JsonSchemaValueException:
             return False
         except Exception:
-            return _reference_is_valid(reference, value)
+            return _reference_is_valid(entry.reference, value)
         return True
 
     return check
-
-
-def _refused_entry(why: str) -> _Entry:
-    return _Entry(check=lambda value: False, reference=None, refusal=why)
 
 
 def _entry(schema: dict[str, Any]) -> _Entry:
@@ -198,13 +212,13 @@ def _entry(schema: dict[str, Any]) -> _Entry:
         return hit[1]
     why = refusal(schema)
     if why is not None:
-        entry = _refused_entry(why)
+        entry = _Entry(schema, why)
     else:
         key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS, default=str)
         cached = _cache.get(key)
         if cached is None:
-            reference = _reference_validator(schema)
-            cached = _Entry(_compiled_check(schema, reference), reference)
+            cached = _Entry(schema)
+            cached.check = _compiled_check(schema, cached)
             _cache[key] = cached
         entry = cached
     if len(_by_id) < 4096:
@@ -245,6 +259,11 @@ def errors(schema: dict[str, Any], value: Any) -> list[str]:
     return [_describe(e) for e in found]
 
 
+def fits(schema: dict[str, Any], value: Any) -> bool:
+    """The compiled yes/no check alone (no jsonschema import when it says yes)."""
+    return _entry(schema).check(value)
+
+
 def first_error(schema: dict[str, Any], value: Any) -> str | None:
     """None when valid, else up to three problems on one line."""
     if _entry(schema).check(value):
@@ -253,3 +272,15 @@ def first_error(schema: dict[str, Any], value: Any) -> str | None:
     if not found:  # the fast path was stricter than the reference: the reference wins
         return None
     return "; ".join(found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
+
+
+def argument_problem(schema: dict[str, Any], value: Any) -> tuple[bool, str] | None:
+    """One cache look-up for a tool call's arguments: None when `value` fits `schema`, else
+    (True, why the schema is refused) or (False, its first problems as `first_error` says)."""
+    entry = _entry(schema)
+    if entry.refusal is not None:
+        return True, entry.refusal
+    if entry.check(value):
+        return None
+    found = first_error(schema, value)
+    return None if found is None else (False, found)

@@ -93,13 +93,25 @@ def answer_help(request: dict[str, Any], home: str | None = None) -> list[str]:
 
 def approval_lines(request: dict[str, Any]) -> list[str]:
     """An approval's tool and every argument, in full (indented JSON, control characters
-    escaped); nothing for a question."""
-    if request.get("kind") != "approval":
-        return []
-    from graphchat.catalog.approvals import argument_text
+    escaped); for a server's own question during a tool call (sampling, elicitation) the server
+    and the tool, and a sampling request's token cap and prompt in full; nothing for a question."""
     from graphchat.display import safe
 
     source = request.get("source") or {}
+    if source.get("park_as"):
+        lines = [f"server: {safe(str(source.get('server') or '?'), newlines=False)}"]
+        if source.get("tool"):
+            lines.append(f"during: {safe(str(source['tool']), newlines=False)}")
+        if source.get("max_tokens") is not None:
+            lines.append(f"at most: {source['max_tokens']:,} tokens")
+        if source.get("prompt") is not None:
+            lines.append("prompt:")
+            lines += ["  " + safe(row, newlines=False) for row in str(source["prompt"]).splitlines()]
+        return lines
+    if request.get("kind") != "approval":
+        return []
+    from graphchat.catalog.approvals import argument_text
+
     arguments = source.get("arguments")
     lines = [f"tool: {safe(str(source.get('tool') or '?'), newlines=False)}"]
     if isinstance(arguments, dict) and arguments:

@@ -36,6 +36,7 @@ SETTINGS_KEYS = (
     "max_map_items",
     "max_run_seconds",
     "prompt_caching",
+    "keep_runs",
 )
 # Budgets a turn or a run cannot pass (graphchat.llm.budget; docs/cli.md#budgets): settings
 # that are seconds, and settings that `off` (or null) turns off.
@@ -143,6 +144,9 @@ class ModelConfig:
     context_window: int | None = None
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
+    # prompt-cache prices (litellm's names); unset: the input price x 0.1 (read), x 1.25 (write)
+    cache_read_input_token_cost: float | None = None
+    cache_creation_input_token_cost: float | None = None
     vision: bool | None = None  # whether it accepts images (None: litellm's supports_vision says)
     # per-answer limits: the role's own, else settings.model_timeout / settings.max_output_tokens
     model_timeout: float | None = None
@@ -156,6 +160,8 @@ class ModelConfig:
     # provider caches (Anthropic, Bedrock, …), true always (a gateway in front of one), false never
     prompt_caching: bool | None = None
     repair: ModelConfig | None = None  # the `repair` role's model: the one pass fixing a structured reply
+    # where the entry is written, (its dotted path, the file): what a `${VAR}` error names
+    written_in: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,7 @@ class Settings:
     max_output_tokens: int = 100_000  # of one answer
     max_map_items: int = 100_000
     max_run_seconds: float | None = None  # wall clock of a turn or run; off unless set
+    keep_runs: int = 7  # days an ended run's record and journal are kept (graphchat.runs.retention)
     named: dict[str, ModelConfig] = field(default_factory=dict)  # models.named
     prompt_caching: bool = True  # settings.prompt_caching: cache_control where the provider takes it
     # plans.paths / tools.paths: more folders read beside the workspace's plans/ and tools/
@@ -302,7 +309,9 @@ def _model_config(role: str, value: Any, path: tuple[str | int, ...] | None = No
         return ModelConfig(model=value.strip(), role=role)
     if not isinstance(value, dict):
         raise _Problem(path, f"{dotted}: expected a model string or a mapping with `model`")
-    known = {f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role", "repair")}
+    known = {
+        f for f in ModelConfig.__dataclass_fields__ if f not in ("extra", "role", "repair", "written_in")
+    }
     model = value.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _Problem(path, f"{dotted}: `model` is required (a litellm model string)")
@@ -322,9 +331,13 @@ def _model_config(role: str, value: Any, path: tuple[str | int, ...] | None = No
             kwargs[key] = item
             continue
         if key in known:
-            if key in ("temperature", "input_cost_per_token", "output_cost_per_token") and not isinstance(
-                item, (int, float)
-            ):
+            if key in (
+                "temperature",
+                "input_cost_per_token",
+                "output_cost_per_token",
+                "cache_read_input_token_cost",
+                "cache_creation_input_token_cost",
+            ) and not isinstance(item, (int, float)):
                 raise _Problem((*path, key), f"{dotted}.{key}: expected a number")
             if key in ("vision", "prompt_caching") and not isinstance(item, bool):
                 raise _Problem((*path, key), f"{dotted}.{key}: expected true or false")
@@ -513,7 +526,17 @@ def _pricing(section: Any) -> dict[str, dict[str, float]]:
     return out
 
 
-PROMPT_KEYS = ("chat", "workbench")  # prompts.<key> replaces that built-in prompt (graph's [prompts])
+# prompts.<key> replaces that built-in system prompt wholesale: graph's [prompts] (chat,
+# workbench), and graphchat's own for a plan's solver, its judge (decide, infer gates) and the
+# planner (plan draft, plan_and_execute)
+PROMPT_KEYS = ("chat", "workbench", "solver", "judge", "planner")
+
+
+def builtin_prompt(settings: Any, name: str, default: str) -> str:
+    """The system prompt `name`: `prompts.<name>` of the configuration when set, else `default`
+    (the built-in text). `settings` may be None (a run with no workspace)."""
+    prompts = getattr(settings, "prompts", None) or {}
+    return str(prompts.get(name) or default)
 
 
 def _prompts(section: Any) -> dict[str, str]:
@@ -545,6 +568,10 @@ def priced(config: ModelConfig, pricing: Mapping[str, Mapping[str, float]]) -> M
     if prices and config.input_cost_per_token is None and config.output_cost_per_token is None:
         changes["input_cost_per_token"] = prices.get("input", 0.0) / 1e6
         changes["output_cost_per_token"] = prices.get("output", 0.0) / 1e6
+        if "cache_read" in prices:
+            changes["cache_read_input_token_cost"] = prices["cache_read"] / 1e6
+        if "cache_write" in prices:
+            changes["cache_creation_input_token_cost"] = prices["cache_write"] / 1e6
     return dataclasses.replace(config, **changes)
 
 
@@ -639,6 +666,32 @@ def _system_prompt(parsed: dict[str, Any], workspace: Path, doc: Any) -> str | N
         raise ConfigError(f"{where}: settings.system_prompt_file: cannot read {path}: {why}") from None
 
 
+def written_in(
+    config: ModelConfig, path: tuple[str | int, ...], layers: list[tuple[Path, Any]]
+) -> ModelConfig:
+    """`config` (the entry at `path`) and its fallbacks marked with the file that writes them
+    (the last layer holding the entry), which a `${VAR}` error names."""
+    import dataclasses
+
+    source = next((str(file) for file, layer in reversed(layers) if _holds(layer.data, path)), CONFIG_NAME)
+    fallbacks = tuple(
+        written_in(f, (*path, "fallbacks", index), layers) for index, f in enumerate(config.fallbacks)
+    )
+    where = (".".join(str(p) for p in path), source)
+    return dataclasses.replace(config, fallbacks=fallbacks, written_in=where)
+
+
+def _holds(data: Any, path: tuple[str | int, ...]) -> bool:
+    for key in path:
+        if isinstance(data, dict) and key in data:
+            data = data[key]
+        elif isinstance(data, list) and isinstance(key, int) and key < len(data):
+            data = data[key]
+        else:
+            return False
+    return True
+
+
 def default_warm(environ: Mapping[str, str]) -> str:
     """settings.warm when graphchat.yaml does not say: `auto`, or `manual` under
     GRAPHCHAT_WARM=manual (scripts and test suites that start no helper unless told to)."""
@@ -697,8 +750,14 @@ def load_settings(
         return ()
 
     pricing = parsed.get("pricing", {})
-    parsed["models"] = {role: priced(config, pricing) for role, config in parsed["models"].items()}
-    named = {name: priced(config, pricing) for name, config in parsed.get("named", {}).items()}
+    parsed["models"] = {
+        role: written_in(priced(config, pricing), ("models", role), layers)
+        for role, config in parsed["models"].items()
+    }
+    named = {
+        name: written_in(priced(config, pricing), ("models", NAMED_KEY, name), layers)
+        for name, config in parsed.get("named", {}).items()
+    }
     prompts = parsed.get("prompts", {})
     models = _env_default_model(parsed["models"], environ)
     from graphchat.plans.discovery import set_plan_paths
@@ -729,6 +788,7 @@ def load_settings(
         max_output_tokens=parsed.get("max_output_tokens", 100_000),
         max_map_items=parsed.get("max_map_items", 100_000),
         max_run_seconds=parsed.get("max_run_seconds"),
+        keep_runs=parsed.get("keep_runs", 7),
         named=named,
         prompt_caching=parsed.get("prompt_caching", True),
         plan_paths=folders("plans", "paths"),

@@ -33,6 +33,14 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+def run_states(workspace: Path) -> list[str]:
+    """The state of each run record in the workspace (an ended run's is kept: finished, failed)."""
+    import json
+
+    folder = workspace / "requests" / "runs"
+    return [json.loads(p.read_text()).get("state", "parked") for p in sorted(folder.glob("*.json"))]
+
+
 def clean_env(extra: dict[str, str] | None = None, home: Path | None = None) -> dict[str, str]:
     """The environment a test's graphchat runs in: no inherited graphchat/provider settings."""
     env = {

@@ -56,6 +56,7 @@ class ScriptedModelServer:
     def __init__(self, script: list[Reply] | None = None, *, port: int = 0) -> None:
         self.script: list[Reply] = list(script or [])
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []  # each model request's Authorization header
         self.default: Reply = {"text": "(scripted server: script exhausted)"}
         self.lock = threading.Lock()
         self.http = LoopbackHTTPServer(("127.0.0.1", port), _handler_for(self))
@@ -166,6 +167,8 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": "not found"}})
                 return
+            with server.lock:
+                server.authorizations.append(self.headers.get("Authorization"))
             reply = server.next_reply(body)
             if reply.get("delay"):
                 time.sleep(float(reply["delay"]))

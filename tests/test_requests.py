@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GraphchatRunner, clean_env
+from tests.conftest import GraphchatRunner, clean_env, run_states
 from tests.servers.support import seed_cache, stdio, write_servers
 
 CATALOG_SERVER = str(Path(__file__).resolve().parent / "servers" / "catalog_server.py")
@@ -160,7 +160,7 @@ def test_a_headless_plan_parks_and_answering_resumes_it_without_rerunning_a_step
         assert out["slept"]["result"].startswith("beta: slept 0")
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]  # once in total
         assert len(fifo.lines) == 1
-        assert not list((ship / "requests" / "runs").glob("*.json"))  # the run ended
+        assert run_states(ship) == ["finished"]  # the run ended: kept as finished
         assert json.loads(cli("requests", "--json").stdout) == {"requests": [], "count": 0}
         done = json.loads(cli("requests", "--all", "--json").stdout)["requests"]
         assert done[0]["state"] == "answered" and done[0]["answer"] == {"channel": "beta"}
@@ -266,7 +266,7 @@ def test_a_resumed_run_killed_midway_resumes_again_without_running_a_finished_st
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]  # never twice
         assert len(fifo.lines) == 2  # the killed call, then the resumed one
         gone = cli("resume", request_id)
-        assert gone.returncode == 1 and "not parked" in gone.stderr
+        assert gone.returncode == 1 and "finished at" in gone.stderr and "nothing to resume" in gone.stderr
     finally:
         fifo.close()
 
@@ -276,14 +276,14 @@ def test_declining_a_plan_question_takes_the_unanswered_path(cli: GraphchatRunne
     run = cli("decline", request_id, "--reason", "not now")
     assert run.returncode == 1
     assert "the question was not answered (declined: not now)" in run.stderr
-    assert not list((ship / "requests" / "runs").glob("*.json"))
+    assert run_states(ship) == ["failed"]
 
 
 def test_prune_removes_finished_requests_whose_run_ended(cli: GraphchatRunner, ship: Path) -> None:
     request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
     assert cli("decline", request_id, "--no-resume").returncode == 0
     assert cli("resume", request_id).returncode == 1  # declined: the run ends
-    assert not list((ship / "requests" / "runs").glob("*.json"))
+    assert run_states(ship) == ["failed"]
     path = ship / "requests" / f"{request_id}.json"
     data = json.loads(path.read_text())
     data["settled_at"] = time.time() - 3 * 86400
@@ -345,6 +345,11 @@ def test_a_headless_ask_parks_on_a_destructive_tool_and_permit_runs_it(
     model_server.push({"text": "Nothing else."})
     more = cli("ask", "Anything else?", "--thread", thread_id, env=model_server.env())
     assert more.returncode == 0 and more.stdout == "Nothing else.\n", more.stderr
+    # the resumed turn is kept as a finished run of its thread (issue 19: retention)
+    (run,) = json.loads(cli("runs", "--json").stdout)["runs"]
+    assert (run["thread"], run["plan"], run["state"], run["exit"]) == (thread_id, None, "finished", 0)
+    again = cli("resume", run["id"])
+    assert again.returncode == 1 and f"run {run['id']} finished at " in again.stderr
 
 
 def test_deny_gives_the_model_a_refusal(
@@ -591,7 +596,7 @@ def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_g
     (result,) = tool_messages(model_server.requests[1])
     assert json.loads(result) == {"answer": "blue", "answered": True}
     assert json.loads(cli("requests", "--json").stdout)["count"] == 0
-    assert not list((workspace / "requests" / "runs").glob("*.json"))
+    assert run_states(workspace) == []  # the chat took the turn over: the record went
     # the next turn of the thread carries the answered call, not an "interrupted" one
     last = model_server.requests[2]["messages"]
     assert [json.loads(m["content"]) for m in last if m["role"] == "tool"] == [

@@ -18,8 +18,10 @@ from graphchat.threads import lines as ev
 from graphchat.threads.limits import capped_recorder
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
     from graphchat.asks import Asker
-    from graphchat.catalog.base import Catalog
+    from graphchat.catalog.base import CallContext, Catalog
     from graphchat.events import EventSink
     from graphchat.llm.budget import Budget
     from graphchat.llm.client import LLM
@@ -182,19 +184,23 @@ class Session:
 
     async def resume(
         self,
-        results: list[dict[str, Any]],
+        results: list[dict[str, Any]] | Callable[[CallContext], Awaitable[list[dict[str, Any]]]],
         *,
         on_text: Callable[[str], None] | None = None,
         on_tools: Callable[[str], None] | None = None,
     ) -> TurnResult:
         """Go on with a parked turn (issue 9): `results` (tool_result events) are the answers
-        of the calls it waited on; the model goes on from there."""
+        of the calls it waited on — or an async function of the turn's call context that makes
+        them (calls made again on resume: their usage is this turn's); the model goes on from
+        there."""
         thread = self.thread
         async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
             thread.append(dict(ev.turn_resumed()))
-            for event in results:
-                thread.append(event)
-            return await self._run(thread, on_text, on_tools)
+            if not callable(results):
+                for event in results:
+                    thread.append(event)
+                return await self._run(thread, on_text, on_tools)
+            return await self._run(thread, on_text, on_tools, resumed=results)
 
     async def _run(
         self,
@@ -202,14 +208,16 @@ class Session:
         on_text: Callable[[str], None] | None,
         on_tools: Callable[[str], None] | None,
         message: str | None = None,
+        resumed: Callable[[CallContext], Awaitable[list[dict[str, Any]]]] | None = None,
     ) -> TurnResult:
         """One turn's rounds, within the turn's own budget (model calls, cost, wall clock:
         graphchat.llm.budget). `message`: the person's message when the caller has it (a
-        resumed turn finds it in the thread), what the offered tools are ranked against."""
+        resumed turn finds it in the thread), what the offered tools are ranked against;
+        `resumed`: makes the results of a resumed turn's waiting calls (see `resume`)."""
         from graphchat.llm.budget import budget_scope
 
         async with budget_scope(self.settings, "turn", fresh=True) as (budget, _owned):
-            return await self._rounds(thread, on_text, on_tools, message, budget)
+            return await self._rounds(thread, on_text, on_tools, message, budget, resumed)
 
     async def _rounds(
         self,
@@ -218,6 +226,7 @@ class Session:
         on_tools: Callable[[str], None] | None,
         message: str | None,
         budget: Budget,
+        resumed: Callable[[CallContext], Awaitable[list[dict[str, Any]]]] | None = None,
     ) -> TurnResult:
         from graphchat.agent.loop import run_loop
         from graphchat.asks import Parked
@@ -230,6 +239,7 @@ class Session:
         before = llm.usage
         roles_before = self.events.snapshot()
         servers_before = self.events.snapshot(servers=True)
+        models_before = self.events.snapshot(models=True)
         extra_usage: list[Usage] = []
         ctx = CallContext(
             asker=self.asker,
@@ -242,6 +252,8 @@ class Session:
             from graphchat.llm.runtime import alitellm_module
 
             await alitellm_module()  # the import may still run: wait without blocking Ctrl-C
+            for event in await resumed(ctx) if resumed is not None else []:
+                thread.append(event)
             ranked_by = message if message is not None else _last_user_text(thread)
             tools = self._offered(self.catalog.model_tools(), ranked_by)
             history = await asyncio.to_thread(self._history, thread, llm, tools)
@@ -288,6 +300,11 @@ class Session:
         by_server = self.events.since(servers_before, servers=True)
         if by_server:  # MCP servers' sampling requests this turn served (issue 25)
             usage["by_server"] = by_server
+        models = self.events.since(models_before, models=True)
+        if len(models) > 1 or any(m.get("failed") for m in models.values()):  # a fallback answered
+            from graphchat.events import by_model_rows
+
+            usage["by_model"] = by_model_rows(models)
         thread.append(dict(ev.turn_end(usage, llm.model)))
         return TurnResult(result.content, thread.id, len(result.tool_calls_made), usage)
 

@@ -110,7 +110,7 @@ class PolicyApprover:
         self, spec: ToolSpec, ctx: CallContext, arguments: dict[str, Any] | None = None
     ) -> tuple[bool, str | None]:
         """(decided, refusal): decided=False means the person must be asked."""
-        names = rule_names(spec, arguments)
+        names = rule_names(spec, arguments) if self.policy.deny or spec.family != "read" else ()
         pattern = _match(names, self.policy.deny)  # deny wins when any of the names matches
         if pattern is not None:
             return True, self._refusal(spec, f"the approvals policy denies it (deny: {pattern!r})", ctx)
@@ -228,7 +228,9 @@ class PolicyApprover:
     ) -> str | None:
         """None when MCP server `server` may have its sampling request (`prompt`, at most
         `max_tokens` tokens) served by the person's model; else why not (sent to the server).
-        Asked once / always / refuse; never parked: nobody to answer is a refusal."""
+        Asked once / always / refuse; with nobody to answer, a host whose runs can wait parks
+        the call (`Asker.park`, key `sampling:SERVER`) and its resumed run gets the person's
+        permit or deny; any other host refuses."""
         import asyncio
 
         decided, refusal = self.decide_sampling(server, ctx)
@@ -236,6 +238,11 @@ class PolicyApprover:
             return refusal
         entry = sampling_entry(server)
         asker = ctx.asker
+        question = self._sampling_question(server, prompt, max_tokens)
+        if asker is not None and not asker.can_answer:
+            stored = asker.park(question)
+            if stored is not None:  # a resumed run: the person's permit or deny
+                return self._sampling_given(entry, stored, asker, ctx)
         if asker is None or not asker.can_answer:
             return (
                 f"sampling needs the user's approval and nobody can answer here (the user can rerun "
@@ -247,17 +254,6 @@ class PolicyApprover:
             decided, refusal = self.decide_sampling(server, ctx)
             if decided:
                 return refusal
-            from graphchat.asks import Question
-            from graphchat.display import safe
-
-            question = Question(
-                prompt=f"Allow MCP server {safe(server, newlines=False)} to use your model "
-                f"(sampling, at most {max_tokens:,} tokens) with this prompt?",
-                detail=safe(prompt),
-                options=list(OPTIONS),
-                kind="approval",
-                context={"family": "sampling", "server": server, "max_tokens": max_tokens},
-            )
             try:
                 answer = await asker.ask(question)
             except Exception as exc:  # a broken asker must refuse, not spend the budget
@@ -272,6 +268,39 @@ class PolicyApprover:
             if choice in ("once", "o", "yes", "y"):
                 return None
             return "the user refused the sampling request"
+
+    def _sampling_given(self, entry: str, answer: Answer, asker: Asker, ctx: CallContext) -> str | None:
+        """A settled sampling request (`graphchat permit` / `deny --reason R`), as `_given`."""
+        value = answer.value if isinstance(answer.value, dict) else {}
+        if answer.answered and value.get("approved"):
+            if value.get("always"):
+                self._always(entry, asker, ctx)
+            return None
+        why = f" ({answer.note})" if answer.note and answer.note != "denied" else ""
+        return f"the user refused the sampling request{why}"
+
+    @staticmethod
+    def _sampling_question(server: str, prompt: str, max_tokens: int) -> Question:
+        from graphchat.asks import Question
+        from graphchat.catalog.base import CURRENT_CALL
+        from graphchat.display import safe
+
+        current = CURRENT_CALL.get()  # the tool call the request belongs to (its context)
+        return Question(
+            prompt=f"Allow MCP server {safe(server, newlines=False)} to use your model "
+            f"(sampling, at most {max_tokens:,} tokens) with this prompt?",
+            detail=safe(prompt),
+            options=list(OPTIONS),
+            kind="approval",
+            context={
+                "family": "sampling",
+                "server": server,
+                "max_tokens": max_tokens,
+                "prompt": prompt,
+                "park_as": sampling_entry(server),
+                **({"tool": current[0]} if current is not None else {}),
+            },
+        )
 
     @staticmethod
     def _question(spec: ToolSpec, arguments: dict[str, Any]) -> Question:

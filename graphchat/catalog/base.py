@@ -28,6 +28,24 @@ TURN_CALL_IDS: ContextVar[Iterator[int] | None] = ContextVar("graphchat_turn_cal
 # (tool name, call id) of the call a source is running: its progress reports name that call.
 CURRENT_CALL: ContextVar[tuple[str, str] | None] = ContextVar("graphchat_current_call", default=None)
 
+# The catalog's logger (-vv / GRAPHCHAT_LOG, graphchat.logs), made at the first call: this
+# module is imported where logging and asyncio are not (the warm client), and a call must not
+# pay a getLogger (a map makes 100,000 calls).
+_log: Any = None
+INFO, TRACE = 20, 5  # logging.INFO; -vvv: arguments and results
+
+
+def _catalog_log() -> Any:
+    global _log
+    if _log is None:
+        import logging
+
+        _log = logging.getLogger("graphchat.catalog")
+    return _log
+
+
+_argument_problem: Any = None  # graphchat.jsonschema_util.argument_problem, imported at the first call
+
 
 @dataclass
 class ToolSpec:
@@ -381,11 +399,11 @@ class Catalog:
                 events.tool_finished(name, 0.0, True, problem)
             return result
         call = f"c{next(TURN_CALL_IDS.get() or self._call_ids)}"  # tells parallel calls apart in events
-        import logging
-
-        log = logging.getLogger("graphchat.catalog")  # -vv / GRAPHCHAT_LOG (graphchat.logs)
-        log.debug("call %s (%s) from %s", name, call, ctx.surface)
-        log.log(5, "call %s arguments: %.2000r", name, arguments)
+        log = _log or _catalog_log()
+        logged = log.isEnabledFor(INFO)  # one check a call (a map makes 100,000 of them)
+        if logged:
+            log.debug("call %s (%s) from %s", name, call, ctx.surface)
+            log.log(TRACE, "call %s arguments: %.2000r", name, arguments)
         if events:
             events.tool_started(name, arguments, call)
         current = CURRENT_CALL.set((name, call))
@@ -404,8 +422,9 @@ class Catalog:
         if result.is_error and ctx.hook is not None:
             result = await ctx.hook.after_call(spec, arguments, result, ctx)
         result.ms = (time.perf_counter() - started) * 1000
-        log.info("%s %s in %.0f ms", name, "failed" if result.is_error else "done", result.ms)
-        log.log(5, "%s result: %.2000r", name, result.value)
+        if logged:
+            log.info("%s %s in %.0f ms", name, "failed" if result.is_error else "done", result.ms)
+            log.log(TRACE, "%s result: %.2000r", name, result.value)
         if events:
             events.tool_finished(
                 name,
@@ -471,12 +490,15 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
     schema = spec.input_schema
     if not schema:
         return None
-    from graphchat.jsonschema_util import first_error, schema_refusal
+    global _argument_problem
+    if _argument_problem is None:  # a from-import in every call would cost more than the check
+        from graphchat.jsonschema_util import argument_problem
 
-    refused = schema_refusal(schema)
-    if refused is not None:
-        return f"{spec.name} cannot be called: its input schema {refused}"
-    error = first_error(schema, arguments)
-    if error is None:
+        _argument_problem = argument_problem
+    problem = _argument_problem(schema, arguments)  # the schema's compiled check, cached
+    if problem is None:
         return None
-    return f"invalid arguments for {spec.name}: {error}"
+    refused, message = problem
+    if refused:
+        return f"{spec.name} cannot be called: its input schema {message}"
+    return f"invalid arguments for {spec.name}: {message}"

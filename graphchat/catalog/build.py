@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -10,8 +11,6 @@ from graphchat.catalog.base import Catalog
 from graphchat.catalog.core import CoreSource
 
 if TYPE_CHECKING:
-    import asyncio
-
     from graphchat.catalog.base import Approver
     from graphchat.events import EventSink
     from graphchat.workspace import Settings
@@ -65,8 +64,11 @@ def build_catalog(
 class ShapeRecorderHook:
     """Learns shapes off the round's critical path (graphchat.shapes), in batches: results wait
     in memory while one worker thread merges what came in since its last pass, one file write
-    per tool a pass (a plan `map` over 100,000 items is not 100,000 rewrites). `aclose` waits
-    for what is still pending."""
+    per tool a pass (a plan `map` over 100,000 items is not 100,000 rewrites). While results
+    keep coming, a pass starts at most every `PASS_EVERY` seconds, so a long run makes a few
+    passes, not one per turn of the loop. `aclose` waits for what is still pending (at once)."""
+
+    PASS_EVERY = 0.5
 
     def __init__(self, settings: Settings) -> None:
         self.directory = settings.catalog_dir / "shapes"
@@ -74,6 +76,7 @@ class ShapeRecorderHook:
         self._store = None
         self._pending: dict[str, tuple[list[Any], Any]] = {}
         self._flush: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
 
     @property
     def store(self):  # type: ignore[no-untyped-def]
@@ -85,23 +88,29 @@ class ShapeRecorderHook:
         return self._store
 
     def __call__(self, spec, value) -> None:  # type: ignore[no-untyped-def]
-        import asyncio
-
         values, _ = self._pending.setdefault(spec.name, ([], spec.output_schema))
         values.append(value)
         if self._flush is None or self._flush.done():
             self._flush = asyncio.get_running_loop().create_task(self._drain_pending())
 
     async def _drain_pending(self) -> None:
-        import asyncio
-
+        loop = asyncio.get_running_loop()
+        self._closing = closing = asyncio.Event()  # of this loop (a warm helper runs several)
         while self._pending:
             await asyncio.sleep(0)  # results of the same round join this pass
+            started = loop.time()
             batch, self._pending = self._pending, {}
             try:
                 await asyncio.to_thread(self._write, batch)
             except Exception as exc:  # a cache must never break a call
                 log.warning("could not record shapes: %s", exc)
+            rest = self.PASS_EVERY - (loop.time() - started)
+            if self._pending and rest > 0 and not closing.is_set():
+                # more came in during the pass (a long run): let it gather, unless closing
+                try:
+                    await asyncio.wait_for(closing.wait(), rest)
+                except TimeoutError:
+                    pass
 
     def _write(self, batch: dict[str, tuple[list[Any], Any]]) -> None:
         for tool, (values, declared) in batch.items():
@@ -114,6 +123,8 @@ class ShapeRecorderHook:
                 log.warning("could not record the shape of %s: %s", tool, said)
 
     async def aclose(self) -> None:
+        if self._closing is not None:
+            self._closing.set()  # a pass waiting for more results starts now
         while self._flush is not None and not self._flush.done():
             await self._flush
         if self._store is not None:

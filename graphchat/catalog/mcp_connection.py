@@ -12,6 +12,10 @@
 - A server's elicitation request is asked with the asker of the call it belongs to; its
   sampling request is handed to `sampler` (`mcp_sampling.serve_sampling`) with the context of
   the calls in flight, when they all belong to one turn.
+- A server's own question (elicitation, sampling approval) that nobody here can answer parks
+  the call it belongs to (issue 19, issue 25): the server is told no at once (so the SDK does
+  not hang), and the call raises `asks.Parked` when it returns, like an approval of the call
+  itself. On resume the call is made again and the stored answer settles the same question.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +42,8 @@ MAX_START_FAILURES = 2  # a failed start is retried once by the next call, then 
 CLOSE_TIMEOUT_S = 8.0  # the SDK's own shutdown escalation is bounded (≈ 2 s + 2 s + 2 s)
 CALL_GRACE_S = 5.0  # backstop over the SDK's per-call read timeout
 
-# The CallContext and tool of the call being made: elicitation callbacks use its asker.
-_current_call: contextvars.ContextVar[tuple[CallContext, str] | None] = contextvars.ContextVar(
+# The CallContext, tool and id of the call being made: elicitation callbacks use its asker.
+_current_call: contextvars.ContextVar[tuple[CallContext, str, int] | None] = contextvars.ContextVar(
     "graphchat_mcp_call", default=None
 )
 
@@ -146,6 +150,9 @@ class Connection:
         self.on_tools = on_tools  # a start (or a relist) read the server's tool list
         self.on_error = on_error  # a start failed or the connection broke (the message says why)
         self.on_resource_updated = on_resource_updated  # a subscribed resource changed (its URI)
+        # the resources subscribed on this server (`resources/subscribe`): renewed at each start,
+        # since a server that restarted has forgotten them
+        self.subscribed: set[str] = set()
         self.state = "stopped"  # stopped | starting | running | failed | closed
         self.client: Any = None
         self.last_error: str | None = None
@@ -163,6 +170,8 @@ class Connection:
         self._call_contexts: dict[int, contextvars.Context] = {}
         self._budgets: dict[int, Any] = {}  # the budget of each call in flight (its turn's or run's)
         self._call_ids = 0
+        # A call whose server's question parked (asks.Parked): raised by the call when it returns.
+        self._parked: dict[int, BaseException] = {}
         self._closed = False
         # Calls waiting for an answer: told at once when the SDK drops an answer it cannot read.
         self._unreadable: set[asyncio.Future[str]] = set()
@@ -275,6 +284,8 @@ class Connection:
                 )
                 self.on_tools(tools)
                 ready.set_result(client)
+                if self.subscribed:
+                    await self._resubscribe(client)
                 await stop.wait()
         except asyncio.CancelledError:
             self._finish(ready, "shut down while starting")
@@ -461,7 +472,7 @@ class Connection:
         from graphchat.llm.budget import current as current_budget
 
         self._budgets[call_id] = current_budget()
-        token = _current_call.set((ctx, tool))
+        token = _current_call.set((ctx, tool, call_id))
         call_task = asyncio.ensure_future(
             client.call_tool(
                 tool, arguments, read_timeout_seconds=timeout, progress_callback=_progress_reporter(ctx)
@@ -488,6 +499,11 @@ class Connection:
             self._call_contexts.pop(call_id, None)
             self._budgets.pop(call_id, None)
             self._unreadable.discard(unreadable)
+            parked = self._parked.pop(call_id, None)
+        if parked is not None:  # its server's question waits for a person: the call parks
+            if call_task not in done:
+                call_task.cancel()
+            raise parked
         if call_task not in done and unreadable in done:
             call_task.cancel()
             return self._error(f"{tool} failed: its answer could not be read ({unreadable.result()})")
@@ -608,7 +624,29 @@ class Connection:
         `list_resource_templates`, `read_resource`), starting the server if needed;
         ServerUnavailable when it cannot start, the SDK's MCPError when the server refuses."""
         client = await self.ensure()
-        return await getattr(client, method)(*args, **kwargs)
+        result = await getattr(client, method)(*args, **kwargs)
+        if method == "subscribe_resource":
+            self.subscribed.add(str(args[0]))
+        elif method == "unsubscribe_resource":
+            self.subscribed.discard(str(args[0]))
+        return result
+
+    async def _resubscribe(self, client: Any) -> None:
+        """Subscribe a restarted server again to what it was subscribed to (it forgot); a
+        server that does not answer within 5 s or refuses is left as it is (noted in its log)."""
+        import asyncio
+        import logging
+
+        for uri in sorted(self.subscribed):
+            try:
+                await asyncio.wait_for(client.subscribe_resource(uri), 5.0)
+            except Exception as exc:  # noqa: BLE001 - a broken connection is found by its next call
+                logging.getLogger("graphchat.catalog.mcp").warning(
+                    "MCP server '%s': could not renew the subscription to %s: %s",
+                    self.name,
+                    uri,
+                    describe(exc),
+                )
 
     # sampling --------------------------------------------------------------------------------
 
@@ -627,8 +665,9 @@ class Connection:
     async def _on_sampling(self, context: Any, params: Any) -> Any:
         """A server asks for a completion from the person's model (see mcp_sampling)."""
         assert self.sampler is not None  # declared only with a sampler
-        import asyncio
+        from mcp.types import ErrorData
 
+        from graphchat.catalog.mcp_sampling import USER_REJECTED
         from graphchat.llm.budget import spending
 
         ctx = self._turn_context()
@@ -640,11 +679,35 @@ class Connection:
             async with spending(budget):  # the request counts against the call's turn or run
                 return await sampler(self.name, params, ctx)
 
-        context = self._call_contexts.get(latest) if latest is not None else None
-        if context is None:
-            return await serve()
-        # in the context of the call it serves (its plan step): not the connection task's
-        return await asyncio.get_running_loop().create_task(serve(), context=context.copy())
+        waits = ErrorData(
+            code=USER_REJECTED,
+            message="graphchat: the sampling request waits for the user's approval; "
+            "the tool call will be made again once they answer",
+        )
+        return await self._in_call(latest, serve, waits)
+
+    async def _in_call(
+        self, call_id: int | None, work: Callable[[], Coroutine[Any, Any, Any]], waits: Any
+    ) -> Any:
+        """Serve a server's own request (sampling, elicitation) in the context of the call it
+        belongs to (its plan step: usage `by_step`, where it parks). A question that parks
+        (`asks.Parked`) is kept for that call, which raises it when it returns; the server is
+        told `waits` meanwhile."""
+        import asyncio
+
+        from graphchat.asks import Parked
+
+        context = self._call_contexts.get(call_id) if call_id is not None else None
+        try:
+            if context is None:
+                return await work()
+            # in the context of the call it serves (its plan step): not the connection task's
+            return await asyncio.get_running_loop().create_task(work(), context=context.copy())
+        except Parked as parked:
+            if call_id is None or call_id not in self._inflight:  # no call to park: nobody waits
+                return waits
+            self._parked.setdefault(call_id, parked)
+            return waits
 
     # the elicitation bridge ------------------------------------------------------------------
 
@@ -654,10 +717,13 @@ class Connection:
         the call's context: it belongs to the turn of the calls in flight when they are all of one
         turn (as sampling); calls of several turns in flight (the warm helper) → refused with an
         error to the server, never asked of the wrong person."""
+        from mcp.types import ElicitResult
+
         current = _current_call.get()
         if current is not None:
             ctx: CallContext | None = current[0]
             tools = [current[1]]
+            call_id: int | None = current[2]
         else:
             ctx = self._turn_context()
             if ctx is None and self._inflight:
@@ -669,7 +735,12 @@ class Connection:
                     "calls of several conversations are in flight on this server",
                 )
             tools = sorted(set(self._inflight_tools.values()))
-        return await elicit(self.name, ctx.asker if ctx is not None else None, params, tools)
+            call_id = max(self._inflight) if ctx is not None and self._inflight else None
+
+        async def ask() -> Any:
+            return await elicit(self.name, ctx.asker if ctx is not None else None, params, tools)
+
+        return await self._in_call(call_id, ask, ElicitResult(action="cancel"))
 
 
 def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str | None], Any]:
@@ -688,12 +759,12 @@ def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str |
 async def elicit(server: str, asker: Asker | None, params: Any, tools: list[str] | None = None) -> Any:
     """An MCP elicitation request as a question to `asker`, labelled with the server and the
     `tools` it came from (`[t · confirm_push] Push main?`); its answer as the ElicitResult.
-    Nobody to answer → cancel; declined → decline; url mode is not supported → decline."""
+    Nobody to answer → the host parks the call (`Asker.park`), else cancel; declined → decline; url mode is not supported → decline."""
     from mcp.types import ElicitResult
 
     if getattr(params, "mode", "form") == "url":
         return ElicitResult(action="decline")
-    if asker is None or not asker.can_answer:
+    if asker is None:
         return ElicitResult(action="cancel")
     from graphchat.asks import Question
 
@@ -702,9 +773,19 @@ async def elicit(server: str, asker: Asker | None, params: Any, tools: list[str]
     question = Question(
         prompt=f"[{label}] {params.message}",
         schema=schema if schema and schema.get("properties") else None,
-        context={"server": server, **({"tool": tools[0]} if tools and len(tools) == 1 else {})},
+        context={
+            "server": server,
+            "park_as": f"elicitation:{server}",
+            **({"tool": tools[0]} if tools and len(tools) == 1 else {}),
+        },
     )
-    answer = await asker.ask(question)
+    if asker.can_answer:
+        answer = await asker.ask(question)
+    else:  # nobody here: a host whose runs can wait parks the call; resumed, the stored answer
+        stored = asker.park(question)
+        if stored is None:
+            return ElicitResult(action="cancel")
+        answer = stored
     if not answer.answered:
         return ElicitResult(action="decline" if answer.reason == "declined" else "cancel")
     content = answer.value if isinstance(answer.value, dict) else {}

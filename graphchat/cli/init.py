@@ -219,8 +219,10 @@ def model_access(config: Any) -> dict[str, Any]:
     import os
 
     from graphchat.cli.models import key_status, provider_of
+    from graphchat.llm.keys import unset_variables
 
     provider = provider_of(config.model)
+    unset = unset_variables(config.api_key)  # `api_key: ${VAR}` with VAR not set
     status = key_status(provider, api_key=config.api_key, api_base=config.api_base)
     base, base_variable = config.api_base, None
     if base is None:  # litellm's convention: <PROVIDER>_API_BASE in the environment
@@ -232,9 +234,9 @@ def model_access(config: Any) -> dict[str, Any]:
         "api_base": base,
         "api_base_from": base_variable,
         "api_key_configured": config.api_key is not None,
-        "key_set": config.api_key is not None or status.ok,
+        "key_set": (config.api_key is not None and not unset) or (config.api_key is None and status.ok),
         "keys_set": list(status.set),
-        "keys_missing": [] if config.api_key is not None else list(status.missing),
+        "keys_missing": unset if config.api_key is not None else list(status.missing),
         "keys_needed": status.needed,
     }
 
@@ -245,7 +247,9 @@ def _access_text(access: dict[str, Any]) -> str:
     base = access["api_base"] or "the provider's default"
     if access.get("api_base_from"):
         base += f" (from {access['api_base_from']})"
-    if access["api_key_configured"]:
+    if access["api_key_configured"] and access["keys_missing"]:
+        key = f"{' and '.join(access['keys_missing'])} not set (named by api_key)"
+    elif access["api_key_configured"]:
         key = "set (api_key, or GRAPHCHAT_API_KEY)"
     elif access["keys_missing"]:
         key = f"{' and '.join(access['keys_missing'])} not set"

@@ -69,9 +69,41 @@ def register(sub: argparse._SubParsersAction) -> None:
     resume.add_argument("id", metavar="ID", help="a run id (`graphchat runs`) or a request id")
     resume.set_defaults(func=resume_command)
 
-    runs = sub.add_parser("runs", help="the runs that have not finished: running, parked, interrupted")
-    runs.add_argument("--json", action="store_true", help="as JSON")
+    runs = sub.add_parser(
+        "runs",
+        help="the journaled runs: running, interrupted, parked, and ended ones until pruned",
+        description="List the workspace's runs, most recent first: running, interrupted, parked, "
+        "finished and failed (an ended run is kept for settings.keep_runs days).",
+    )
+    runs.add_argument("--json", action="store_true", help="print {runs: [...], count}")
+    runs.add_argument("--state", choices=RUN_STATES, help="only the runs in this state")
+    runs.add_argument("--all", action="store_true", help=f"all of them (text: the {RUNS_SHOWN} most recent)")
     runs.set_defaults(func=runs_command)
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
+    runs_prune = runs_sub.add_parser(
+        "prune",
+        help="remove the finished and failed runs that ended more than DAYS ago",
+        description="Remove the record and journal of each finished or failed run that ended more "
+        "than DAYS ago (default: settings.keep_runs). A running, parked or interrupted run is "
+        "never removed.",
+    )
+    runs_prune.add_argument("--older-than", type=_days, metavar="DAYS", help="default settings.keep_runs")
+    runs_prune.set_defaults(func=runs_prune_command)
+
+
+RUN_STATES = ("running", "interrupted", "parked", "finished", "failed")
+RUNS_SHOWN = 20  # the text list of `graphchat runs` without --all
+
+
+def _days(text: str) -> float:
+    """`--older-than DAYS`: a number of days, 0 or more."""
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not days >= 0 or days == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of days (0 or more), got {text!r}")
+    return days
 
 
 def _store(args: argparse.Namespace) -> Any:
@@ -268,24 +300,55 @@ def resume(store: Any, request: Any) -> int:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    """`graphchat runs [--json]`: every journaled run not finished (issue 19)."""
+    """`graphchat runs [--json] [--state S] [--all]`: every journaled run, most recent first
+    (issue 19)."""
     from graphchat.cli.output import note, print_json
     from graphchat.display import safe
     from graphchat.runs.parked import all_runs
 
     store = _store(args)
-    found = [record.summary(store) for record in all_runs(store)]
+    found = [record.summary(store) for record in reversed(all_runs(store))]
+    if args.state:
+        found = [run for run in found if run["state"] == args.state]
     if args.json:
         print_json({"runs": found, "count": len(found)})
         return 0
     if not found:
-        note("no runs to resume")
+        note(f"no {args.state} runs" if args.state else "no runs")
         return 0
-    for run in found:
+    shown = found if args.all else found[:RUNS_SHOWN]
+    for run in shown:
         what = f"plan {run['plan']}" if run["plan"] else f"thread {run['thread']}"
         last = f"  after {run['last_step']}" if run["last_step"] else ""
         line = f"{run['id']}  {run['state']:<11} {what}  started {run['started']}{last}"
-        sys.stdout.write(safe(line) + "\n")
+        if run["ended"]:
+            line += f"  ended {run['ended']} exit {run['exit']}"
+        if run["error"]:
+            line += f": {run['error']}"
+        sys.stdout.write(safe(line, newlines=False) + "\n")
+    if len(found) > len(shown):
+        sys.stdout.write(f"… {len(found) - len(shown)} more, --all\n")
+    return 0
+
+
+def runs_prune_command(args: argparse.Namespace) -> int:
+    """`graphchat runs prune [--older-than DAYS]` (runs.retention)."""
+    from graphchat.cli.output import note
+    from graphchat.display import safe
+    from graphchat.host import load_settings
+    from graphchat.runs.retention import prune
+
+    store = _store(args)
+    # settings.keep_runs by default: a bad value is the one-line configuration error (exit 2)
+    days = args.older_than if args.older_than is not None else load_settings(args.home).keep_runs
+    removed = prune(store, days)
+    for record in removed:
+        summary = record.summary(store)
+        what = f"plan {summary['plan']}" if summary["plan"] else f"thread {summary['thread']}"
+        sys.stdout.write(
+            safe(f"removed {record.id}  {summary['state']:<8} {what}  ended {summary['ended']}") + "\n"
+        )
+    note(f"removed {len(removed)} ended run{'s' if len(removed) != 1 else ''} (older than {days:g} days)")
     return 0
 
 

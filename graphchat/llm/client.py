@@ -56,10 +56,12 @@ class LLM:
         config = config or self.config
         kwargs: dict[str, Any] = dict(config.extra)
         kwargs["model"] = config.model
-        if config.api_base:
-            kwargs["api_base"] = config.api_base
+        from graphchat.llm.keys import expanded
+
+        if config.api_base:  # `${VAR}` expanded here, for the request only
+            kwargs["api_base"] = expanded(config, "api_base")
         if config.api_key:
-            kwargs["api_key"] = config.api_key
+            kwargs["api_key"] = expanded(config, "api_key")
         if config.temperature is not None:
             kwargs["temperature"] = config.temperature
         # The global litellm.num_retries is ignored (and reset) upstream: pass it on every call.
@@ -88,11 +90,18 @@ class LLM:
         candidates = (self.config, *self.config.fallbacks)
         failures: list[str] = []
         for index, config in enumerate(candidates):
+            started = time.perf_counter()
             try:
                 return await self._complete(
                     config, messages, tools, on_text, tool_choice, response_format, site, stream
                 )
             except GraphchatError as exc:
+                from graphchat.errors import ConfigError
+                from graphchat.llm.budget import BudgetExceeded
+
+                sent = not isinstance(exc, (ConfigError, BudgetExceeded))  # else nothing left here
+                if len(candidates) > 1 and sent:  # the attempt shows in usage, beside the one that answers
+                    self._failed(config, site, (time.perf_counter() - started) * 1000)
                 if len(candidates) == 1 or not _outage(exc):
                     raise
                 failures.append(f"{config.model}: {exc.message}")
@@ -101,6 +110,12 @@ class LLM:
                         f"{config.model} failed, trying {candidates[index + 1].model}: {exc.message}"
                     )
         raise GraphchatError(f"every model failed ({len(failures)} tried) — " + " | ".join(failures))
+
+    def _failed(self, config: ModelConfig, site: str, ms: float) -> None:
+        """Meter a failed call of a model with fallbacks: one call, failed, no tokens."""
+        self.usage = self.usage + Usage(calls=1, failed=1)
+        if self.events is not None:
+            self.events.llm_call(site, config.model, 0, 0, ms, role=self.config.role, failed=True)
 
     async def _complete(
         self,
@@ -172,17 +187,18 @@ class LLM:
 
         logging.getLogger("graphchat.llm").info(
             "%s: %s (%s) %d input / %d output tokens in %.0f ms",
-            site, config.model, config.role, usage.input_tokens, usage.output_tokens, ms,
+            site, config.model, self.config.role, usage.input_tokens, usage.output_tokens, ms,
         )  # fmt: skip
-        if self.events is not None:  # a failed-over call is the answering model's (as graph meters it)
+        if self.events is not None:
             self.events.llm_call(
                 site,
                 config.model,
                 usage.input_tokens,
                 usage.output_tokens,
                 ms,
-                role=config.role,
+                role=self.config.role,  # a fallback answers in the role of the model it stands in for
                 cache=_cache_tokens(raw_usage),
+                cost_usd=usage.cost_usd,
             )
         return Completion(
             content=content, tool_calls=calls, usage=usage, model=config.model, finish_reason=finish
@@ -289,18 +305,44 @@ class LLM:
 
         input_tokens = field("prompt_tokens") if raw is not None else 0
         output_tokens = field("completion_tokens") if raw is not None else 0
-        return Usage(input_tokens, output_tokens, self.cost(input_tokens, output_tokens, config), calls=1)
+        cache = _cache_tokens(raw)
+        cost = self.cost(input_tokens, output_tokens, config, cache=cache)
+        return Usage(input_tokens, output_tokens, cost, calls=1)
 
-    def cost(self, input_tokens: int, output_tokens: int, config: ModelConfig | None = None) -> float | None:
-        """USD for a call: the configured price, else litellm's price list, else None (unknown)."""
+    def cost(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        config: ModelConfig | None = None,
+        *,
+        cache: dict[str, int] | None = None,
+    ) -> float | None:
+        """USD for a call: the configured price, else litellm's price list, else None (unknown).
+
+        `cache`: the prompt-cache reads and writes among the `input_tokens` (litellm counts
+        them in prompt_tokens), priced at their own rates: the configured ones (unset: graph's
+        input x 0.1 for a read, x 1.25 for a write), else litellm's cache_read_input_token_cost
+        and cache_creation_input_token_cost."""
         config = config or self.config
+        read = (cache or {}).get("cache_read_input_tokens", 0)
+        written = (cache or {}).get("cache_creation_input_tokens", 0)
         if config.input_cost_per_token is not None or config.output_cost_per_token is not None:
-            return input_tokens * (config.input_cost_per_token or 0.0) + output_tokens * (
-                config.output_cost_per_token or 0.0
+            price = config.input_cost_per_token or 0.0
+            read_price = config.cache_read_input_token_cost
+            write_price = config.cache_creation_input_token_cost
+            return (
+                max(input_tokens - read - written, 0) * price
+                + read * (price / 10 if read_price is None else read_price)
+                + written * (price * 1.25 if write_price is None else write_price)
+                + output_tokens * (config.output_cost_per_token or 0.0)
             )
         try:
             prompt_cost, completion_cost = litellm_module().cost_per_token(
-                model=config.model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+                model=config.model,
+                prompt_tokens=input_tokens,
+                completion_tokens=output_tokens,
+                cache_read_input_tokens=read,
+                cache_creation_input_tokens=written,
             )
         except Exception:  # ModelNotMappedError subclasses only Exception: an unpriced model
             return None

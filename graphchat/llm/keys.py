@@ -8,6 +8,7 @@ runs a step: `check_key` is exit 2 at once, naming the variable. The table is li
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,6 +33,45 @@ KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "nvidia_nim": ("NVIDIA_NIM_API_KEY",),
     "codestral": ("CODESTRAL_API_KEY",),
 }
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expanded(config: ModelConfig, field: str) -> str | None:
+    """`config`'s `api_key` or `api_base` with `${VAR}` (and `${VAR:-default}`) replaced from
+    the turn's environment, at the call (graph's providers' `${ENV_VAR}`). The value as written
+    stays in the configuration: only the request carries it expanded. An unset variable is a
+    ConfigError naming it, the key and the file."""
+    value = getattr(config, field)
+    if not value or "${" not in value:
+        return value  # type: ignore[no-any-return]
+    from graphchat.catalog.process import turn_environ
+
+    environ = turn_environ()
+
+    def sub(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if environ.get(name):
+            return environ[name]
+        if default is not None:
+            return default
+        from graphchat.errors import ConfigError
+
+        path, source = config.written_in or (f"models.{config.role}", "graphchat.yaml")
+        raise ConfigError(
+            f"environment variable {name} is not set ({path}.{field} in {source})",
+            hint=f"export {name}=... or write ${{{name}:-default}}",
+        )
+
+    return _VAR.sub(sub, value)
+
+
+def unset_variables(value: str | None) -> list[str]:
+    """The `${VAR}` names (without a `:-default`) in `value` that the environment lacks."""
+    if not value or "${" not in value:
+        return []
+    return [m.group(1) for m in _VAR.finditer(value) if m.group(2) is None and not os.environ.get(m.group(1))]
 
 
 def provider_of(model: str) -> str:
@@ -59,7 +99,11 @@ def missing_key(config: ModelConfig) -> tuple[str, ...] | None:
 
 
 def check_key(config: ModelConfig) -> None:
-    """Exit 2 now (ConfigError) when the model's provider needs a key that is not set."""
+    """Exit 2 now (ConfigError) when the model's provider needs a key that is not set, or
+    its `api_key`/`api_base` names a `${VAR}` that is not set."""
+    for field in ("api_key", "api_base"):
+        if unset_variables(getattr(config, field)):
+            expanded(config, field)  # raises the one-line error naming the variable and file
     variables = missing_key(config)
     if variables is None:
         return

@@ -29,12 +29,14 @@ class ToolCall:
 
 @dataclass
 class Usage:
-    """Tokens and cost of one or more model calls. `cost_usd` is None when no price is known."""
+    """Tokens and cost of one or more model calls. `cost_usd` is None when no price is known;
+    `failed`: how many of the `calls` failed over to a fallback model (or failed with it)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
     calls: int = 0
+    failed: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         if self.cost_usd is None and other.cost_usd is None:
@@ -46,6 +48,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             cost,
             self.calls + other.calls,
+            self.failed + other.failed,
         )
 
     def __sub__(self, other: Usage) -> Usage:
@@ -59,15 +62,16 @@ class Usage:
             self.output_tokens - other.output_tokens,
             cost,
             self.calls - other.calls,
+            self.failed - other.failed,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """`{calls, input_tokens, output_tokens, cost_usd?}` (docs/cli.md)."""
-        out: dict[str, Any] = {
-            "calls": self.calls,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
+        """`{calls, failed?, input_tokens, output_tokens, cost_usd?}` (docs/cli.md)."""
+        out: dict[str, Any] = {"calls": self.calls}
+        if self.failed:
+            out["failed"] = self.failed
+        out["input_tokens"] = self.input_tokens
+        out["output_tokens"] = self.output_tokens
         if self.cost_usd is not None:
             out["cost_usd"] = round(self.cost_usd, 8)
         return out

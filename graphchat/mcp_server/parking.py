@@ -108,10 +108,10 @@ def parked_result(requests: list[dict[str, Any]]) -> Any:
 
 
 def finish(parking: ServedParking, result: ToolResult) -> Any:
-    """After a plan call with parking: the parked result, or the run's record goes."""
+    """After a plan call with parking: the parked result, or the run ends (finished or failed)."""
     if parking.did_park and isinstance(result.value, dict):
         return parked_result(list(result.value.get("requests") or []))
-    parking.inner.finished()
+    parking.inner.finished(1 if result.is_error else 0, result.error_message if result.is_error else None)
     return None
 
 

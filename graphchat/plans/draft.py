@@ -340,8 +340,10 @@ def planner_messages(
     context: Context = None,
     feedback: str | Sequence[str] | None = None,
     identifier: str | None = None,
+    system: str = PLANNER_SYSTEM,
 ) -> list[dict[str, Any]]:
-    """The first request of a draft: the plan language, then goal, catalog, context, feedback."""
+    """The first request of a draft: the plan language (`system`: PLANNER_SYSTEM, or
+    `prompts.planner`), then goal, catalog, context, feedback."""
     sections = [f"# Goal\n{goal.strip()}", digest]
     if isinstance(context, str) and context.strip():
         sections.append(f"# Context\n{context.strip()}")
@@ -355,7 +357,7 @@ def planner_messages(
         ask += f' Its identifier is "{identifier}".'
     sections.append(ask)
     return [
-        {"role": "system", "content": PLANNER_SYSTEM},
+        {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(sections)},
     ]
 
@@ -620,7 +622,12 @@ async def draft_plan(
     """
     plans = workspace_plans(settings)
     digest = catalog_digest(catalog, settings, plans=plans)
-    messages = planner_messages(goal, digest, context=context, feedback=feedback, identifier=identifier)
+    from graphchat.workspace import builtin_prompt
+
+    system = builtin_prompt(settings, "planner", PLANNER_SYSTEM)
+    messages = planner_messages(
+        goal, digest, context=context, feedback=feedback, identifier=identifier, system=system
+    )
     before = llm.usage
     problems: list[str] = []
     attempt = 0

@@ -156,6 +156,8 @@ class UsageTap(EventSink):
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.failed = 0  # calls that failed over to a fallback model (or failed with it)
+        self.cost_usd: float | None = None  # of the calls whose price is known
         self.by_step: dict[str, dict[str, Any]] = {}
         self.by_model: dict[str, dict[str, Any]] = {}
         self.by_server: dict[str, dict[str, Any]] = {}  # MCP servers' sampling requests served
@@ -164,6 +166,7 @@ class UsageTap(EventSink):
         if event == "llm_call":
             spent_in = int(fields.get("input_tokens") or 0)
             spent_out = int(fields.get("output_tokens") or 0)
+            cost = fields.get("cost_usd")
             self.calls += 1
             self.input_tokens += spent_in
             self.output_tokens += spent_out
@@ -183,6 +186,14 @@ class UsageTap(EventSink):
                 group["output_tokens"] = group.get("output_tokens", 0) + spent_out
                 for key in ("cache_read_input_tokens", "cache_creation_input_tokens"):  # graph's keys
                     group[key] = group.get(key, 0) + int(fields.get(key) or 0)
+                if fields.get("failed"):  # a call that failed over to a fallback model
+                    group["failed"] = group.get("failed", 0) + 1
+                if cost is not None:  # graph's cost_usd: the priced calls' sum
+                    group["cost_usd"] = group.get("cost_usd", 0.0) + cost
+            if fields.get("failed"):
+                self.failed += 1
+            if cost is not None:
+                self.cost_usd = (self.cost_usd or 0.0) + cost
         if self.inner is not None:
             self.inner.emit(event, **fields)
 
@@ -195,13 +206,18 @@ class UsageTap(EventSink):
             return None
 
         def ranked(groups: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-            # graph's order (usage.rs `rank`, no prices): the most tokens first
-            return sorted(groups.values(), key=lambda g: -(g["input_tokens"] + g["output_tokens"]))
+            # graph's order (usage.rs `rank`): the highest cost first, else the most tokens
+            rows = [
+                {**g, "cost_usd": round(g["cost_usd"], 8)} if "cost_usd" in g else g for g in groups.values()
+            ]
+            return sorted(rows, key=lambda g: -g.get("cost_usd", g["input_tokens"] + g["output_tokens"]))
 
         return {
             "calls": self.calls,
+            **({"failed": self.failed} if self.failed else {}),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            **({"cost_usd": round(self.cost_usd, 8)} if self.cost_usd is not None else {}),
             "by_step": ranked(self.by_step),
             "by_model": ranked(self.by_model),
             **({"by_server": ranked(self.by_server)} if self.by_server else {}),
@@ -222,6 +238,17 @@ class QuietToolEvents(EventSink):
         if event in self.DROPPED or (event == "tool_finished" and not fields.get("is_error")):
             return
         self.inner.emit(event, **fields)
+
+    # The two events of every body call, dropped before their fields are built (a map over
+    # 100,000 items makes 200,000 of them); what is kept goes through `emit` as above.
+    def tool_started(self, tool: str, args: Any, call: str | None = None) -> None:
+        pass
+
+    def tool_finished(
+        self, tool: str, ms: float, is_error: bool, message: str | None = None, call: str | None = None
+    ) -> None:
+        if is_error:
+            super().tool_finished(tool, ms, is_error, message, call)
 
     def waiting(self, what: str | None) -> None:
         self.inner.waiting(what)
@@ -279,7 +306,10 @@ class Runner:
     async def judge(self, question: str, model: str | None) -> tuple[bool, str]:
         """One structured call to the judge role: (verdict, reason)."""
         llm = self.llm("judge", model)
-        messages = [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": question}]
+        from graphchat.workspace import builtin_prompt
+
+        system = builtin_prompt(self.settings, "judge", JUDGE_SYSTEM)
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         out = await llm.structured(messages, VERDICT_SCHEMA, site="judge")
         if not isinstance(out, Mapping) or not isinstance(out.get("verdict"), bool):
             raise ValueError(f"the judge did not return a verdict: {out!r}")
@@ -483,9 +513,10 @@ def input_problems(schema: Mapping[str, Any] | None, value: Any) -> list[str]:
         return [f"the input must be a JSON object, got {describe(value)}"]
     if not schema:
         return []
-    from graphchat.jsonschema_util import errors
+    from graphchat.jsonschema_util import errors, fits
 
-    return errors(dict(schema), value)
+    schema = dict(schema)
+    return [] if fits(schema, value) else errors(schema, value)
 
 
 def chain_problem(plan_id: str, chain: tuple[str, ...]) -> str | None:

@@ -114,9 +114,11 @@ def cut_data(data: Any, limit: int = DATA_LIMIT_CHARS) -> tuple[str, str | None]
 
 
 def solver_messages(
-    query: str, data_text: str, *, system_prompt: str | None, notes: list[str]
+    query: str, data_text: str, *, system_prompt: str | None, notes: list[str], base: str = SOLVER_SYSTEM
 ) -> list[dict[str, Any]]:
-    system = SOLVER_SYSTEM + (f"\n\n{system_prompt}" if system_prompt else "")
+    """`base`: the solver's system prompt (SOLVER_SYSTEM, or `prompts.solver`); a step's own
+    `system_prompt` follows it."""
+    system = base + (f"\n\n{system_prompt}" if system_prompt else "")
     user = f"Request:\n{query}\n\nData:\n{data_text}"
     if notes:
         user += "\n\nNotes:\n" + "\n".join(f"- {n}" for n in notes)
@@ -167,6 +169,11 @@ async def solve(
         )
     llm = runner.llm("solver", None)
     # `system_prompt` is sent verbatim: graph does not render it.
-    messages = solver_messages(query, data_text, system_prompt=solver.system_prompt or None, notes=notes)
+    from graphchat.workspace import builtin_prompt
+
+    base = builtin_prompt(runner.settings, "solver", SOLVER_SYSTEM)
+    messages = solver_messages(
+        query, data_text, system_prompt=solver.system_prompt or None, notes=notes, base=base
+    )
     completion = await llm.complete(messages, on_text=on_text, site="solver")
     return completion.content

@@ -67,7 +67,8 @@ class TurnFrames:
         """The kept record of call `call_id` (None: it never parked, or it finished)."""
         from graphchat.runs.parked import RunRecord
 
-        return RunRecord.load(self.store, self.record_id(call_id), folder=self.folder)
+        record = RunRecord.load(self.store, self.record_id(call_id), folder=self.folder)
+        return None if record is None or record.ended() else record
 
     @property
     def folder(self) -> Any:
@@ -120,4 +121,5 @@ class TurnFrames:
         if parking.requests is not None:
             raise Parked(parking.requests)
         parking.finished()
+        record.delete()  # a frame is kept only while its call waits: the thread holds the result
         return result

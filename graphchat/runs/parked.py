@@ -1,27 +1,36 @@
 """A parked run: where a run that waits for a person stopped, so that answering resumes it
 (issue 9).
 
-The record is `requests/runs/<id>.json` (mode 0600, written atomically, deleted when the run
-ends). It holds the command and the flags that change its behaviour, the working directory and
-workspace, the plan's identifier, file and hash, the inputs, and the position: the top-level
-steps done and their results (the scope), the steps executed so far, and the requests the run
-waits on. Credentials are never in it: a resumed run takes them from its own environment.
+The record is `requests/runs/<id>.json` (mode 0600, written atomically). It holds the command
+and the flags that change its behaviour, the working directory and workspace, the plan's
+identifier, file and hash, the inputs, the position where the run last stopped (the top-level
+steps done and their results — the scope —, the steps executed so far), the requests the run
+waits on, and its state. Credentials are never in it: a resumed run takes them from its own
+environment. The record is written when the run starts, parks, resumes and ends; between those,
+each finished step is one line of the append-only `<id>.journal` (a top-level step with the
+scope entries it added, a step below the top by its address): the record and its journal,
+replayed (`replay`), are the run's position. A run that ends keeps both, as `finished` or
+`failed`, until `runs/retention.py` prunes them (`settings.keep_runs`).
 
-`PlanParking` is the executor's `Parking` for `plan run`: it opens the requests, writes the
-position when the run parks, and — in a resumed run — hands the answers to the `ask` steps
-and checkpoints after every top-level step, so a resumed run killed mid-way resumes again
-without running a finished step twice. While a process resumes a run it holds an exclusive
-lock on `<id>.lock` (released by the kernel even on `kill -9`).
+`PlanParking` is the executor's `Parking` for `plan run`: it opens the requests, journals each
+finished step, writes the position when the run parks, and — in a resumed run — hands the
+answers to the `ask` steps, so a run killed at any moment resumes without running a finished
+step twice. While a process runs or resumes a run it holds an exclusive lock on `<id>.lock`
+(released by the kernel even on `kill -9`).
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
+import re
 import secrets
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from graphchat.asks import Answer, Asker, Parked, Question
 from graphchat.errors import GraphchatError
@@ -58,14 +67,41 @@ class RunRecord:
     @classmethod
     def load(cls, store: RequestStore, run_id: str, folder: Path | None = None) -> RunRecord | None:
         """The record `run_id` (in `folder`: the store's `runs/` unless told), None: none."""
-        import orjson
-
         folder = folder or store.dir / "runs"
         try:
             data = orjson.loads((folder / f"{run_id}.json").read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return None
         return cls(folder, run_id, data)
+
+    def ended(self) -> bool:
+        """Whether the run ended (finished or failed): nothing to resume."""
+        return self.data.get("state") in ENDED
+
+    def end(self, exit_code: int, error: str | None = None) -> None:
+        """The run ended (any way but parked or interrupted): kept as `finished` (exit 0) or
+        `failed` (with its exit code and the failure's line) until it is pruned."""
+        self.data.update(
+            state="finished" if exit_code == 0 and error is None else "failed",
+            ended=time.time(),
+            exit=exit_code,
+        )
+        if error is not None:  # one line (a problem list's lines joined)
+            self.data["error"] = " ".join(part.strip() for part in error.splitlines() if part.strip())
+        self.save()
+
+    def refuse_ended(self) -> None:
+        """An ended run is not resumed: one line saying how it ended (exit 1)."""
+        if not self.ended():
+            return
+        when = _stamp(self.data.get("ended"))
+        if self.data.get("state") == "finished":
+            raise GraphchatError(f"run {self.id} finished at {when}; nothing to resume")
+        error = self.data.get("error") or f"exit {self.data.get('exit')}"
+        raise GraphchatError(
+            f"run {self.id} failed at {when}: {error}; nothing to resume",
+            hint="run it again from the start",
+        )
 
     def check_version(self) -> None:
         """A record written by another version of the format: refused, naming it (exit 1)."""
@@ -83,8 +119,6 @@ class RunRecord:
         return self.folder / f"{self.id}.journal"
 
     def save(self) -> None:
-        import orjson
-
         from graphchat.fsutil import write_atomic
         from graphchat.secret_answers import scrub
 
@@ -141,7 +175,9 @@ class RunRecord:
         return False
 
     def state(self, store: RequestStore) -> str:
-        """running | parked | interrupted (a finished run's record is gone)."""
+        """running | parked | interrupted | finished | failed."""
+        if self.ended():
+            return str(self.data["state"])
         if self.held_elsewhere():
             return "running"
         waiting = [store.find(i) for i in self.data.get("requests") or []]
@@ -153,23 +189,79 @@ class RunRecord:
 
     def summary(self, store: RequestStore) -> dict[str, Any]:
         """The `graphchat runs --json` shape of one run."""
-        position = self.data.get("position") or {}
-        done = int(position.get("done") or 0)
+        state = self.state(store)
+        # an ended run keeps its last position in the record; another is replayed (its journal)
+        done = int(self.data.get("done") or 0) if state in ENDED else replay(self).done
         steps = (self.data.get("plan") or {}).get("steps") or []
         started = self.data.get("started") or self.data.get("parked_at")
         return {
             "id": self.id,
             "plan": (self.data.get("plan") or {}).get("identifier"),
             "thread": self.data.get("thread"),
-            "state": self.state(store),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)) if started else None,
+            "state": state,
+            "started": _stamp(started),
             "last_step": steps[done - 1]["step"] if 0 < done <= len(steps) else None,
+            "ended": _stamp(self.data.get("ended")),
+            "exit": self.data.get("exit"),
+            "error": self.data.get("error"),
             "requests": list(self.data.get("requests") or []),
         }
 
 
+ENDED = ("finished", "failed")
+
+
+def _stamp(when: float | None) -> str | None:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if when else None
+
+
+class Position:
+    """Where a run stands: the top-level steps done, their scope, the steps executed so far,
+    and what finished below the top-level step in flight (by address)."""
+
+    def __init__(self, done: int, scope: dict[str, Any], steps_executed: int, below: dict[str, Any]):
+        self.done = done
+        self.scope = scope
+        self.steps_executed = steps_executed
+        self.below = below
+
+
+def replay(record: RunRecord) -> Position:
+    """The run's position: the record's (where it last stopped: started, parked), then its
+    journal's lines in order — a top-level line (`done`) moves the position on and adds the
+    scope entries of its step, a line below the top (`at`, `k`) counts only for the top-level
+    step in flight. A line cut by a kill is skipped (that step runs again)."""
+    import orjson
+
+    saved = record.data.get("position") or {}
+    position = Position(
+        int(saved.get("done") or 0),
+        dict(saved.get("scope") or {}),
+        int(saved.get("steps_executed") or 0),
+        dict(saved.get("finished") or {}),
+    )
+    try:
+        lines = record.journal.read_bytes().splitlines()
+    except OSError:
+        return position
+    for line in lines:
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if "done" in entry:
+            if entry["done"] > position.done:  # (the lines before a park are in the record)
+                position.done = entry["done"]
+                position.scope.update(entry.get("scope") or {})
+                position.steps_executed = int(entry.get("steps") or 0)
+                position.below = {}
+        elif entry.get("at") == position.done:
+            position.below[entry["k"]] = entry.get("v")
+    return position
+
+
 def all_runs(store: RequestStore) -> list[RunRecord]:
-    """Every run with a record in the workspace (running, parked or interrupted), oldest first."""
+    """Every run with a record in the workspace (any state, until pruned), oldest first."""
     folder = store.dir / "runs"
     found = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -184,8 +276,6 @@ def all_runs(store: RequestStore) -> list[RunRecord]:
 
 def plan_fingerprint(plan: Plan) -> dict[str, Any]:
     """What a resumed run checks: the plan's file hash and one hash per top-level step."""
-    import orjson
-
     digest = None
     if plan.path is not None:
         try:
@@ -236,6 +326,32 @@ def plan_change(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
 # --- the executor's parking for plan run -----------------------------------------------------
 
 
+# The key of a server's own question during a step's tool call (a PlanAsker key).
+SERVER_QUESTION = re.compile(r"#(sampling|elicitation):")
+
+
+def stored_answer(request: Any) -> Answer:
+    """A settled request as the Answer its question gets when the run resumes."""
+    if request.state == "answered":
+        return Answer(True, request.answer)
+    # declined, expired, cancelled: the unanswered path
+    note = request.reason if request.state == "declined" and request.reason != "declined" else None
+    return Answer(False, None, request.state, note)
+
+
+def question_source(question: Question) -> dict[str, Any]:
+    """Where a parked question came from, as its request shows it: a server's own question
+    during a tool call (`park_as`: sampling or elicitation) names the server and the tool, and
+    a sampling request its prompt and token cap; an approval its tool and every argument."""
+    context = question.context
+    if context.get("park_as"):
+        keys = ("park_as", "server", "tool", "prompt", "max_tokens")
+        return {k: context[k] for k in keys if context.get(k) is not None}
+    if question.kind == "approval":
+        return {"tool": context.get("tool"), "arguments": context.get("arguments")}
+    return {"tool": "ask_user"}
+
+
 def request_mode(question: Question) -> tuple[str, list[str] | None, dict[str, Any] | None]:
     """(mode, options, schema) of a question."""
     if question.kind == "approval":
@@ -273,13 +389,15 @@ class PlanParking:
         self._synced = time.monotonic()
         self._flush_pending = False
         self._at = 0  # the top-level step in flight (the journal lines' "at")
+        self._position_now: Position | None = None  # a resumed run's, replayed
+        self._journaled_scope: dict[str, Any] = {}  # the scope as the journal holds it
         if resumed:
             self.record.check_version()
             self._load_answers()
-            position = self.record.data.get("position") or {}
-            self.done_below = dict(position.get("finished") or {})
-            self._at = int(position.get("done") or 0)
-            self._read_journal(self._at)
+            self._position_now = replay(self.record)
+            self.done_below = dict(self._position_now.below)
+            self._at = self._position_now.done
+            self._journaled_scope = dict(self._position_now.scope)
 
     # -- the journal: every plan run, not only a parked one (issue 19) --
 
@@ -298,22 +416,6 @@ class PlanParking:
             except OSError:
                 pass
 
-    def _read_journal(self, done: int) -> None:
-        """The steps finished below the top-level step in flight (the lines of step `done`)."""
-        import orjson
-
-        try:
-            lines = self.record.journal.read_bytes().splitlines()
-        except OSError:
-            return
-        for line in lines:
-            try:
-                entry = orjson.loads(line)
-            except orjson.JSONDecodeError:  # the last line, cut by a kill: that step runs again
-                continue
-            if entry.get("at") == done:
-                self.done_below[entry["k"]] = entry.get("v")
-
     def _append(self, key: str, value: Any) -> None:
         """One line a finished step, batched (issue 19's Decision): buffered here, written out
         `FLUSH_AFTER` later (one write for all the lines of that moment) and fsynced at least
@@ -321,12 +423,8 @@ class PlanParking:
 
         A `kill -9` may lose the lines still in the buffer — the steps of the last 50 ms: those
         steps run again on resume, like a call in flight (docs/cli.md, "Runs and resume")."""
-        import orjson
-
-        if self._journal is None:
-            self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
         line = orjson.dumps({"at": self._at, "k": key, "v": value}, default=str)
-        self._journal.write(line + b"\n")
+        self._write(line)
         now = time.monotonic()
         if now - self._synced >= 1.0:
             self._sync()
@@ -338,6 +436,14 @@ class PlanParking:
                 self._flush_pending = True
             except RuntimeError:  # no loop (not the executor): written at once
                 self._flush()
+
+    def _write(self, line: bytes) -> None:
+        """One journal line, a held secret answer redacted (an ended run's journal is kept)."""
+        from graphchat.secret_answers import scrub
+
+        if self._journal is None:
+            self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
+        self._journal.write(scrub(line) + b"\n")
 
     def _flush(self) -> None:
         self._flush_pending = False
@@ -366,38 +472,58 @@ class PlanParking:
             self._journal = None
 
     def _load_answers(self) -> None:
+        """The answers the resumed run's questions get: its latest park's, and every settled
+        server question of the run (`<step>#sampling:S`, `#elicitation:S`, then `#2`, …): the
+        call they came during is made again and its server asks each of them again."""
+        self._load_parked_answers()
+        for request in self.store.all(finished=True):
+            key = request.key or ""
+            if request.run == self.record.id and request.state != "open" and SERVER_QUESTION.search(key):
+                self.answers.setdefault(key, stored_answer(request))
+
+    def _load_parked_answers(self) -> None:
         for request_id in self.record.data.get("requests") or []:
             request = self.store.find(request_id)
             if request is None or request.key is None or request.state == "open":
                 continue
-            if request.state == "answered":
-                self.answers[request.key] = Answer(True, request.answer)
-                if request.kind == "approval":
-                    self.permitted[request.key] = (request.id, request.source.get("arguments"))
-            else:  # declined, expired, cancelled: the unanswered path
-                note = (
-                    request.reason if request.state == "declined" and request.reason != "declined" else None
-                )
-                self.answers[request.key] = Answer(False, None, request.state, note)
+            self.answers[request.key] = stored_answer(request)
+            if request.state == "answered" and request.kind == "approval":
+                self.permitted[request.key] = (request.id, request.source.get("arguments"))
 
     # -- the executor's side --
 
     def resumed_at(self) -> tuple[int, dict[str, Any], int]:
-        position = self.record.data.get("position")
-        if not self.resumed or not position:
+        position = self._position_now
+        if position is None:
             return 0, {}, 0
         from graphchat.secret_answers import restore
 
-        scope = dict(position["scope"])
+        scope = dict(position.scope)
         restore(scope, [r for r in self.store.all(finished=True) if r.run == self.record.id])
-        return int(position["done"]), scope, int(position.get("steps_executed") or 0)
+        return position.done, scope, position.steps_executed
 
     def step_done(self, done: int, scope: dict[str, Any], steps_executed: int) -> None:
-        """A top-level step finished: a checkpoint (a run killed now resumes after it)."""
+        """A top-level step finished: a checkpoint (a run killed now resumes after it) — one
+        journal line with the scope entries the step added or changed, written out at once
+        (not fsynced: that is the batch's); the record is not rewritten (issue 19)."""
         self.done_below.clear()  # its result (in the scope) is enough
-        if self.journaled:
-            self._position(done, scope, steps_executed)
-            self.record.save()
+        self._at = done
+        if not self.journaled:
+            return
+        import orjson
+
+        seen = self._journaled_scope
+        added = {k: v for k, v in scope.items() if k != "input" and (k not in seen or seen[k] is not v)}
+        seen.update(added)
+        line = orjson.dumps({"done": done, "scope": added, "steps": steps_executed}, default=str)
+        try:
+            self._write(line)
+            if time.monotonic() - self._synced >= 1.0:
+                self._sync()
+            else:
+                self._flush()
+        except OSError:  # a full disk: the step runs again if the run dies
+            pass
 
     @property
     def journaled(self) -> bool:
@@ -450,7 +576,6 @@ class PlanParking:
         if key not in self.permitted:
             return
         request_id, seen = self.permitted[key]
-        import orjson
 
         def same(value: Any) -> bytes:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
@@ -490,15 +615,24 @@ class PlanParking:
             self.events.emit("request_opened", **request.public())
         return request.public()
 
-    def finished(self) -> None:
-        """The run ended (any way but parked): its record goes, its secret answers too."""
+    def finished(self, exit_code: int = 0, error: str | None = None) -> None:
+        """The run ended (any way but parked or interrupted): its record is kept as finished or
+        failed (`graphchat runs`), its secret answers are sealed, and now and then the runs
+        ended longer than `settings.keep_runs` ago are pruned (runs/retention.py)."""
+        from graphchat.runs.retention import prune_now_and_then
         from graphchat.secret_answers import seal
 
         self.close_journal()
         if self.record.data.get("requests"):  # it parked once: its requests may hold secrets
             seal(self.store, self.record.id)
+        if self.journaled:
+            self.record.data["done"] = self._at
+            try:
+                self.record.end(exit_code, error)
+            except OSError:  # a full disk: listed as interrupted; `resume` ends it again
+                pass
         self.record.unlock()
-        self.record.delete()
+        prune_now_and_then(self.store)
 
 
 def waiting_on(thread: Any) -> list[str]:
@@ -528,6 +662,7 @@ class ParkingAsker(Asker):
         self.store = store
         self.sink = events
         self.thread_id: str | None = None
+        self._asked: collections.Counter[str] = collections.Counter()  # server questions, by key
 
     @property
     def can_answer(self) -> bool:
@@ -537,16 +672,11 @@ class ParkingAsker(Asker):
         return await self.inner._ask(question)
 
     def park(self, question: Question) -> Answer | None:
-        stored = park_at_step(question)  # inside a plan the turn called (its frames: issue 19)
+        stored = park_at_step(question, self._asked)  # inside a plan the turn called (issue 19)
         if stored is not None:
             return stored
         mode, options, _schema = request_mode(question)
-        source: dict[str, Any] = {"thread": self.thread_id}
-        if question.kind == "approval":
-            source["tool"] = question.context.get("tool")
-            source["arguments"] = question.context.get("arguments")
-        else:
-            source["tool"] = "ask_user"
+        source: dict[str, Any] = {"thread": self.thread_id, **question_source(question)}
         request = self.store.open(
             kind="approval" if mode == "approval" else "question",
             mode=mode,
@@ -561,18 +691,47 @@ class ParkingAsker(Asker):
         raise Parked([request.public()])
 
 
+class SettledAsker(Asker):
+    """The asker of a call a resumed `ask` turn makes again because its server's own question
+    (sampling, elicitation: `park_as`) parked it: that question gets the person's stored
+    answer, once; any other question nobody here can answer stays unavailable."""
+
+    def __init__(self, inner: Asker, park_as: str, answer: Answer) -> None:
+        super().__init__(inner.events)
+        self.inner = inner
+        self.park_as = park_as
+        self.answer: Answer | None = answer
+
+    @property
+    def can_answer(self) -> bool:
+        return False
+
+    async def _ask(self, question: Question) -> Answer:
+        return Answer.unavailable()
+
+    def park(self, question: Question) -> Answer | None:
+        if question.context.get("park_as") != self.park_as or self.answer is None:
+            return None
+        answer, self.answer = self.answer, None
+        return answer
+
+
 # --- the asker of a plan run that may park -----------------------------------------------------
 
 
 class PlanAsker(Asker):
     """The asker of a `plan run` that may park: wraps the host's. An approval nobody here can
     give parks the run at the step whose call needs it (the address `PARKING_AT` holds, at any
-    depth); in the resumed run the same call gets the person's permit or deny (issue 19)."""
+    depth); in the resumed run the same call gets the person's permit or deny (issue 19). A
+    server's own question during that call (sampling, elicitation) parks the same way under
+    `<step>#sampling:SERVER` / `<step>#elicitation:SERVER`: the call is made again on resume and
+    the stored answer settles the same question (issues 19, 25)."""
 
     def __init__(self, inner: Asker) -> None:
         super().__init__(inner.events)
         self.inner = inner
         self.lasting_answers = inner.lasting_answers
+        self._asked: collections.Counter[str] = collections.Counter()  # server questions, by key
 
     @property
     def can_answer(self) -> bool:
@@ -582,36 +741,42 @@ class PlanAsker(Asker):
         return await self.inner._ask(question)
 
     def park(self, question: Question) -> Answer | None:
-        return park_at_step(question) or self.inner.park(question)
+        return park_at_step(question, self._asked) or self.inner.park(question)
 
 
-def park_at_step(question: Question) -> Answer | None:
+def park_at_step(question: Question, asked: collections.Counter[str]) -> Answer | None:
     """A question nobody here can answer, raised by the call of the plan step running now (the
     address `PARKING_AT` holds, at any depth): the person's answer in a resumed run, else it is
     opened as a request of the run and the step parks (`Parked`). None: no step of a run that
     may park is running (the caller decides).
 
-    Its key is the step's address, and within an `agent` step the model's call id too
-    (`<step>#<call id>`): two approvals, or a model's `ask_user`, in one step wait on distinct
-    requests and each gets its own answer (issue 19). A plain tool step has one call:
-    `<step>#approval`."""
+    Its key is the step's address; within an `agent` step the model's call id too
+    (`<step>#<call id>`), so two approvals, or a model's `ask_user`, in one step wait on
+    distinct requests and each gets its own answer (issue 19); then `#approval` for an
+    approval, or `#sampling:SERVER` / `#elicitation:SERVER` for a server's own question during
+    the call — a server may ask several times in one call, the second and later `#2`, `#3`
+    (counted in `asked`, by key: the call made again on resume asks in the same order; issue
+    25). A plain tool step's approval: `<step>#approval`."""
     from graphchat.asks import TOOL_CALL
     from graphchat.plans.runtime import PARKING_AT
 
     at = PARKING_AT.get()
     call = TOOL_CALL.get()
-    if at is None or (question.kind != "approval" and call is None):
+    server_question = question.context.get("park_as")  # sampling:SERVER, elicitation:SERVER
+    if at is None or not (question.kind == "approval" or server_question or call is not None):
         return None  # a model's question needs its call to be told apart on resume
     parking, step = at
-    key = f"{step}#{call or 'approval'}"
+    key = step + (f"#{call}" if call is not None else "")
+    if server_question:
+        key += f"#{server_question}"
+        asked[key] += 1
+        key += f"#{asked[key]}" if asked[key] > 1 else ""
+    elif question.kind == "approval":
+        key += "#approval"
     stored = parking.answer_for(key)
     if stored is not None:
-        if question.kind == "approval" and stored.answered:
+        if question.kind == "approval" and not server_question and stored.answered:
             parking.check_permitted(key, question.context.get("arguments"))  # exactly that call
         return stored  # type: ignore[no-any-return]
-    source: dict[str, Any] = {"step": step}
-    if question.kind == "approval":
-        source.update(tool=question.context.get("tool"), arguments=question.context.get("arguments"))
-    else:
-        source["tool"] = "ask_user"
+    source = {"step": step, **question_source(question)}
     raise Parked([parking.open(question, key, source, None)])

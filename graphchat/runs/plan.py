@@ -102,6 +102,10 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
 
     try:
         outcome = asyncio.run(go())
+    except GraphchatError as error:  # the run cannot go on (a tool that does not resolve, …)
+        if parking is not None:
+            parking.finished(error.exit_code, error.message)
+        raise
     finally:
         if parking is not None:  # the journal's last batch is on disk before the process goes
             parking.close_journal()
@@ -117,9 +121,22 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
         events.usage_summary(outcome.usage)
     if outcome.kind == "parked":
         return front.parked(outcome.requests, flags.json, flags.home, f"plan '{plan.identifier}'")
+    try:
+        code = front.plan_outcome(plan, outcome, flags, streamed)
+    except GraphchatError as error:  # a failed run: kept as failed, with its line
+        if parking is not None:
+            parking.finished(error.exit_code, error.message)
+        raise
     if parking is not None:
-        parking.finished()
-    return front.plan_outcome(plan, outcome, flags, streamed)
+        parking.finished(code, _failure(outcome) if code else None)
+    return code
+
+
+def _failure(outcome: Any) -> str | None:
+    """The line of a run that ended with a nonzero exit (an input problem, an `error` exit)."""
+    if outcome.kind == "exit" and outcome.exit is not None:
+        return str(outcome.exit.get("message") or "the plan's error exit fired")
+    return outcome.error or None
 
 
 def check_tools_resolve(plan: Any, catalog: Any, settings: Any, note: Any) -> None:

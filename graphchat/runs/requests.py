@@ -288,9 +288,16 @@ class RequestStore:
         return removed
 
     def _run_waits(self, run_id: str) -> bool:
-        """The run has not ended: its record is still there (parked, or being resumed)."""
-        runs = self.dir / "runs"
-        return (runs / f"{run_id}.json").exists() or not _valid_id(run_id)
+        """The run has not ended: its record is there (parked, or being resumed) and not kept
+        as finished or failed (runs/retention.py)."""
+        from graphchat.runs.parked import RunRecord
+
+        if not _valid_id(run_id):
+            return True
+        if not (self.dir / "runs" / f"{run_id}.json").exists():
+            return False
+        record = RunRecord.load(self, run_id)
+        return record is None or not record.ended()  # (an unreadable record: kept, to be safe)
 
     def _read(self, path: Path) -> Request | None:
         import orjson

@@ -22,6 +22,7 @@ def resume(store: RequestStore, request: Request, front: Front) -> int:
         raise GraphchatError(
             f"the run of request {request.id} is not parked (it has finished, or never parked)"
         )
+    record.refuse_ended()
     record.lock(request.id)
     command = record.data.get("command")
     if command == "plan run":
@@ -47,6 +48,7 @@ def resume_run(store: RequestStore, run_id: str, front: Front) -> int:
             hint="`graphchat runs` lists the runs that can resume",
         )
     record.check_version()
+    record.refuse_ended()
     state = record.state(store)
     if state == "running":
         raise GraphchatError(f"run {run_id} is running in another process")
@@ -90,7 +92,7 @@ def record_for(store: RequestStore, some_id: str) -> RunRecord:
     folder = store.dir / "runs"
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         record = RunRecord.load(store, path.stem)
-        if record is not None and record.data.get("thread") == some_id:
+        if record is not None and record.data.get("thread") == some_id and not record.ended():
             return record
     raise GraphchatError(
         f"no parked run {some_id!r} (a run id, a request id or a thread id)",
@@ -107,6 +109,8 @@ def cancel(store: RequestStore, some_id: str) -> tuple[RunRecord, list[str]]:
     from graphchat.runs.requests import AlreadySettled
 
     record = record_for(store, some_id)
+    if record.ended():
+        raise GraphchatError(f"run {record.id} has ended ({record.data['state']}); nothing to cancel")
     record.lock(some_id)  # nobody resumes it meanwhile
     ids = list(record.data.get("requests") or [])
     cancelled = []

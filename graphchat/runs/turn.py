@@ -9,9 +9,12 @@ calls that finished after them (`held`).
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import TURN_FRAMES
+from graphchat.errors import GraphchatError
 
 if TYPE_CHECKING:
     from graphchat.runs.front import Front
@@ -155,14 +158,15 @@ async def run_turn(
     except Parked as parked:
         front.finish()
         return park_turn(host, flags, parked, front, record, cwd=cwd)
-    except BaseException:
+    except BaseException as error:
         # on a terminal the error line must not start after a partial answer; elsewhere a
         # partial answer is not the deliverable: stdout stays empty (the thread keeps it)
         front.finish(complete=False)
+        if record is not None and isinstance(error, GraphchatError):
+            end_run(record, error.exit_code, error.message)  # the resumed turn failed
         raise
     if record is not None:
-        record.unlock()
-        record.delete()  # the resumed turn ended
+        end_run(record, 0)  # the resumed turn ended: kept as finished (`graphchat runs`)
     payload = None
     if flags["json"]:
         payload = {
@@ -174,6 +178,19 @@ async def run_turn(
     front.answer(result.content, payload)
     host.events.usage_summary(result.usage)  # after the answer: on a terminal, its own line
     return 0
+
+
+def end_run(record: Any, exit_code: int, error: str | None = None) -> None:
+    """A resumed turn ended: its record is kept as finished or failed until pruned."""
+    from graphchat.runs.requests import RequestStore
+    from graphchat.runs.retention import prune_now_and_then
+
+    try:
+        record.end(exit_code, error)
+    except OSError:  # a full disk: it stays listed, and `resume` says the thread went on
+        pass
+    record.unlock()
+    prune_now_and_then(RequestStore(Path(record.data["workspace"])))
 
 
 def park_turn(
@@ -202,6 +219,7 @@ def park_turn(
         "parked": {str(k): r["id"] for k, r in round.parked.items()},
         "held": {str(k): {"value": r.value, "is_error": r.is_error} for k, r in round.held.items()},
         "requests": [round.parked[k]["id"] for k in sorted(round.parked)],
+        "started": (record.data.get("started") if record is not None else None) or time.time(),
     }
     if record is None:
         record = RunRecord.new(store, data)
@@ -217,12 +235,14 @@ def park_turn(
     return int(front.parked(requests, flags["json"], flags.get("home")))
 
 
-async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, Any]]:
+async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) -> list[dict[str, Any]]:
     """The results of the calls a parked turn waited on, in call order: an approved call runs
-    now, a refused one is a refusal, an answered `ask_user` gets its answer as typed, and a plan
-    call that kept its frames is made again and resumes inside them (issue 19). A call that
-    waits again parks the turn again (`asks.Parked`, its round: the calls still waiting and the
-    results of the others)."""
+    now, a refused one is a refusal, an answered `ask_user` gets its answer as typed; a call
+    whose server's own question parked it (sampling, elicitation) is made again, and the stored
+    answer settles that question (the server's work before it repeats); a plan call that kept
+    its frames is made again and resumes inside them (issue 19). A call that waits again parks
+    the turn again (`asks.Parked`, its round: the calls still waiting and the results of the
+    others). `turn`: the resumed turn's CallContext (the calls' usage counts in it)."""
     from dataclasses import replace
 
     from graphchat.agent.loop import WaitingRound
@@ -233,6 +253,7 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
     from graphchat.threads import lines as ev
 
     data = record.data
+    base = turn or CallContext(asker=host.asker, events=host.events, surface="agent")
     calls = data["calls"]
     parked = {int(k): v for k, v in data["parked"].items()}
     held = {int(k): v for k, v in data["held"].items()}
@@ -248,19 +269,26 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
         request = store.get(parked[k])
         framed = frames is not None and frames.record(call.get("id") or "") is not None
         keeps = frames is not None and frames.keeps(name)  # an approved plan call: made with frames
-        ctx = CallContext(asker=host.asker, events=host.events, surface="agent")
-        if request.kind == "approval" and request.state == "answered" and not framed:
+        ctx = base
+        if framed:  # a plan call that parked inside its frames: it resumes there
+            pass
+        elif (request.source or {}).get("park_as"):  # the server's own question: made again
+            from graphchat.runs.parked import SettledAsker, stored_answer
+
+            asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
+            ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")))
+        elif request.kind == "approval" and request.state == "answered":
             if isinstance(request.answer, dict) and request.answer.get("always"):
                 remember_allow(host.settings, name)
-            ctx = replace(ctx, assume_yes=True)
-        elif request.kind == "approval" and not framed:
+            ctx = replace(base, assume_yes=True)
+        elif request.kind == "approval":
             why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
             results[k] = ToolResult.error(
                 f"{name} was not run: the user refused it{why}. "
                 "Do not retry it; continue without it or tell the user what you wanted to do."
             )
             continue
-        elif not framed:
+        else:
             if request.state == "answered":
                 results[k] = ToolResult({"answer": request.answer, "answered": True})
             else:
@@ -285,24 +313,26 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
 
 async def made_again(host: Any, frames: Any, call: dict[str, Any], ctx: Any) -> Any:
     """A waiting call made now: through its frames when it kept them (a plan call)."""
+    if frames is not None:
+        return await frames.call(host.catalog, call.get("id") or "", call["name"], _arguments(call), ctx)
+    return await host.catalog.call(call["name"], _arguments(call), ctx)
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any]:
     import json
 
     try:
         arguments = json.loads(call.get("arguments") or "{}")
     except ValueError:
-        arguments = {}
-    if frames is not None:
-        return await frames.call(host.catalog, call.get("id") or "", call["name"], arguments, ctx)
-    return await host.catalog.call(call["name"], arguments, ctx)
+        return {}
+    return arguments if isinstance(arguments, dict) else {}
 
 
 def resume_ask(store: Any, record: Any, front: Front) -> int:
     """Resume a parked `ask` turn in this process (issue 9)."""
     import asyncio
 
-    from graphchat.asks import Parked
     from graphchat.host import load_settings
-    from graphchat.threads import lines as ev
 
     flags = record.data["flags"]
     settings = load_settings(record.data["workspace"], model=flags.get("model"), needs="chat")
@@ -320,11 +350,12 @@ def resume_ask(store: Any, record: Any, front: Front) -> int:
                 parking.thread_id = thread.id
                 frames = keep_frames(settings, thread.id)
             await host.warm_up()
-            try:
-                results = await resumed_results(host, store, record)
-            except Parked as waiting:  # a call waits again: the turn parks again, on its requests
-                thread.append(dict(ev.turn_parked([r["id"] for r in waiting.requests])))
-                return park_turn(host, flags, waiting, front, record)
+
+            async def results(ctx: Any) -> list[dict[str, Any]]:  # in the turn: its usage, its budget
+                # a call that waits again raises `Parked`: the session marks the thread parked
+                # and `run_turn` parks the turn again on the same record
+                return await resumed_results(host, store, record, ctx)
+
             return await run_turn(
                 host, session, flags, lambda **kw: session.resume(results, **kw), front, record
             )

@@ -56,6 +56,11 @@ def hold_answered(values: Iterable[str]) -> None:
     _ANSWERED_NEEDLES.sort(key=lambda pair: len(pair[1]), reverse=True)
 
 
+def holds_answers() -> bool:
+    """Whether any secret answer is held in this process (`scrub_answered` changes nothing else)."""
+    return bool(_ANSWERED)
+
+
 def scrub_answered(text: str) -> str:
     """`text` (a line, JSON or not) with every held secret answer replaced by `[redacted]`."""
     if not _ANSWERED:
@@ -92,9 +97,17 @@ def environment_secrets(workspace: Path | None, environ: Mapping[str, str] | Non
 def settings_secrets(settings: Settings) -> set[str]:
     """Everything above, plus the `api_key` of every configured model role."""
     found = environment_secrets(settings.workspace)
-    for model in settings.models.values():
-        if model.api_key is not None and _is_secret_value(model.api_key):
-            found.add(model.api_key)
+    from graphchat.errors import GraphchatError
+    from graphchat.llm.keys import expanded
+
+    for model in (*settings.models.values(), *settings.named.values()):
+        for entry in (model, *model.fallbacks):
+            try:  # `api_key: ${VAR}`: the variable's value is the secret
+                key = expanded(entry, "api_key")
+            except GraphchatError:  # unset: nothing to look for
+                continue
+            if key is not None and _is_secret_value(key):
+                found.add(key)
     return found
 
 

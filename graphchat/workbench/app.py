@@ -47,6 +47,7 @@ class ConfirmQuit(ModalScreen[bool]):
 
 class WorkbenchApp(App[None]):
     TITLE = "graphchat workbench"
+    AUTO_FOCUS = "#prompt"  # focused as the screen is composed, before the first paint
     CSS = (
         """
     #chat { width: 45%; border-right: solid $primary; }
@@ -154,10 +155,10 @@ class WorkbenchApp(App[None]):
             if str(step.get("id")) == self.selected:
                 from graphchat.plans.authoring import plain
 
-                tool = step.get("tool_name") or step.get("toolName")
-                return f"{self.selected} → {tool}\ninput:\n" + json.dumps(
-                    plain(step.get("input")), indent=2, ensure_ascii=False
-                )
+                tool = str(step.get("tool_name") or step.get("toolName") or "")
+                shown = json.dumps(plain(step.get("input")), indent=2, ensure_ascii=False)
+                returns = self.bench.returns_text(tool)
+                return f"{self.selected} → {tool}\ninput:\n{shown}" + (f"\n{returns}" if returns else "")
         return "(select a step to see its input)"
 
     def catalog_text(self) -> str:
@@ -229,11 +230,12 @@ class WorkbenchApp(App[None]):
     # -- keys ---------------------------------------------------------------------------------
 
     def action_toggle_focus(self) -> None:
-        prompt = self.query_one("#prompt", Input)
-        if prompt.has_focus:
+        """Tab: from the chat's side (or from nothing) to the plan tree, else to the chat's input."""
+        focused = self.focused
+        if focused is None or self.query_one("#chat", Vertical) in (focused, *focused.ancestors):
             self.query_one("#steps", OptionList).focus()
         else:
-            prompt.focus()
+            self.query_one("#prompt", Input).focus()
 
     def action_validate(self) -> None:
         problems = self.bench.validate()
@@ -255,7 +257,7 @@ class WorkbenchApp(App[None]):
             return
         plan = self.bench.draft.plan()
         schema = plan.input_schema if plan is not None else None
-        self.query_one("#tabs", TabbedContent).active = "run"
+        self.show_run_tab()
         if not needs_inputs(schema):
             self.run_draft({}, debug)
             return
@@ -266,6 +268,15 @@ class WorkbenchApp(App[None]):
                 self.run_draft(inputs, debug)
 
         self.push_screen(InputsScreen(schema, text), entered)
+
+    def show_run_tab(self) -> None:
+        """The run tab, now (the transcript is live). A focused widget of the plan tab would
+        take its tab back (textual shows the focused widget's pane), so the focus moves to the
+        transcript."""
+        focused = self.focused
+        if focused is not None and self.query_one("#plan", TabPane) in focused.ancestors:
+            self.query_one("#run-log", Log).focus()
+        self.query_one("#tabs", TabbedContent).active = "run"
 
     @work(group="run")
     async def run_draft(self, inputs: dict, debug: bool = False) -> None:

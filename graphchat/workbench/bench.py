@@ -35,14 +35,19 @@ delete_step. Each edit is validated at once; a rejected edit leaves the draft un
 result says which problems it would have introduced — fix those, do not retry blindly.
 - A step is {id, tool, input}: `tool` is a tool of the catalog (not a workbench__ tool), `input` \
 its arguments, where {{input.x}} reads a plan input and {{E0.field}} an earlier step's result.
-- load_plan replaces the draft: when it says there are unsaved changes, ask the person before \
-passing overwrite_draft: true. restore_draft undoes the last change (one level).
+- draft_plan has the planner draft the whole plan from a goal (a new plan, or starting over); \
+for changes to a draft worth keeping use the editing tools instead.
+- load_plan and draft_plan replace the draft: when one says there are unsaved changes, ask the \
+person before passing overwrite_draft: true. restore_draft undoes the last change (one level).
 - validate_plan checks the draft against the catalog; run_plan runs it for real (side effects \
 included); save_plan writes it to its file. read_file, grep and glob look at the project's \
 files (read-only, inside the directory the workbench was started in). Answer briefly.
 
 The current draft:
 """
+
+
+DRAFT_ATTEMPTS = 3  # the planner's calls for one draft_plan, as `plan draft`
 
 
 class LineSink(EventSink):
@@ -213,6 +218,12 @@ class Bench:
         if name == "load_plan":
             path = draft.load(str(arguments["plan"]), overwrite=bool(arguments.get("overwrite_draft")))
             return {"ok": True, "loaded": str(path), "problems": draft.problems}
+        if name == "draft_plan":
+            return await self.draft_plan(
+                str(arguments.get("goal") or ""),
+                fresh=bool(arguments.get("fresh")),
+                overwrite=bool(arguments.get("overwrite_draft")),
+            )
         if name == "get_plan":
             return {"yaml": draft.text, "problems": draft.problems, "unsaved": draft.dirty}
         if name == "update_metadata":
@@ -274,6 +285,94 @@ class Bench:
             return await self.project.grep(arguments)
         raise DraftError(f"unknown workbench tool {name}")
 
+    async def draft_plan(self, goal: str, *, fresh: bool = False, overwrite: bool = False) -> dict[str, Any]:
+        """`workbench__draft_plan`: the planner (`plan draft`'s drafter, the `planner` model role)
+        drafts the whole plan for `goal`, validated against the plan catalog; it replaces the
+        draft (protected like `load_plan`, one undo away). Not fresh, the draft keeps its
+        identity and the planner sees it. A draft that never validates publishes its valid first
+        steps (graph's salvage) and says so as an error."""
+        from graphchat.errors import GraphchatError
+        from graphchat.llm.client import LLM
+        from graphchat.plans.draft import draft_plan, salvage
+        from graphchat.plans.model import Plan
+
+        if not goal.strip():
+            raise DraftError("draft_plan needs a goal: what the plan should do")
+        draft = self.draft
+        draft.guard(overwrite)  # before a model call is spent
+        keep = not fresh and not draft.empty
+        identity: dict[str, Any] | None = None
+        context: dict[str, str] | None = None
+        if keep:
+            from graphchat.plans.authoring import plain
+
+            kept_fields = ("name", "description", "input_schema")
+            identity = {k: plain(draft.data[k]) for k in kept_fields if k in draft.data}
+            context = {
+                "The current draft: keep its identifier, name and description; draft every step "
+                "again": draft.text
+            }
+
+        def check(plan: Plan) -> list[str]:
+            """A new identifier taken by another plan would not save: back to the planner."""
+            from graphchat.plans.discovery import discover
+
+            other = discover(self.settings.plans_dir).plans.get(plan.identifier)
+            if other is None or other.path is None or (draft.path and other.path == draft.path):
+                return []
+            return [f"identifier: plan '{plan.identifier}' already exists in {other.path}: choose another"]
+
+        def attempt(n: int, problems: list[str]) -> None:
+            if problems:
+                self.say(f"  ✗ draft {n}: {len(problems)} problem(s); sent back to the planner")
+
+        header = f"Drafted in the workbench for: {' '.join(goal.split())}"
+        try:
+            result = await draft_plan(
+                goal,
+                llm=LLM(self.settings.model_for("planner"), events=LineSink(self.say)),
+                catalog=self.catalog,
+                settings=self.settings,
+                context=context,
+                attempts=DRAFT_ATTEMPTS,
+                identifier=draft.identifier if keep else None,
+                identity=identity,
+                header=header,
+                check=check,
+                on_attempt=attempt,
+            )
+        except GraphchatError as exc:
+            raise DraftError(f"the planner failed: {exc}") from None
+        if result.ok and result.yaml is not None and result.plan is not None:
+            draft.replace(result.yaml, "the planner's draft", overwrite=True)
+            problems = self.validate()
+            out: dict[str, Any] = {
+                "ok": True,
+                "identifier": result.plan.identifier,
+                "steps": len(result.plan.steps),
+                "attempts": result.attempts,
+                "validation": problems or "ok",
+                "unsaved": True,
+            }
+            return out
+        kept = (
+            salvage(result.last_doc, self.catalog, self.settings, header=header) if result.last_doc else None
+        )
+        if kept is None:
+            raise DraftError(
+                f"the planner's draft still does not validate after {result.attempts} attempts; "
+                "the draft is unchanged",
+                problems=result.problems,
+            )
+        draft.replace(kept.yaml, "the planner's partial draft", overwrite=True)
+        self.validate()
+        raise DraftError(
+            f"the planner's draft did not validate after {result.attempts} attempts; its valid first "
+            f"{kept.kept} of {kept.of} steps are now the draft",
+            problems=result.problems,
+            note="finish the plan with the editing tools (add_step, update_step) instead of redrafting",
+        )
+
     def open_thread(self, thread: str | None) -> str:
         """Freeze a chat's thread (`plan freeze`'s deterministic freezer; the latest thread
         without an id) and open the plan as an unsaved draft. Returns the plan's identifier."""
@@ -290,6 +389,27 @@ class Bench:
         for item in frozen.dropped:
             self.say(f"  left out: {item}")
         return frozen.identifier
+
+    def returns_text(self, tool: str) -> str:
+        """What the plan tab says a step's tool returns: its declared output schema, else the
+        shape learned from its earlier calls (the shape cache), else that it is not known yet —
+        what the planner is shown too (`plans.draft.output_shape`). "" for a control step."""
+        from graphchat.plans.draft import output_shape, workspace_plans
+        from graphchat.plans.steps import CONTROL
+        from graphchat.shapes import ShapeStore
+
+        if tool in CONTROL:
+            return ""
+        spec = self.catalog.get(tool)
+        if spec is None:
+            return f"returns: unknown — {tool} is not in the catalog"
+        plans = workspace_plans(self.settings) if spec.source == "plan" else None
+        kind, shape = output_shape(spec, ShapeStore(self.settings.catalog_dir / "shapes"), plans)
+        if kind == "declared":
+            return "returns (declared output schema):\n  " + shape
+        if kind == "observed":
+            return "returns (learned from earlier calls, may vary):\n  " + shape
+        return "returns: not known yet — run it once"
 
     # -- validate, run, save ----------------------------------------------------------------
 

@@ -6,8 +6,9 @@ step pauses its model's calls). It pauses before every call while stepping, else
 top-level steps that hold a breakpoint (a breakpoint on a `map` holds its body's calls), and
 always on a failed call. At a pause the person decides (`Decision`): step (run it, pause at the
 next), continue (run to the next breakpoint or failure), skip (the call does not run; the
-typed JSON is its result), abort (the run is cancelled: nothing after the pause runs). Nothing here knows
-the screen: `show` is told each pause, and whoever shows it calls `answer`.
+typed JSON is its result; before a model call, the typed answer is the model's), abort (the
+run is cancelled: nothing after the pause runs). Nothing here knows the screen: `show` is told
+each pause, and whoever shows it calls `answer`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Pause:
     tool: str
     arguments: Any = None
     error: str | None = None
+    schema: dict[str, Any] | None = None  # a model call's answer schema (what a skip must fit)
     answered: asyncio.Future[Decision] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -158,15 +160,22 @@ class Debugger:
 
         return made
 
-    async def before_model(self, site: str) -> None:
+    async def before_model(
+        self, site: str, messages: list[dict[str, Any]], schema: dict[str, Any] | None = None
+    ) -> Decision | None:
+        """A pause before a model call under a breakpoint: the decision when it is a skip (the
+        call does not run; the typed result is its answer), else None (it runs)."""
         from graphchat.plans.executor import CURRENT_STEP
 
         step = CURRENT_STEP.get() or ""
         if self.aborted:
             raise asyncio.CancelledError("aborted at a pause")
         if not step or step.split("/", 1)[0] not in self.breakpoints:
-            return  # models pause at breakpoints only, not at every step
-        await self._wait(Pause("model", step, site))  # a model call is not skipped: it runs
+            return None  # models pause at breakpoints only, not at every step
+        asked = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), None)
+        shown = {"prompt": asked[:600]} if isinstance(asked, str) else None
+        decision = await self._wait(Pause("model", step, site, shown, schema=schema))
+        return decision if decision.action == "skip" else None
 
 
 class PausingModel:
@@ -180,15 +189,37 @@ class PausingModel:
         return getattr(self._inner, name)
 
     async def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-        await self._debugger.before_model(str(kwargs.get("site", "chat")))
+        skipped = await self._debugger.before_model(str(kwargs.get("site", "chat")), messages)
+        if skipped is not None:
+            return _answer(skipped.value)
         return await self._inner.complete(messages, **kwargs)
 
     async def structured(self, messages: list[dict[str, Any]], schema: dict[str, Any], **kwargs: Any) -> Any:
-        await self._debugger.before_model(str(kwargs.get("site", "structured")))
+        skipped = await self._debugger.before_model(str(kwargs.get("site", "structured")), messages, schema)
+        if skipped is not None:  # the pause checked it against the schema; this is the backstop
+            from graphchat.errors import GraphchatError
+            from graphchat.jsonschema_util import errors
+
+            problems = errors(schema, skipped.value) if isinstance(skipped.value, dict) else ["not an object"]
+            if problems:
+                raise GraphchatError("the injected answer of the skipped model call: " + "; ".join(problems))
+            return skipped.value
         return await self._inner.structured(messages, schema, **kwargs)
 
     async def complete_with_schema(
         self, messages: list[dict[str, Any]], schema: dict[str, Any], **kwargs: Any
     ) -> Any:
-        await self._debugger.before_model(str(kwargs.get("site", "structured")))
+        skipped = await self._debugger.before_model(str(kwargs.get("site", "structured")), messages)
+        if skipped is not None:
+            return _answer(skipped.value)
         return await self._inner.complete_with_schema(messages, schema, **kwargs)
+
+
+def _answer(value: Any) -> Any:
+    """A skipped model call's completion: the injected text (a JSON value as its JSON)."""
+    import json
+
+    from graphchat.llm.types import Completion
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return Completion(content=text, model="(skipped: answer injected)")

@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 
 
 class DraftError(Exception):
-    """A workbench action that cannot happen now (unsaved changes, nothing to undo…)."""
+    """A workbench action that cannot happen now (unsaved changes, nothing to undo…); `details`
+    go into the tool's error result beside the message."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
 
 
 def blank(identifier: str = "new_plan") -> CommentedMap:
@@ -109,6 +114,27 @@ class Draft:
         self._replace(authoring.parse_document(text, source), None)
         self.path = None
         self._saved = None
+
+    def guard(self, overwrite: bool) -> None:
+        """`workbench__draft_plan`'s protection, checked before the planner is asked: the same
+        as `load`'s."""
+        if self.dirty and not overwrite:
+            raise DraftError(
+                "the draft has unsaved changes; drafting would replace them. Ask the person, then "
+                "call draft_plan again with overwrite_draft: true (or save_plan first)"
+            )
+
+    def replace(self, text: str, source: str, *, overwrite: bool = False) -> None:
+        """Replace the whole draft with a drafted plan document (`workbench__draft_plan`): refused
+        while unsaved like `load`; it keeps the file only when the identifier stays, and what
+        was last saved (so undoing it gives back a clean draft). One level of undo covers it."""
+        self.guard(overwrite)
+        self._replace(authoring.parse_document(text, source), self.path)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing in it yet: the empty draft a bare `workbench plan` opens."""
+        return self.text == authoring.dump_document(blank())
 
     # -- edits --------------------------------------------------------------------------------
 

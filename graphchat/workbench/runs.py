@@ -53,6 +53,10 @@ class StepStatus(EventSink):
             self.status[step] = status
             self.changed()
 
+    def injected(self, step: str) -> None:
+        """A result of a call in top-level `step` was injected at a pause: it ends skipped."""
+        self._injected.add(step)
+
     def emit(self, event: str, **fields: Any) -> None:
         from graphchat.plans.executor import CURRENT_STEP
 
@@ -64,7 +68,7 @@ class StepStatus(EventSink):
             self.set(step, "failed" if fields.get("is_error") else "skipped" if injected else "done")
         elif event == "tool_finished":
             if fields.get("message") == SKIPPED_NOTE and not fields.get("is_error"):
-                self._injected.add((CURRENT_STEP.get() or "").split("/", 1)[0])
+                self.injected((CURRENT_STEP.get() or "").split("/", 1)[0])
             elif fields.get("call") is not None:  # it ran (a refused or unknown call has no id)
                 self.tool_calls += 1
         self.inner.emit(event, **fields)
@@ -192,7 +196,14 @@ async def run_draft(bench: Bench, inputs: dict[str, Any], *, debug: bool = False
 
         def paused(pause: Pause) -> None:
             status.set(pause.top, "paused")
-            pause.answered.add_done_callback(lambda _: status.set(pause.top, "running"))
+
+            def answered(future: asyncio.Future[Any]) -> None:
+                status.set(pause.top, "running")
+                if pause.kind == "model" and not future.cancelled() and future.result().action == "skip":
+                    status.injected(pause.top)  # a skipped call is no model call: nothing spent
+                    bench.log_run(f"⤼ the model call ({pause.tool}) in {pause.step} skipped: answer injected")
+
+            pause.answered.add_done_callback(answered)
             bench.log_run(pause.describe().splitlines()[0])
             bench.show_pause(pause)
 

@@ -32,7 +32,8 @@ PauseScreen, InputsScreen, QuestionScreen { align: right middle; }
 
 class PauseScreen(ModalScreen[Decision]):
     """A debug pause: s step · c continue · k skip with a result (JSON typed below) · a abort.
-    After a failed call: c continues failing, k injects a result, a aborts."""
+    After a failed call: c continues failing, k injects a result, a aborts. Before a model call,
+    k skips it: the typed text (or JSON) is the model's answer."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "decide('step')", "step"),
@@ -51,7 +52,7 @@ class PauseScreen(ModalScreen[Decision]):
         if self.pause.kind == "failed":
             return "c continue (the call stays failed) · k inject a result · a abort"
         if self.pause.kind == "model":
-            return "s step · c continue · a abort"
+            return "s step · c continue · k skip with an answer · a abort"
         return "s step · c continue · k skip with a result · a abort"
 
     def compose(self) -> ComposeResult:
@@ -67,15 +68,32 @@ class PauseScreen(ModalScreen[Decision]):
         self.dismiss(Decision(action))
 
     def action_skip(self) -> None:
-        if self.pause.kind == "model" or self.query("#inject"):
+        if self.query("#inject"):
             return
-        box = Input(placeholder="the injected result (JSON); Enter injects it, Escape goes back", id="inject")
+        what = (
+            "the model's answer (text or JSON)"
+            if self.pause.kind == "model"
+            else "the injected result (JSON)"
+        )
+        box = Input(placeholder=f"{what}; Enter injects it, Escape goes back", id="inject")
         self.query_one("#dialog", Vertical).mount(box, before="#dialog-error")
         box.focus()
 
     @on(Input.Submitted, "#inject")
     def _inject(self, event: Input.Submitted) -> None:
         value, problem = parse_json(event.value)
+        if (
+            problem is not None
+            and self.pause.kind == "model"
+            and not self.pause.schema
+            and event.value.strip()
+        ):
+            value, problem = event.value, None  # a model's answer may be plain text
+        if problem is None and self.pause.schema:
+            from graphchat.jsonschema_util import errors
+
+            found = errors(self.pause.schema, value) if isinstance(value, dict) else ["not a JSON object"]
+            problem = "the answer does not fit: " + "; ".join(found) if found else None
         if problem is not None:
             self.query_one("#dialog-error", Static).update(Text(f"✗ {problem}"))
             return

@@ -41,6 +41,24 @@ TOOLS: dict[str, tuple[str, dict[str, Any], str]] = {
         _schema({"plan": _STR, "overwrite_draft": {"type": "boolean"}}, ("plan",)),
         "read",
     ),
+    "draft_plan": (
+        "Draft the whole plan from a goal with the planner (the same as `graphchat plan draft`), "
+        "when there is no draft yet or the person asks to start over. Pass the request as a "
+        "self-contained `goal`. fresh: true drafts a NEW plan; otherwise the draft keeps its "
+        "identifier, name and description and its steps are drafted again. It ALWAYS replaces "
+        "every step: to change a draft worth keeping use add_step / update_step / "
+        "update_metadata. Like load_plan it fails when the draft has unsaved changes; pass "
+        "overwrite_draft: true only after the person agreed. restore_draft undoes it.",
+        _schema(
+            {
+                "goal": {"type": "string", "description": "what the plan should do, self-contained"},
+                "fresh": {"type": "boolean", "description": "a new plan, not the current one again"},
+                "overwrite_draft": {"type": "boolean"},
+            },
+            ("goal",),
+        ),
+        "read",
+    ),
     "get_plan": ("The current draft's YAML, its problems and whether it is saved.", _schema(), "read"),
     "update_metadata": (
         "Patch the draft's identifier, name, description or exemplars.",
@@ -120,7 +138,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any], str]] = {
 }
 
 
-EDITS = frozenset({"update_metadata", "add_step", "update_step", "delete_step"})
+EDITS = frozenset({"draft_plan", "update_metadata", "add_step", "update_step", "delete_step"})
 
 
 def landed_edit(calls: list[ToolCall], results: list[ToolResult]) -> bool:
@@ -163,6 +181,8 @@ class WorkbenchSource(ToolSource):
             return ToolResult(rejected, is_error=True)
         except authoring.EditRefused as exc:
             return ToolResult.error(str(exc), **exc.details)
-        except (authoring.AuthoringError, DraftError, ResearchError) as exc:
+        except DraftError as exc:
+            return ToolResult.error(str(exc), **exc.details)
+        except (authoring.AuthoringError, ResearchError) as exc:
             return ToolResult.error(str(exc))
         return ToolResult(value)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tests.adversarial.test_disks import ASK_PLAN
-from tests.conftest import GraphchatRunner
+from tests.conftest import GraphchatRunner, run_states
 
 
 def test_prune_keeps_an_answered_request_whose_run_has_not_resumed_and_every_run_record(
@@ -37,7 +37,7 @@ def test_prune_keeps_an_answered_request_whose_run_has_not_resumed_and_every_run
     resumed = cli("resume", request_id)  # the answer is still there to resume with
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"channel": "beta"}
-    assert not list((workspace / "requests" / "runs").glob("*.json"))  # the run ended
+    assert run_states(workspace) == ["finished"]  # the run ended (kept until `runs prune`)
     data = json.loads(path.read_text())
     data["settled_at"] = time.time() - 90 * 86400
     path.write_text(json.dumps(data))

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer
 
@@ -222,7 +224,8 @@ def test_graphs_review_plan_runs_with_its_named_models_routed(tmp_path: Path) ->
         (project / "src" / "lib.rs").write_text("pub fn run() -> i32 { 4 }\n")
         git(project, "commit", "-qam", "run returns 4")
         assert gc("init", "--from-graph", cwd=project).returncode == 0
-        env = {"OPENAI_API_KEY": "sk-test"}
+        # graph's provider reads `${ANTHROPIC_API_KEY}`: carried as written, expanded at each call
+        env = {"ANTHROPIC_API_KEY": "sk-test"}
         args = ("plan", "run", "graph_review_core", "--input", "base=v1", "--input", "head=HEAD", "--json")
         done = gc(*args, cwd=project, env=env, timeout=180)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -307,7 +310,80 @@ def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_bo
         assert len(first.requests) == 4 and len(second.requests) == 1
         assert first.requests[0]["model"] == "primary" and second.requests[0]["model"] == "backup"
         assert "openai/primary failed, trying openai/backup" in done.stderr
-        assert [row["model"] for row in report["usage"]["by_model"]] == ["openai/backup"]
+        # the usage shows both: the failed attempt (no tokens) and the model that answered
+        usage = report["usage"]
+        assert usage["calls"] == 2 and usage["failed"] == 1
+        rows = {row["model"]: row for row in usage["by_model"]}
+        assert rows["openai/backup"]["calls"] == 1 and rows["openai/backup"]["input_tokens"] == 7
+        assert "failed" not in rows["openai/backup"]
+        assert rows["openai/primary"]["calls"] == 1 and rows["openai/primary"]["failed"] == 1
+        assert rows["openai/primary"]["input_tokens"] == rows["openai/primary"]["output_tokens"] == 0
+        assert rows["openai/primary"]["provider"] == "openai"
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_ask_json_usage_shows_the_failed_model_and_the_one_that_answered(workspace: Path, graphchat) -> None:
+    first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
+    try:
+        first.default = {"error": 500}
+        second.script = [{"text": "from the backup", "usage": {"prompt_tokens": 9, "completion_tokens": 4}}]
+        (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
+        done = graphchat("ask", "--json", "hello")
+        assert done.returncode == 0, done.stderr
+        body = json.loads(done.stdout)
+        assert body["content"] == "from the backup"
+        usage = body["usage"]
+        assert [usage[k] for k in ("calls", "failed", "input_tokens", "output_tokens")] == [2, 1, 9, 4]
+        assert "by_role" not in usage  # both calls were the chat role's (the backup stands in for it)
+        assert usage["by_model"] == [
+            {
+                "provider": "openai",
+                "model": "openai/backup",
+                "calls": 1,
+                "input_tokens": 9,
+                "output_tokens": 4,
+            },
+            {
+                "provider": "openai",
+                "model": "openai/primary",
+                "calls": 1,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "failed": 1,
+            },
+        ]
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_the_printed_spent_line_names_both_models(workspace: Path) -> None:
+    """On a terminal, the dim line after the answer says which model failed and which answered."""
+    import pexpect
+
+    first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
+    try:
+        first.default = {"error": 500}
+        second.script = [{"text": "from the backup", "usage": {"prompt_tokens": 9, "completion_tokens": 4}}]
+        (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "graphchat", "--home", str(workspace), "ask", "hello"],
+            env=clean_env({"TERM": "xterm-256color", "NO_COLOR": "1"}, workspace.parent),
+            cwd=str(workspace),
+            dimensions=(40, 200),
+            encoding="utf-8",
+            timeout=60,
+        )
+        child.expect(pexpect.EOF)
+        child.close()
+        printed = child.before.replace("\r", "")
+        assert child.exitstatus == 0, printed
+        assert "from the backup" in printed
+        line = next(line for line in printed.splitlines() if line.startswith("calls 2"))
+        assert "by model: openai/backup 1 call, openai/primary 1 call (1 failed)" in line, line
     finally:
         first.stop()
         second.stop()
@@ -325,6 +401,12 @@ def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path,
         line = next(line for line in done.stderr.splitlines() if "every model failed" in line)
         assert "openai/primary: model call to openai/primary failed (500)" in line
         assert "openai/backup: rate limited by the provider of openai/backup (429)" in line
+        # a failed run prints no envelope; its events meter both failed attempts
+        failed = graphchat("ask", "hello", env={"GRAPHCHAT_EVENTS": "jsonl"})
+        assert failed.returncode == 1
+        events = [json.loads(x) for x in failed.stderr.splitlines() if x.startswith("{")]
+        calls = [(e["model"], e.get("failed")) for e in events if e["event"] == "llm_call"]
+        assert calls == [("openai/primary", True), ("openai/backup", True)], calls
     finally:
         first.stop()
         second.stop()
@@ -341,6 +423,140 @@ def test_a_bad_request_does_not_fail_over(workspace: Path, graphchat) -> None:
     finally:
         first.stop()
         second.stop()
+
+
+# --- ${VAR} in api_key and api_base -----------------------------------------------------------
+
+
+def test_api_key_and_api_base_variables_are_expanded_at_the_call_and_never_written(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    secret = "sk-from-the-environment-4242"
+    (workspace / "graphchat.yaml").write_text(
+        "models:\n  default:\n    model: openai/gateway\n    api_base: ${GW_BASE}\n    api_key: ${GW_KEY}\n"
+    )
+    env = {"GW_KEY": secret, "GW_BASE": model_server.url, "GRAPHCHAT_EVENTS": "jsonl"}
+    model_server.script = [{"text": "hello back"}]
+    done = graphchat("ask", "--json", "hello", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["content"] == "hello back"
+    assert model_server.authorizations[-1] == f"Bearer {secret}"  # the provider got the value
+    assert secret not in done.stdout + done.stderr  # nor the events
+    written = [p for p in workspace.rglob("*") if p.is_file()]
+    assert all(secret.encode() not in p.read_bytes() for p in written), written
+    assert "${GW_KEY}" in (workspace / "graphchat.yaml").read_text()
+    shown = graphchat("config", "show", "--json", env=env)
+    models = json.loads(shown.stdout)["config"]["models"]
+    assert models["default"]["api_key"] == "${GW_KEY}" and models["default"]["api_base"] == "${GW_BASE}"
+    assert secret not in shown.stdout
+
+
+def test_an_unset_variable_in_api_key_is_one_line_naming_it_and_the_file(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "graphchat.yaml").write_text(
+        f"models:\n  default:\n    model: openai/gateway\n    api_base: {model_server.url}\n"
+        "    api_key: ${GW_KEY}\n"
+    )
+    done = graphchat("ask", "hello")
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    first = done.stderr.strip().splitlines()[0]
+    assert "environment variable GW_KEY is not set" in first
+    assert f"models.default.api_key in {workspace / 'graphchat.yaml'}" in first
+    assert model_server.requests == []  # nothing was sent
+    where = graphchat("where")  # and `where` does not call the key set
+    assert where.returncode == 0, where.stderr
+    assert "key: GW_KEY not set (named by api_key)" in where.stdout, where.stdout
+    report = json.loads(graphchat("where", "--json").stdout)
+    assert "GW_KEY" in json.dumps(report) and "${GW_KEY}" not in where.stdout
+
+
+def test_init_from_graph_carries_an_api_key_variable(tmp_path: Path) -> None:
+    project = graph_project(
+        tmp_path,
+        config='[providers.gw]\ntype = "openai_compat"\nbase_url = "${GW_BASE}"\napi_key = "${GW_KEY}"\n\n'
+        '[models.chat]\nprovider = "gw"\nmodel = "llama3"\n',
+    )
+    done = gc("init", "--from-graph", cwd=project)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(gc("config", "show", "--json", cwd=project).stdout)
+    chat = shown["config"]["models"]["chat"]
+    assert chat["api_key"] == "${GW_KEY}" and chat["api_base"] == "${GW_BASE}"
+    assert "GW_KEY" not in done.stderr  # carried, not listed as dropped
+
+
+# --- prompts: solver, judge, planner ------------------------------------------------------------
+
+PROMPTS = "prompts:\n  solver: SOLVER-X\n  judge: JUDGE-X\n  planner: PLANNER-X\n"
+
+
+def by_system_prompt(body: dict[str, Any]) -> dict[str, Any]:
+    """The judge says yes to `urgent?` and no to anything else; the solver answers; the planner
+    drafts a one-step plan."""
+    system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    question = body["messages"][-1]["content"] if body["messages"] else ""
+    if system.startswith("JUDGE-X"):
+        return {"json": {"verdict": "urgent?" in json.dumps(body["messages"]), "reason": "r"}}
+    if system.startswith("PLANNER-X"):
+        return {
+            "json": {
+                "identifier": "g",
+                "name": "G",
+                "description": "d",
+                "steps": [
+                    {
+                        "id": "E0",
+                        "tool_name": "filter",
+                        "input": {"over": [1, 2], "where": {"value": "{{item}}", "op": "gt", "to": 1}},
+                    }
+                ],
+                "output": {"kept": "{{E0.items}}"},
+            }
+        }
+    return {"text": f"solved ({len(question)})"}
+
+
+def test_prompts_replace_the_solver_judge_and_planner_system_prompts(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    (workspace / "graphchat.yaml").write_text(
+        f"models:\n  default: {{model: openai/m, api_base: {model_server.url}, api_key: sk-t}}\n" + PROMPTS
+    )
+    (workspace / "plans" / "p.yaml").write_text(
+        "identifier: p\nname: P\ndescription: d\nsteps:\n"
+        "  - id: E0\n    tool_name: decide\n    input:\n      infer: urgent?\n"
+        "      then: {tool_name: filter, input: {over: [1, 2], where: {value: '{{item}}', op: gt, to: 1}}}\n"
+        "  - id: E1\n    tool_name: exit\n    input: {infer: blocked?, status: error}\n"
+        "solver:\n  query_to_answer: Describe.\n"
+    )
+    model_server.default = by_system_prompt
+    done = graphchat("plan", "run", "p", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"].startswith("solved")
+    systems = [
+        next(m["content"] for m in r["messages"] if m["role"] == "system") for r in model_server.requests
+    ]
+    # the decide's judge, the exit gate's judge, the solver: each with its replaced prompt only
+    assert systems == ["JUDGE-X", "JUDGE-X", "SOLVER-X"], systems
+    # plan_and_execute's planner (plan go)
+    model_server.requests.clear()
+    done = graphchat("plan", "go", "keep the big ones")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"kept": [2]}
+    first = model_server.requests[0]["messages"]
+    assert first[0] == {"role": "system", "content": "PLANNER-X"}
+    assert "keep the big ones" in first[1]["content"]  # the goal and the catalog still follow
+
+
+def test_an_unknown_prompt_names_the_prompts_there_are(workspace: Path, graphchat) -> None:
+    (workspace / "graphchat.yaml").write_text("prompts:\n  solvr: x\n")
+    done = graphchat("config", "show")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        "prompts.solvr: unknown prompt (did you mean solver? prompts: chat, workbench, solver, judge, planner)"
+        in done.stderr
+    )
 
 
 # --- the user's layer ----------------------------------------------------------------------------
@@ -415,6 +631,67 @@ def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
     (workspace / "graphchat.yaml").write_text(config + "settings:\n  prompt_caching: false\n")
     assert graphchat("plan", "run", "p").returncode == 0
     assert "cache_control" not in json.dumps(model_server.requests[-1])
+
+
+CACHED_USAGE = {
+    "prompt_tokens": 1000,  # of which 800 read from the cache and 100 written to it
+    "completion_tokens": 10,
+    "prompt_tokens_details": {"cached_tokens": 800},
+    "cache_creation_input_tokens": 100,
+}
+
+
+def test_cache_tokens_are_priced_at_the_pricing_sections_cache_rates(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    """graph's `[pricing]` (USD per million): cache_read and cache_write price the cached part of
+    the input; left out, they are the input price x 0.1 and x 1.25 (graph's defaults)."""
+    model = f"models:\n  default: {{model: openai/gateway, api_base: {model_server.url}, api_key: sk-t}}\n"
+    for prices in (
+        "{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}",
+        "{input: 3, output: 15}",  # the defaults: the same rates here
+    ):
+        (workspace / "graphchat.yaml").write_text(model + f"pricing:\n  gateway: {prices}\n")
+        model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+        done = graphchat("ask", "--json", "hi")
+        assert done.returncode == 0, done.stderr
+        # 100 uncached x $3 + 800 read x $0.30 + 100 written x $3.75 + 10 out x $15, per million
+        assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(0.001065), prices
+    # plan run --json: the total and each group carry graph's cost_usd
+    (workspace / "plans" / "p.yaml").write_text(
+        "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
+        "    input: {instruction: hi}\n"
+    )
+    model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+    done = graphchat("plan", "run", "p", "--json")
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)["usage"]
+    assert usage["cost_usd"] == pytest.approx(0.001065)
+    assert usage["by_model"][0]["cost_usd"] == usage["by_step"][0]["cost_usd"] == usage["cost_usd"]
+    # a rate of its own is used as given
+    (workspace / "graphchat.yaml").write_text(
+        model + "pricing:\n  gateway: {input: 3, output: 15, cache_read: 1, cache_write: 0}\n"
+    )
+    model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+    done = graphchat("ask", "--json", "hi")
+    assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(
+        0.00125
+    )  # 300 + 800 + 0 + 150 micro-dollars
+
+
+def test_cache_tokens_are_priced_from_litellms_price_list(
+    workspace: Path, graphchat, model_server: ScriptedModelServer
+) -> None:
+    """A model litellm prices (gpt-4o: $2.50 in, $10 out, cache reads $1.25 a million, writes
+    at the input price), served by the scripted server."""
+    (workspace / "graphchat.yaml").write_text(
+        f"models:\n  default: {{model: openai/gpt-4o, api_base: {model_server.url}, api_key: sk-t}}\n"
+    )
+    model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
+    done = graphchat("ask", "--json", "hi")
+    assert done.returncode == 0, done.stderr
+    # 200 x $2.50 + 800 x $1.25 + 10 x $10 per million (not 1,000 x $2.50 + 100: $0.0026)
+    assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(0.0016)
 
 
 def test_a_plain_openai_compatible_model_gets_no_markers(workspace: Path, graphchat, model_server) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import GraphchatRunner
+from tests.conftest import GraphchatRunner, run_states
 from tests.mcp_server.test_serve import serve, text_of
 from tests.servers.support import SERVERS, stdio, write_servers
 
@@ -87,7 +87,7 @@ async def test_a_parked_plan_is_answered_from_a_new_server_process_and_its_first
     assert [c["args"] for c in calls(log)] == [{"id": "a-1"}, {"id": "b-2"}]  # each step once
     assert after.structured_content == {"requests": [], "count": 0}
     assert again.is_error and f"request {request['id']} was already answered" in text_of(again)
-    assert not list((workspace / "requests" / "runs").glob("*.json"))  # the run ended: its record went
+    assert run_states(workspace) == ["finished"]  # the run ended: kept as finished
 
 
 async def test_a_refused_answer_leaves_the_request_open_and_only_this_servers_runs_are_seen(

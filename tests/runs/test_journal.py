@@ -79,15 +79,29 @@ def test_a_run_killed_mid_map_is_listed_and_resumed_without_rerunning_what_finis
     (entry,) = json.loads(listed.stdout)["runs"]
     assert entry["plan"] == "long" and entry["state"] == "interrupted"
     assert entry["last_step"] == "T1"
+    # the record was written at the start only: T1's checkpoint is a journal line, not a rewrite
+    folder = shop / "requests" / "runs"
+    assert json.loads((folder / f"{entry['id']}.json").read_text())["position"]["done"] == 0
+    lines = [json.loads(line) for line in (folder / f"{entry['id']}.journal").read_text().splitlines()]
+    assert [line["done"] for line in lines if "done" in line] == [1]
+    assert {"done": 1, "scope": {"T1": lines[0]["scope"]["T1"]}, "steps": 1} == lines[0]
     text = graphchat("runs")
     assert f"{entry['id']}  interrupted" in text.stdout
+    kept = graphchat("runs", "prune", "--older-than", "0")  # an interrupted run is never pruned
+    assert kept.returncode == 0 and kept.stdout == "" and "removed 0 ended runs" in kept.stderr
 
     resumed = graphchat("resume", entry["id"])
     assert resumed.returncode == 0, resumed.stderr
     waited = [r["result"] for r in json.loads(resumed.stdout)["waited"]]
     assert waited == ["a: slept 2.0s", "b: slept 2.0s", "c: slept 2.0s"]
     assert counts(shop) == {"first-0": 1, "item-0": 1, "item-1": 1, "item-2": 1, "last-0": 1}
-    assert json.loads(graphchat("runs", "--json").stdout)["runs"] == []  # finished: gone
+    (ended,) = json.loads(graphchat("runs", "--json").stdout)["runs"]  # kept, as finished
+    assert (ended["id"], ended["state"], ended["exit"], ended["last_step"]) == (
+        entry["id"],
+        "finished",
+        0,
+        "T3",
+    )
 
 
 def test_resuming_a_run_that_does_not_exist_or_is_of_another_version_is_one_line(
@@ -182,7 +196,7 @@ def test_killed_at_random_moments_again_and_again_it_finishes_and_nothing_finish
     # only a call in flight at a kill may repeat: one at a time here (concurrency 1)
     repeats = sum(n - 1 for n in seen.values())
     assert repeats <= kills, (seen, kills)
-    assert json.loads(graphchat("runs", "--json").stdout)["runs"] == []
+    assert [r["state"] for r in json.loads(graphchat("runs", "--json").stdout)["runs"]] == ["finished"]
 
 
 BIG = """identifier: big

@@ -209,4 +209,5 @@ def test_the_resuming_process_killed_at_a_later_step_resumes_and_nothing_finishe
     assert counts(shop) == {"before-0": 1, "mid-0": 1, "after-0": 1}
     # the call in flight at the kill (and only it) was made again, by the resumed run's server
     assert called.exists() and called.read_text() != in_flight
-    assert json.loads(cli("runs", "--json").stdout)["runs"] == []
+    (ended,) = json.loads(cli("runs", "--json").stdout)["runs"]  # kept as finished (not resumable)
+    assert (ended["id"], ended["state"]) == (run["id"], "finished"), ended

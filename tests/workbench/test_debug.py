@@ -446,7 +446,7 @@ async def test_a_breakpoint_on_a_decide_pauses_its_model_call_and_the_run_ends_w
         app.run_worker(run())
         await _paused(app, pilot, "before a model call (judge) in E1")
         assert not model_server.requests  # the judge has not been asked yet
-        assert "s step · c continue · a abort" in _shown(app, "#pause-keys")  # no skip for a model
+        assert "s step · c continue · k skip with an answer · a abort" in _shown(app, "#pause-keys")
         await pilot.press("s")
         await _paused(app, pilot, "before builtin__reshape in E1/then/")  # the branch's call, same breakpoint
         await pilot.press("c")
@@ -457,6 +457,70 @@ async def test_a_breakpoint_on_a_decide_pauses_its_model_call_and_the_run_ends_w
         assert result["spent"]["input_tokens"] == 1000 and result["spent"]["cost_usd"] == pytest.approx(
             0.0011
         )
+
+
+async def test_a_model_call_skipped_at_a_pause_is_not_made_and_its_injected_answer_decides(
+    workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphchat.workbench.screens import PauseScreen
+
+    async with _bench_app(workspace, model_server, monkeypatch, JUDGED) as (app, pilot, bench):
+        bench.breakpoints.add("E1")
+        result: dict[str, Any] = {}
+
+        async def run() -> None:
+            result.update(await bench.run({}, debug=True))
+
+        app.run_worker(run())
+        shown = await _paused(app, pilot, "before a model call (judge) in E1")
+        assert "Is this urgent: the server is down?" in shown  # what the model would be asked
+        await _inject(app, pilot, '{"verdict": "no"}')  # not the judge's answer: said, still paused
+        assert isinstance(app.screen, PauseScreen) and "does not fit" in _shown(app, "#dialog-error")
+        await _inject(app, pilot, '{"verdict": false, "reason": "injected: not urgent"}')
+        await _paused(app, pilot, "before builtin__reshape in E1/else/")  # the injected verdict chose
+        await pilot.press("c")
+        await _run_ended(app, pilot)
+        assert model_server.requests == []  # the judge was never asked
+        assert result["outcome"] == "ok" and result["output"] == {"level": "low"}, result
+        log = _run_log(app)
+        assert "⤼ the model call (judge) in E1 skipped: answer injected" in log
+        assert "spent: 2 tool calls · 0 model calls" in log and "⤼ skipped" in _row(app, "E1")
+
+
+AGENT = """\
+identifier: agented
+name: Agented
+description: An agent step.
+steps:
+  - id: E0
+    tool_name: agent
+    input:
+      prompt: Say hello.
+      tools: ['builtin__reshape']
+      max_iterations: 2
+      output_schema: {type: object, required: [greeting], properties: {greeting: {type: string}}}
+output:
+  said: "{{E0.output.greeting}}"
+"""
+
+
+async def test_an_agent_steps_model_call_skipped_at_a_pause_answers_with_the_typed_value(
+    workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _bench_app(workspace, model_server, monkeypatch, AGENT) as (app, pilot, bench):
+        bench.breakpoints.add("E0")
+        result: dict[str, Any] = {}
+
+        async def run() -> None:
+            result.update(await bench.run({}, debug=True))
+
+        app.run_worker(run())
+        shown = await _paused(app, pilot, "before a model call")
+        assert "Say hello." in shown
+        await _inject(app, pilot, '{"greeting": "hello from the pause"}')  # the model's answer
+        await _run_ended(app, pilot)
+        assert model_server.requests == []
+        assert result["outcome"] == "ok" and result["output"] == {"said": "hello from the pause"}, result
 
 
 @pytest.mark.slow

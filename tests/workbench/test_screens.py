@@ -106,10 +106,7 @@ async def test_the_documented_screens_are_the_apps(
             assert app.selected == "E2", [app.query_one("#steps", OptionList).highlighted]
             await _settle(pilot)
             screens["plan"] = capture(app, workspace)
-            await pilot.press("tab")  # back to the chat's input (see the run below)
-            # what `r` does; from the chat's input, as `r` there would be typed (with the focus on
-            # the plan tree, textual takes a tab switch back: the focused widget's pane shows)
-            app.action_run()
+            await pilot.press("r")  # from the plan tree: the run tab shows at once
             await app.workers.wait_for_complete()
             await _settle(pilot)
             assert app.query_one("#tabs", TabbedContent).active == "run"

@@ -319,7 +319,10 @@ def test_on_a_terminal_it_opens_the_plan_validates_and_quits(
     (workspace / "plans" / "greet.yaml").write_text(GREET)
     child = _spawn(workspace, model_server, "greet")
     try:
-        child.expect("E1  builtin__reshape")  # the plan tab's step tree is on the screen
+        # the plan tab's step tree is on the screen (a start on a loaded machine may be slow)
+        child.expect("E1  builtin__reshape", timeout=120)
+        child.expect("palette")  # and the footer: the first screen is painted whole, the prompt
+        # focused (the app focuses it as the screen is composed, so Tab always goes to the plan)
         child.send("\t")  # to the plan
         child.send("v")
         child.expect("✓ valid")
@@ -329,7 +332,7 @@ def test_on_a_terminal_it_opens_the_plan_validates_and_quits(
         child.close(force=True)
     assert child.exitstatus == 0
     unknown = _spawn(workspace, model_server, "no_such_plan")
-    unknown.expect(pexpect.EOF)
+    unknown.expect(pexpect.EOF, timeout=120)
     unknown.close()
     assert unknown.exitstatus == 2 and "unknown plan 'no_such_plan'" in (unknown.before or "")
     assert (workspace / "plans" / "greet.yaml").read_text() == GREET
