@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from graphchat.catalog.base import CallContext  # noqa: E402
-from graphchat.catalog.build import build_catalog  # noqa: E402
+from graphchat.sources import build_catalog  # noqa: E402
 from graphchat.workspace import load_settings  # noqa: E402
 from tests.conftest import clean_env  # noqa: E402
 from tests.scripted_server import ScriptedModelServer  # noqa: E402

@@ -161,8 +161,8 @@ def open_host(
     terminal when there is one); `answers`: an --answers file, asked first; `approver` wraps
     the workspace's approval policy (see `build_catalog`); `catalog`: one already running (a
     warm helper's), used and left running. Cheap: nothing starts here."""
-    from graphchat.catalog.build import build_catalog
     from graphchat.events import sink_for_environment
+    from graphchat.sources import build_catalog
 
     sink = events if events is not None else sink_for_environment()
     if here is None:

@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from graphchat.catalog.naming import sanitize
 from graphchat.fsutil import read_object
+from graphchat.naming import sanitize
 
 log = logging.getLogger(__name__)
 

@@ -698,6 +698,16 @@ def default_warm(environ: Mapping[str, str]) -> str:
     return "manual" if environ.get("GRAPHCHAT_WARM", "").strip().lower() == "manual" else "auto"
 
 
+# plans.paths: a workspace's plans folder -> the further folders read after it (registered by
+# load_settings; plans/discovery.py reads it wherever that plans folder is searched).
+_more_plan_folders: dict[Path, tuple[Path, ...]] = {}
+
+
+def more_plan_folders(plans_dir: Path) -> tuple[Path, ...]:
+    """The folders of `plans.paths` read after `plans_dir` (none when no settings named it)."""
+    return _more_plan_folders.get(plans_dir, ())
+
+
 def load_settings(
     home: str | os.PathLike[str] | None = None,
     model_override: str | None = None,
@@ -760,9 +770,9 @@ def load_settings(
     }
     prompts = parsed.get("prompts", {})
     models = _env_default_model(parsed["models"], environ)
-    from graphchat.plans.discovery import set_plan_paths
-
-    set_plan_paths(workspace / "plans", folders("plans", "paths"))
+    _more_plan_folders[workspace / "plans"] = tuple(
+        f for f in folders("plans", "paths") if f != workspace / "plans"
+    )
     return Settings(
         workspace=workspace,
         config_path=config_path,

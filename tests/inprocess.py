@@ -68,7 +68,7 @@ def _reset_process_state() -> None:
         discovery._cache.clear()
     if (interrupts := sys.modules.get("graphchat.interrupts")) is not None:
         interrupts._received.clear()
-    if (connection := sys.modules.get("graphchat.catalog.mcp_connection")) is not None:
+    if (connection := sys.modules.get("graphchat.catalog.mcp.connection")) is not None:
         connection._sdk_logs_routed = False
 
 

@@ -3,7 +3,7 @@ of the program it reaches.
 
 `as_data` is the one rule; everything else here applies it where a chosen value meets a
 program's command line: the argv of a user `exec` tool (`exec_argv`) and the git pack's refs
-and paths (`graphchat.catalog.git_pack`). A value starting with `-` in a place where the
+and paths (`graphchat.catalog.packs.git`). A value starting with `-` in a place where the
 program would read it as an option is refused with a one-line error naming the argument —
 never passed on, never "fixed".
 """

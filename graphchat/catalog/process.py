@@ -4,7 +4,7 @@ environment.
 Shared by user `exec` tools and the git pack. The folder a tool's program runs in is the
 workspace (a project folder holding graphchat.yaml, like graph's project root), or the
 current folder when the workspace is the per-user data folder. The environment of a turn is
-`turn_environ()`: the asking process's (a warm helper's turn), else this process's; tools and
+`turn_environ()` (graphchat/turn_context.py): the asking process's (a warm helper's turn), else this process's; tools and
 packs read variables through it, never through `os.environ`.
 """
 
@@ -13,10 +13,11 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from graphchat.turn_context import TURN_ENV, WORKING_DIR, turn_environ  # noqa: F401 - the turn's folder and variables
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -43,19 +44,6 @@ class Finished:
 
 class TimedOut(Exception):
     """The program did not finish in time; it was killed."""
-
-
-# The asking process's working directory, when it is not this one's (a warm helper's turn).
-WORKING_DIR: ContextVar[str | None] = ContextVar("graphchat_working_dir", default=None)
-# The asking process's whole environment, when it is not this one's (a warm helper's turn).
-TURN_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("graphchat_turn_env", default=None)
-
-
-def turn_environ() -> Mapping[str, str]:
-    """The environment of the turn being run: the asking process's when a warm helper runs
-    it, else this process's."""
-    asked_with = TURN_ENV.get()
-    return os.environ if asked_with is None else asked_with
 
 
 def run_dir(settings: Settings) -> Path:

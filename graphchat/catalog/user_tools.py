@@ -220,7 +220,7 @@ def _parse_reshape(tool: ToolDoc, data: dict[str, Any]) -> None:
 
 def _check_templates(value: Any, keys: tuple[str | int, ...], what: str) -> None:
     """Templates in a tool may read only `input` (steps do not exist inside a tool)."""
-    from graphchat.plans.template import TemplateError, references
+    from graphchat.template import TemplateError, references
 
     try:
         roots = references(value)
@@ -285,7 +285,7 @@ class ToolRunner:
             # The calling step's own render already resolved the shape: returned verbatim, so
             # text holding `{{ }}` is never read as a template again.
             return ToolResult(arguments.get("shape"))
-        from graphchat.plans.template import TemplateError, render_value
+        from graphchat.template import TemplateError, render_value
 
         try:
             return ToolResult(render_value(tool.shape, {"input": arguments}))
@@ -297,7 +297,7 @@ class ToolRunner:
 
         from graphchat.catalog.argv import UnsafeArgument, exec_argv
         from graphchat.catalog.process import TimedOut, run_dir, run_program
-        from graphchat.plans.template import TemplateError, render_text
+        from graphchat.template import TemplateError, render_text
 
         scope = {"input": arguments}
         try:
@@ -336,7 +336,7 @@ class ToolRunner:
     async def run_prompt(self, tool: ToolDoc, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         from graphchat.errors import GraphchatError
         from graphchat.llm.client import LLM
-        from graphchat.plans.template import TemplateError, render_text
+        from graphchat.template import TemplateError, render_text
 
         schema = tool.output_schema
         if schema is None and tool.caller_output_schema and isinstance(arguments.get("output_schema"), dict):

@@ -137,7 +137,7 @@ class ChatApp:
         changed = self.subscriptions.take_changed()
         if self.catalog is None or ("@" not in message and not changed):
             return message
-        from graphchat.catalog.mcp_features import mentions, with_attachments
+        from graphchat.catalog.mcp.features import mentions, with_attachments
 
         refs = mentions(message, self.catalog.groups()) if "@" in message else []
         for server, uri in refs:

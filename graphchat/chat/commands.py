@@ -197,7 +197,7 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
     """Freeze the current thread into a plan, show it, and offer to run it once."""
     from graphchat.chat.app import current_thread_id
     from graphchat.errors import GraphchatError
-    from graphchat.plans.freeze_workspace import PlanExistsError, freeze_to_workspace
+    from graphchat.runs.freeze import PlanExistsError, freeze_to_workspace
 
     ui = app.ui
     thread_id = current_thread_id(app.session)
@@ -450,7 +450,7 @@ async def _server_prompt(app: ChatApp, server: str, name: str, arg: str) -> bool
         arguments[key] = value
 
     async def turn() -> object:
-        from graphchat.catalog.mcp_features import prompt_message
+        from graphchat.catalog.mcp.features import prompt_message
 
         await app.tools_ready()
         message = await prompt_message(app.catalog, server, name, arguments)

@@ -115,7 +115,7 @@ def _arguments(text: str) -> dict[str, str]:
 
 
 def completer_for(app: Any) -> ChatCompleter:
-    from graphchat.catalog.mcp_features import argument_values, prompt_choices
+    from graphchat.catalog.mcp.features import argument_values, prompt_choices
     from graphchat.chat.commands import COMMANDS
 
     def servers() -> list[str]:

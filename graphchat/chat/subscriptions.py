@@ -57,8 +57,8 @@ def _ref(app: ChatApp, command: str, arg: str) -> tuple[str, str] | None:
 
 async def _request(app: ChatApp, command: str, server: str, method: str, uri: str) -> bool:
     """`method` (subscribe_resource / unsubscribe_resource) on `server`; False (said) when it failed."""
-    from graphchat.catalog.mcp_connection import describe
-    from graphchat.catalog.mcp_features import _mcp_source
+    from graphchat.catalog.mcp.connection import describe
+    from graphchat.catalog.mcp.features import _mcp_source
     from graphchat.errors import GraphchatError
 
     try:

@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _attachments(args: argparse.Namespace) -> None:
     """`--attach SERVER:URI`: a usage error before anything starts when one is not that."""
-    from graphchat.catalog.mcp_features import parse_attach
+    from graphchat.catalog.mcp.features import parse_attach
 
     for ref in getattr(args, "attach", None) or []:
         parse_attach(ref)

@@ -89,7 +89,7 @@ def _threads(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> dict[str
 
 
 def _tools(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
     settings = load_settings(str(_workspace(parsed_args)))

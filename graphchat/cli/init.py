@@ -193,7 +193,7 @@ def where_report(settings: Any) -> dict[str, Any]:
     servers: list[str] = []
     server_error = None
     try:
-        from graphchat.catalog.mcp_config import load_servers
+        from graphchat.catalog.mcp.config import load_servers
 
         servers = [s.name for s in load_servers(settings.catalog_dir, settings.workspace, warnings=[])]
     except Exception as exc:  # a broken servers.yaml is reported, not fatal here

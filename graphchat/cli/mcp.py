@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp_status import server_rows
+    from graphchat.catalog.mcp.status import server_rows
     from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))
@@ -116,7 +116,7 @@ def _with_servers(args: argparse.Namespace, work: Any) -> Any:
     """Run `work(source, names)` against the configured servers (SERVER, or every one)."""
     import asyncio
 
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp.pool import McpSource
     from graphchat.errors import GraphchatError
     from graphchat.workspace import load_settings
 
@@ -143,7 +143,7 @@ def _with_servers(args: argparse.Namespace, work: Any) -> Any:
 
 
 def _failure(server: str, exc: BaseException) -> str:
-    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
 
     why = str(exc) if isinstance(exc, ServerUnavailable) else describe(exc)
     return f"MCP server '{server}': {why}"
@@ -163,7 +163,7 @@ def _offers(exc: BaseException) -> bool:
 
 
 def run_prompts(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp_features import prompt_rows
+    from graphchat.catalog.mcp.features import prompt_rows
     from graphchat.cli.output import print_json, warn
 
     async def work(source: Any, names: list[str]) -> tuple[list[dict[str, Any]], int]:
@@ -197,7 +197,7 @@ def run_prompts(args: argparse.Namespace) -> int:
 
 
 def run_prompt(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp_features import prompt_messages
+    from graphchat.catalog.mcp.features import prompt_messages
     from graphchat.cli.output import print_json
     from graphchat.errors import GraphchatError
 
@@ -238,7 +238,7 @@ def run_prompt(args: argparse.Namespace) -> int:
 
 
 def run_resources(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp_features import resource_rows
+    from graphchat.catalog.mcp.features import resource_rows
     from graphchat.cli.output import print_json, warn
 
     async def work(source: Any, names: list[str]) -> tuple[dict[str, list[Any]], int]:
@@ -283,7 +283,7 @@ def run_resources(args: argparse.Namespace) -> int:
 
 def run_read(args: argparse.Namespace) -> int:
     from graphchat.catalog.base import CallContext
-    from graphchat.catalog.mcp_features import read_resource
+    from graphchat.catalog.mcp.features import read_resource
     from graphchat.cli.output import print_json
     from graphchat.errors import GraphchatError
 

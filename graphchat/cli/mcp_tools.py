@@ -46,9 +46,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _catalog(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """(settings, the catalog without plans, the servers meant: SERVER or every one)."""
-    from graphchat.catalog.build import build_catalog
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp.pool import McpSource
     from graphchat.errors import GraphchatError, did_you_mean
+    from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))
@@ -92,8 +92,8 @@ def _warn_failed(errors: dict[str, str]) -> None:
 
 
 def run_tools(args: argparse.Namespace) -> int:
-    from graphchat.catalog.listing import tool_listing
     from graphchat.cli.output import print_json
+    from graphchat.plans.listing import tool_listing
 
     _, catalog, names = _catalog(args)
     one = args.server is not None
@@ -119,8 +119,8 @@ def run_tools(args: argparse.Namespace) -> int:
 def render(specs: list[Any]) -> str:
     """graph's grouped listing (listing.rs `render_tool_listing`): one section a server, its
     header with the count, each tool's bare name (`[read-only]` marked) over its first line."""
-    from graphchat.catalog.listing import read_only, source_of
     from graphchat.display import safe
+    from graphchat.plans.listing import read_only, source_of
 
     groups: dict[str, list[Any]] = {}
     for spec in specs:
@@ -183,7 +183,7 @@ def run_test(args: argparse.Namespace) -> int:
 def probe_skip_reason(spec: Any) -> str | None:
     """Why `mcp probe` does not call this tool, or None: only read-only tools whose input
     schema requires nothing are called."""
-    from graphchat.catalog.listing import read_only
+    from graphchat.plans.listing import read_only
 
     if not read_only(spec):
         return f"not read-only ({spec.family})"

@@ -179,7 +179,7 @@ def run_command(args: argparse.Namespace) -> int:
     settings = load_settings(args.home, model=args.model)
     plan = resolve_plan(settings, args.plan)
     inputs = plan_input(plan, args.document, args.input, strict=args.strict)
-    from graphchat.catalog.plan_tools import configured_servers
+    from graphchat.plans.plan_tools import configured_servers
 
     missing = plan.missing_servers(configured_servers(settings)) if plan.requires_servers else []
     if missing:

@@ -125,11 +125,11 @@ def _taken(settings: Any, identifier: str, force: bool) -> str | None:
 def run_draft(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import print_json, report_error, warn
     from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.events import sink_for_environment
     from graphchat.plans.loader import IDENTIFIER_RE
+    from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
     if not args.goal.strip():

@@ -148,9 +148,9 @@ def _edit(args: argparse.Namespace, edit: Any, renames: dict[str, str] | None = 
 
 
 def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import print_json
     from graphchat.plans import authoring
+    from graphchat.sources import build_catalog
 
     notes = authoring.catalog_notes(done.path, build_catalog(settings, record_shapes=False), settings)
     if args.json:

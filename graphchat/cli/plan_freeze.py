@@ -1,6 +1,6 @@
 """`graphchat plan freeze [THREAD]`: a thread's successful tool calls, saved as a plan.
 
-The use case (read the thread, freeze, check, write) is `graphchat.plans.freeze_workspace`;
+The use case (read the thread, freeze, check, write) is `graphchat.runs.freeze`;
 here are only the command's arguments and what it prints.
 """
 
@@ -35,7 +35,7 @@ def register_freeze(plan_sub: argparse._SubParsersAction) -> None:
 
 def run_freeze(args: argparse.Namespace) -> int:
     from graphchat.cli.output import note, warn
-    from graphchat.plans.freeze_workspace import freeze_to_workspace
+    from graphchat.runs.freeze import freeze_to_workspace
     from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))

@@ -38,13 +38,13 @@ def run_go(args: argparse.Namespace) -> int:
 
     from graphchat.asks import host_asker
     from graphchat.catalog.base import CallContext
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import note, print_json, report_error, warn
     from graphchat.cli.plan_draft import _taken
     from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.events import sink_for_environment
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.plans.planner import plan_and_execute
+    from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
     if not args.goal.strip():

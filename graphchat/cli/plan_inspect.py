@@ -63,8 +63,8 @@ def _settings(args: argparse.Namespace) -> Any:
 
 def _catalog(settings: Any) -> Any:
     """The catalog for resolution checks: cheap (no server start, nothing recorded)."""
-    from graphchat.catalog.build import build_catalog
     from graphchat.cli.output import warn_catalog
+    from graphchat.sources import build_catalog
 
     catalog = build_catalog(settings, record_shapes=False)
     warn_catalog(catalog)
@@ -121,7 +121,7 @@ def run_list(args: argparse.Namespace) -> int:
         # graph's envelope (plan_edit.rs `list_as_json`): `plans` (the catalog), `skipped`
         # ({path, reason}), `hidden` ({identifier, missingServers}); `count` as graph's other
         # listings; `failed` and `duplicates` are graphchat's additions.
-        from graphchat.catalog.plan_tools import configured_servers
+        from graphchat.plans.plan_tools import configured_servers
 
         configured = configured_servers(settings)
         hidden = []

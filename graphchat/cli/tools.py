@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _catalog(settings: Any, events: Any = None, record_shapes: bool = False) -> Any:
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
 
     return build_catalog(settings, events=events, record_shapes=record_shapes)
 
@@ -69,7 +69,7 @@ def _warn(message: str) -> None:
 
 async def _fill_cache(catalog: Any, settings: Any, *, refresh: bool) -> None:
     """Start the MCP servers whose tools are unknown (all with --refresh), concurrently."""
-    from graphchat.catalog.mcp_status import fresh_log
+    from graphchat.catalog.mcp.status import fresh_log
 
     names = catalog.groups() if refresh else catalog.unprepared()
     if not names:
@@ -120,7 +120,7 @@ def run_list(args: argparse.Namespace) -> int:
         _warn(f"tool name {name} is wanted by {' and '.join(pairs)}; each got a distinct name")
     for message in catalog.warnings:
         _warn(message)
-    from graphchat.catalog.listing import tool_listing
+    from graphchat.plans.listing import tool_listing
 
     specs = catalog.list()
     if args.json:
@@ -136,7 +136,7 @@ def run_list(args: argparse.Namespace) -> int:
     ]
     if not rows:
         print(NO_TOOLS, file=sys.stderr)
-    from graphchat.catalog.listing import CONTROL_SOURCE, control_entries
+    from graphchat.plans.listing import CONTROL_SOURCE, control_entries
 
     rows += [  # step vocabulary, listed as graph lists it: never offered to a model, never callable
         {"name": c["name"], "source": CONTROL_SOURCE, "family": "control", "description": c["description"]}
@@ -209,7 +209,7 @@ def _find(catalog: Any, settings: Any, name: str) -> Any:
 
 def describe_tool(catalog: Any, spec: Any, settings_dir: Any) -> dict[str, Any]:
     """Everything `tools show` says about a tool, as JSON."""
-    from graphchat.catalog.listing import read_only, source_of
+    from graphchat.plans.listing import read_only, source_of
     from graphchat.shapes import ShapeStore
 
     # graph's keys, every one always present (null when absent; `outputSchema` and
@@ -257,7 +257,7 @@ def run_show(args: argparse.Namespace) -> int:
     from graphchat.cli.output import warn_catalog
 
     warn_catalog(catalog)
-    from graphchat.catalog.listing import control_show, is_control_step
+    from graphchat.plans.listing import control_show, is_control_step
 
     if is_control_step(args.name):
         doc = control_show(args.name)
@@ -313,8 +313,8 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _refuse_control_step(name: str) -> None:
-    from graphchat.catalog.listing import is_control_step
     from graphchat.errors import GraphchatError
+    from graphchat.plans.listing import is_control_step
 
     if is_control_step(name):  # listed like a tool, so a caller will try: say what it is
         raise GraphchatError(

@@ -46,7 +46,7 @@ def expanded(config: ModelConfig, field: str) -> str | None:
     value = getattr(config, field)
     if not value or "${" not in value:
         return value  # type: ignore[no-any-return]
-    from graphchat.catalog.process import turn_environ
+    from graphchat.turn_context import turn_environ
 
     environ = turn_environ()
 

@@ -252,7 +252,7 @@ def _plans(name: str, a: dict[str, Any], settings: Settings, catalog: Catalog) -
 async def _tools(
     name: str, a: dict[str, Any], catalog: Catalog, ctx: CallContext
 ) -> tuple[dict[str, Any], bool]:
-    from graphchat.catalog.listing import control_show, is_control_step, read_only, source_of, tool_listing
+    from graphchat.plans.listing import control_show, is_control_step, read_only, source_of, tool_listing
 
     if name == "graph_tools_list":
         return tool_listing(catalog.list()), False  # graph's envelope, as `tools list --json` prints it

@@ -144,7 +144,7 @@ class PlanServer:
         )
 
     def _fresh_parking(self, spec: ToolSpec, arguments: dict[str, Any]) -> parking.ServedParking | None:
-        from graphchat.catalog.plan_tools import PlanSource
+        from graphchat.plans.plan_tools import PlanSource
 
         for source in self.catalog.sources:
             if isinstance(source, PlanSource) and spec.meta["plan"] in source.plans():

@@ -41,7 +41,7 @@ from graphchat.plans.steps import CONTROL
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
-    from graphchat.plans.template.parser import Path as TPath
+    from graphchat.template.parser import Path as TPath
 
 ERROR = "error"
 EVIDENCE = "evidence"
@@ -378,7 +378,7 @@ class _Checker:
     # -- templates
 
     def templates(self, value: Any, env: _Env, label: str | None, field: str, cap: str) -> None:
-        from graphchat.plans.template import TemplateError, parse
+        from graphchat.template import TemplateError, parse
 
         for text, loc in template_strings(value, ""):
             try:
@@ -394,7 +394,7 @@ class _Checker:
                 self.path(path, text, env, label, where, cap)
 
     def resolve_splice(self, text: str, env: _Env) -> tuple[Schema, Source] | None:
-        from graphchat.plans.template import TemplateError, parse
+        from graphchat.template import TemplateError, parse
 
         try:
             splice = parse(text).splice
@@ -443,8 +443,8 @@ def _strict_paths(nodes: tuple[Any, ...], roots: Mapping[str, Any], *, in_sectio
     """Paths resolved strictly at run time: value tags outside sections, and inside sections
     those that start at a root (a bare name there reads the element; section tests are
     conditionals)."""
-    from graphchat.plans.template.parser import DATA, Section
-    from graphchat.plans.template.parser import Path as TPath
+    from graphchat.template.parser import DATA, Section
+    from graphchat.template.parser import Path as TPath
 
     for node in nodes:
         if isinstance(node, TPath):

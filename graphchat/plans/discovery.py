@@ -1,5 +1,5 @@
 """Find the workspace's plans: every *.yaml/*.yml in plans/ (not its subfolders), sorted, then
-in each folder of `plans.paths` (graphchat.yaml; registered here by load_settings), first
+in each folder of `plans.paths` (graphchat.yaml; registered by load_settings in graphchat.workspace), first
 identifier wins.
 
 A file that does not load is skipped with a one-line warning, and asking for it by name
@@ -15,17 +15,11 @@ from pathlib import Path
 
 from graphchat.errors import GraphchatError
 from graphchat.plans.model import Plan, PlanLoadError, plan_identifier
+from graphchat.workspace import more_plan_folders
 
 Warn = Callable[[str], None]
 
 _cache: dict[Path, tuple[tuple[int, int], Plan | PlanLoadError]] = {}
-# plans.paths: a workspace's plans folder -> the further folders read after it
-_more_folders: dict[Path, tuple[Path, ...]] = {}
-
-
-def set_plan_paths(plans_dir: Path, folders: tuple[Path, ...]) -> None:
-    """Read `folders` (plans.paths) after `plans_dir` wherever that plans folder is searched."""
-    _more_folders[plans_dir] = tuple(f for f in folders if f != plans_dir)
 
 
 def load_cached(path: Path) -> Plan:
@@ -56,7 +50,7 @@ def plan_files(plans_dir: Path) -> list[Path]:
     folders; hidden ones skipped. Subfolders are not searched, as graph's `load_plan_docs`
     (pipeline/doc.rs) reads one directory."""
     files: list[Path] = []
-    for folder in (plans_dir, *_more_folders.get(plans_dir, ())):
+    for folder in (plans_dir, *more_plan_folders(plans_dir)):
         if not folder.is_dir():
             continue
         files += sorted(

@@ -35,7 +35,7 @@ from graphchat.plans.runtime import (
     template_message,
 )
 from graphchat.plans.steps import CONTROL
-from graphchat.plans.template import EmptyData, TemplateError
+from graphchat.template import EmptyData, TemplateError
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolResult
@@ -633,7 +633,7 @@ async def _steps_and_finish(
     not_found: str | None = None
     try:
         # the servers of the plans it calls too: a plan tool's approval family is then known
-        from graphchat.catalog.plan_tools import reachable_servers
+        from graphchat.plans.plan_tools import reachable_servers
 
         await prepare_servers(catalog, reachable_servers(plan, catalog))
         unknown = unresolved_tools(plan, catalog)

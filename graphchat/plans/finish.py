@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from graphchat.plans.model import Plan
-from graphchat.plans.template import EmptyData, MissingStep, TemplateError, render_text, render_value
+from graphchat.template import EmptyData, MissingStep, TemplateError, render_text, render_value
 
 if TYPE_CHECKING:
     from graphchat.plans.runtime import StepRunner as Runner

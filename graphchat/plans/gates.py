@@ -23,8 +23,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.plans.template import check_syntax, json_kind, parse, render_value
-from graphchat.plans.template.errors import TemplateError
+from graphchat.template import check_syntax, json_kind, parse, render_value
+from graphchat.template.errors import TemplateError
 
 GATE_OPS = {"eq", "ne", "gt", "lt", "gte", "lte", "empty", "not_empty", "contains"}
 _ORDERING = {"gt", "lt", "gte", "lte"}

@@ -209,7 +209,7 @@ class Site:
 def yaml_kind(value: Any) -> str:
     """What a YAML value is, for loader messages (`a mapping`, `a list`, `a number (3)`).
 
-    In YAML's words, as the plan's author wrote it; `graphchat.plans.template.json_kind` names
+    In YAML's words, as the plan's author wrote it; `graphchat.template.json_kind` names
     a rendered JSON value at run time (`an object`, `an array`). The messages are pinned."""
     if value is None:
         return "null"
@@ -243,7 +243,7 @@ def template_strings(value: Any, where: str) -> list[tuple[str, str]]:
 
 def roots_of(value: Any) -> set[str]:
     """The roots every template in `value` reads (templates that do not parse are skipped)."""
-    from graphchat.plans.template import TemplateError, parse
+    from graphchat.template import TemplateError, parse
 
     roots: set[str] = set()
     for text, _ in template_strings(value, ""):

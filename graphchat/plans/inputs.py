@@ -32,8 +32,8 @@ def input_keys_read(plan: Any) -> set[str] | None:
     """The top-level input keys the plan's templates read (`{{input.x…}}`, sections included),
     anywhere: steps, bodies, the finish. None when some template reads the whole `{{input}}`."""
     from graphchat.plans.grammar import template_strings
-    from graphchat.plans.template import TemplateError, parse
-    from graphchat.plans.template.parser import DATA, Path, Section
+    from graphchat.template import TemplateError, parse
+    from graphchat.template.parser import DATA, Path, Section
 
     keys: set[str] = set()
     whole = False

@@ -125,7 +125,7 @@ def cached_tool_names(path: Path | None) -> list[str]:
         return []
     import orjson
 
-    from graphchat.catalog.naming import tool_name
+    from graphchat.naming import tool_name
 
     for folder in path.resolve().parents:
         cache = folder / "catalog" / "cache"
@@ -707,7 +707,7 @@ class _Loader:
 
     def check_templates(self, value: Any, scope: Scope, where: str | None, field: str) -> None:
         """Syntax, unknown roots and forward references of every template in `value`."""
-        from graphchat.plans.template import TemplateError, parse
+        from graphchat.template import TemplateError, parse
 
         def report(loc: str, what: str) -> None:
             full = f"{field}.{loc}" if loc else field

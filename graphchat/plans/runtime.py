@@ -15,9 +15,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graphchat.plans.template import EmptyData, TemplateError, json_kind
-from graphchat.plans.template import render_text as _render_text
-from graphchat.plans.template import render_value as _render_value
+from graphchat.template import EmptyData, TemplateError, json_kind
+from graphchat.template import render_text as _render_text
+from graphchat.template import render_value as _render_value
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import CallContext, Catalog

@@ -116,7 +116,7 @@ async def ask_turn(
             frames = keep_frames(settings, session.thread.id)
         await host.warm_up()
         if flags.get("attach"):  # the resources' contents go into the message (and the thread)
-            from graphchat.catalog.mcp_features import parse_attach, with_attachments
+            from graphchat.catalog.mcp.features import parse_attach, with_attachments
 
             refs = [parse_attach(ref) for ref in flags["attach"]]
             message = await with_attachments(host.catalog, message, refs, settings.max_tool_result_chars)

@@ -5,7 +5,7 @@ A turn runs exactly as `ask` runs it in its own process (`graphchat.runs.turn.as
 helper's running catalog, shown through a RemoteFront: every event, every piece of the answer,
 every question goes to the client as a message, and the client renders it with the same code
 a local `ask` uses. Each request brings its own working directory and its whole environment,
-which the turn runs in (graphchat.catalog.process: WORKING_DIR, TURN_ENV); the helper never
+which the turn runs in (graphchat/turn_context.py: WORKING_DIR, TURN_ENV); the helper never
 changes its own (`chdir`, `os.environ`). A request whose environment differs in a variable the
 helper itself depends on (what its MCP servers were started with, its model, credentials) is
 refused, and the client asks itself. Several clients may ask at once: each
@@ -231,8 +231,8 @@ class Helper:
 
     async def start(self) -> dict[str, Any]:
         """Load, import, start the servers, listen. Returns what `graphchat warm` prints."""
-        from graphchat.catalog.build import build_catalog
         from graphchat.errors import ConfigError
+        from graphchat.sources import build_catalog
         from graphchat.workspace import load_settings
 
         settings = load_settings(workspace=self.workspace)
@@ -442,7 +442,7 @@ class Helper:
     def _take_roots(self, request: dict[str, Any]) -> list[Any] | None:
         """The MCP roots of the request's folder for the helper's servers (McpSource.take_roots):
         the servers to tell, or None when another turn runs under other roots."""
-        from graphchat.catalog.mcp_pool import McpSource
+        from graphchat.catalog.mcp.pool import McpSource
 
         tell: list[Any] = []
         for source in getattr(self.catalog, "sources", []):
@@ -514,9 +514,9 @@ class Helper:
 
     async def _turn(self, conn: Conn, request: dict[str, Any]) -> None:
         """Run one turn for `conn` and end with its exit code, as `graphchat.cli.main` would."""
-        from graphchat.catalog.process import TURN_ENV, WORKING_DIR
         from graphchat.errors import EXIT_INTERRUPTED, GraphchatError
         from graphchat.interrupts import CLIENT_REASON
+        from graphchat.turn_context import TURN_ENV, WORKING_DIR
 
         _current.set(conn)
         CLIENT_REASON.set(conn.interrupted_by)  # the thread records the client's Ctrl-C/SIGTERM

@@ -376,7 +376,7 @@ class Bench:
     def open_thread(self, thread: str | None) -> str:
         """Freeze a chat's thread (`plan freeze`'s deterministic freezer; the latest thread
         without an id) and open the plan as an unsaved draft. Returns the plan's identifier."""
-        from graphchat.plans.freeze_workspace import freeze_to_workspace
+        from graphchat.runs.freeze import freeze_to_workspace
 
         saved = freeze_to_workspace(self.settings, thread, write=False, warn=self.say)
         frozen = saved.frozen

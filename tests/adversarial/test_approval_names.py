@@ -22,7 +22,7 @@ def setup(workspace: Path, calls: Path, approvals: str) -> str:
         workspace, {SERVER: hostile([{"name": TOOL, "read": False, "result": {"deleted": 1}}], calls)}
     )
     (workspace / "graphchat.yaml").write_text(approvals)
-    from graphchat.catalog.naming import tool_name
+    from graphchat.naming import tool_name
 
     name = tool_name(SERVER, TOOL)
     assert "delete" not in name and SERVER not in name  # the rules cannot match the catalog name itself
@@ -45,7 +45,7 @@ def test_deny_wins_over_allow_of_the_catalog_name(
     cli: GraphchatRunner, workspace: Path, tmp_path: Path
 ) -> None:
     calls = tmp_path / "calls.jsonl"
-    from graphchat.catalog.naming import tool_name
+    from graphchat.naming import tool_name
 
     name = tool_name(SERVER, TOOL)
     setup(workspace, calls, f'approvals:\n  allow: ["{name}"]\n  deny: ["*__delete_*"]\n')

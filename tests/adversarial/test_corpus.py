@@ -28,7 +28,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from graphchat.catalog.naming import tool_name
+from graphchat.naming import tool_name
 from tests.adversarial.support import CORPUS, HOSTILE_SERVER
 from tests.conftest import clean_env
 from tests.scripted_server import ScriptedModelServer

@@ -13,7 +13,7 @@ import yaml
 from graphchat.asks import Answer, Asker, Question, UnavailableAsker
 from graphchat.catalog.approvals import add_allow_entry, family_from_annotations, make_approver
 from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSource, ToolSpec
-from graphchat.catalog.build import build_catalog
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.servers.support import stdio, write_servers
 

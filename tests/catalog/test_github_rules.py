@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from graphchat.catalog.github_pack import (
+from graphchat.catalog.packs.github import (
     DEFAULT_TICKET,
     GithubFailed,
     _compile_ticket,

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.build import build_catalog
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.catalog.test_mcp_features import SAMPLE, _tool_texts, everything, needs_everything
 from tests.catalog.test_mcp_pool import RecordingAsker

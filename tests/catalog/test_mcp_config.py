@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from graphchat.catalog.mcp_config import load_servers
+from graphchat.catalog.mcp.config import load_servers
 from graphchat.errors import ConfigError, GraphchatError
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.build import build_catalog
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.catalog.test_mcp_thirdparty import EVERYTHING
 from tests.chat.test_pty import Spawn, leave, send_message

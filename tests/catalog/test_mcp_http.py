@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_pool import McpSource
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.servers.support import RecordingListener, reached, start_http_server, write_servers
 

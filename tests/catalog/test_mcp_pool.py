@@ -13,8 +13,8 @@ import pytest
 
 from graphchat.asks import Answer, Asker, Question
 from graphchat.catalog.base import CallContext, Catalog
-from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_pool import McpSource
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.servers.support import LOWLEVEL_SERVER, alive, pids, reached, stdio, write_servers
 

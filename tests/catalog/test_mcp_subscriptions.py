@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.build import build_catalog
-from graphchat.catalog.mcp_features import _mcp_source
+from graphchat.catalog.mcp.features import _mcp_source
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.servers.support import stdio, write_servers
 

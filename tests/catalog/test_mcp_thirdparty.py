@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.build import build_catalog
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.conftest import REPO, GraphchatRunner
 from tests.servers.support import write_servers

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from graphchat.catalog.naming import MAX_NAME, NameMap, sanitize, tool_name, valid_server_name
+from graphchat.naming import MAX_NAME, NameMap, sanitize, tool_name, valid_server_name
 
 SAFE = re.compile(r"[A-Za-z0-9_-]+")
 

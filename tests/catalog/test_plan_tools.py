@@ -7,8 +7,8 @@ from pathlib import Path
 
 from graphchat.asks import Answer, Asker, Question
 from graphchat.catalog.base import CallContext, Catalog
-from graphchat.catalog.build import build_catalog
-from graphchat.catalog.plan_tools import PlanSource
+from graphchat.plans.plan_tools import PlanSource
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.plan_support import FakeTools, plan_from_yaml
 

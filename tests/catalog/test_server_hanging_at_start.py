@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graphchat.catalog.build import build_catalog
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.conftest import GraphchatRunner, clean_env
 from tests.servers.support import SERVERS, alive, stdio, write_servers

@@ -1,4 +1,4 @@
-"""The `slack` pack (graphchat.catalog.slack_pack) through the real command against a fake Slack
+"""The `slack` pack (graphchat.catalog.packs.slack) through the real command against a fake Slack
 Web API on loopback (tests/fake_slack.py): graph's `{channel, ts, permalink}`, a refused post
 failing, the token sent and never written, and the post asked about (destructive)."""
 

@@ -22,7 +22,7 @@ import pytest
 
 from graphchat.asks import Answer, Asker, Question
 from graphchat.plans.gates import GateError, evaluate
-from graphchat.plans.template import (
+from graphchat.template import (
     BadPath,
     EmptyData,
     MissingStep,
@@ -854,7 +854,7 @@ def test_unknown_input_key_typed_is_exit_3_in_a_document_a_warning(cli: Any, inp
 async def test_unknown_key_in_a_plan_tool_call_is_a_warning() -> None:
     """graph: pipeline/mod.rs invoke_plan passes a plan tool's arguments through; graphchat warns."""
     from graphchat.catalog.base import CallContext, Catalog
-    from graphchat.catalog.plan_tools import PlanSource
+    from graphchat.plans.plan_tools import PlanSource
     from tests.plan_support import Recorder, plan_from_yaml
 
     catalog = Catalog([FakeTools()])

@@ -12,10 +12,10 @@ import pytest
 
 from graphchat.asks import Answer, Asker, ScriptedAsker, UnavailableAsker
 from graphchat.catalog.base import Catalog
-from graphchat.catalog.plan_tools import PlanSource
 from graphchat.cli.plan import exit_code
 from graphchat.llm.types import Completion, ModelClient, Usage
 from graphchat.plans.executor import run_plan
+from graphchat.plans.plan_tools import PlanSource
 from tests.plan_support import FakeTools, Recorder, plan_from_yaml, run_yaml
 
 HEAD = "identifier: t\nname: T\ndescription: test plan\n"

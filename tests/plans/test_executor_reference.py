@@ -14,10 +14,10 @@ import pytest
 
 from graphchat.asks import ScriptedAsker, UnavailableAsker
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.build import build_catalog
 from graphchat.cli.plan import exit_code
 from graphchat.plans.discovery import discover
 from graphchat.plans.executor import PlanOutcome, llm_factory_for, run_plan
+from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.scripted_server import ScriptedModelServer
 

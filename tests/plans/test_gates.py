@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphchat.plans.gates import GATE_OPS, GateError, evaluate, gate_problems, is_infer, json_equal
-from graphchat.plans.template import BadPath, EmptyData, MissingStep
+from graphchat.template import BadPath, EmptyData, MissingStep
 
 SCOPE = {
     "input": {"limit": 5, "name": "core team"},

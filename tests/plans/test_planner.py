@@ -318,7 +318,7 @@ def test_not_offered_in_agent_steps_and_a_plan_it_runs_cannot_start_it_again(wor
     import asyncio
 
     from graphchat.catalog.base import CallContext
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
     settings = load_settings(workspace)  # no model configured: the guard answers before any model

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphchat.plans.template import (
+from graphchat.template import (
     BadPath,
     EmptyData,
     MissingStep,

@@ -127,7 +127,7 @@ def _tool_list(command: str, args: tuple[str, ...], env: dict[str, str]) -> list
 
     key = (command, *args, env.get("TOOL_COUNT", ""))
     if key not in _TOOL_LISTS:
-        from graphchat.catalog.mcp_pool import McpSource
+        from graphchat.catalog.mcp.pool import McpSource
         from graphchat.workspace import load_settings
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -159,7 +159,7 @@ def seed_cache(workspace: Path) -> None:
     without starting a server for this workspace (tool lists are fetched once per session)."""
     import orjson
 
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp.pool import McpSource
     from graphchat.workspace import load_settings
 
     source = McpSource(load_settings(workspace))

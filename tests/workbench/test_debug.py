@@ -95,7 +95,7 @@ async def _bench_app(
     workspace: Path, server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch, plan: str
 ) -> AsyncIterator[tuple[Any, Any, Any]]:
     """(app, pilot, bench) with `plan` loaded, the pane as the asker, the MCP server reachable."""
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.app import WorkbenchApp
     from graphchat.workbench.bench import Bench
     from graphchat.workbench.pane_asker import PaneAsker

@@ -42,7 +42,7 @@ def _planner_requests(server: ScriptedModelServer) -> list[dict[str, Any]]:
 async def test_the_agent_drafts_a_plan_it_is_validated_shown_at_once_and_undone_with_u(
     workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.app import WorkbenchApp
     from graphchat.workbench.bench import Bench
 
@@ -89,7 +89,7 @@ async def test_drafting_over_unsaved_changes_is_refused_until_the_person_agrees(
     workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from graphchat.catalog.base import CallContext
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.bench import Bench
 
     plan_file = workspace / "plans" / "greet.yaml"
@@ -140,7 +140,7 @@ async def test_a_draft_that_never_validates_leaves_its_valid_first_steps_and_say
     workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from graphchat.catalog.base import CallContext
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.bench import Bench
 
     settings = _settings(workspace, model_server, monkeypatch)

@@ -44,8 +44,8 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def bench(workspace: Path, project: Path) -> AsyncIterator[Any]:
-    from graphchat.catalog.build import build_catalog
     from graphchat.host import load_settings
+    from graphchat.sources import build_catalog
     from graphchat.workbench.bench import Bench
 
     settings = load_settings(str(workspace))

@@ -66,7 +66,7 @@ async def test_the_documented_screens_are_the_apps(
 
     from textual.widgets import OptionList, TabbedContent
 
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.app import WorkbenchApp
     from graphchat.workbench.bench import Bench
 

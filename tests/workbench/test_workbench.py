@@ -70,7 +70,7 @@ async def _say(app: Any, pilot: Any, text: str) -> None:
 async def test_the_agent_adds_a_step_its_delete_is_rejected_it_saves_what_was_shown(
     workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.app import WorkbenchApp
     from graphchat.workbench.bench import Bench
 
@@ -144,8 +144,8 @@ async def test_keys_validate_run_undo_and_quit_asks_when_unsaved(
 ) -> None:
     from textual.widgets import Log
 
-    from graphchat.catalog.build import build_catalog
     from graphchat.plans import authoring
+    from graphchat.sources import build_catalog
     from graphchat.workbench.app import ConfirmQuit, WorkbenchApp
     from graphchat.workbench.bench import Bench
 
@@ -206,7 +206,7 @@ async def test_load_plan_refuses_to_drop_unsaved_changes_and_workbench_tools_are
     workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from graphchat.catalog.base import CallContext
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.bench import Bench
 
     (workspace / "plans" / "greet.yaml").write_text(GREET)
@@ -341,7 +341,7 @@ def test_on_a_terminal_it_opens_the_plan_validates_and_quits(
 async def test_the_iteration_budget_counts_rounds_without_a_successful_edit(
     workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.bench import Bench
 
     (workspace / "graphchat.yaml").write_text("settings:\n  max_agent_iterations: 3\n")
@@ -391,7 +391,7 @@ async def test_the_iteration_budget_counts_rounds_without_a_successful_edit(
 async def test_prompts_workbench_replaces_the_agents_system_prompt(
     workspace: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphchat.catalog.build import build_catalog
+    from graphchat.sources import build_catalog
     from graphchat.workbench.bench import SYSTEM_PROMPT, Bench
 
     (workspace / "graphchat.yaml").write_text("prompts:\n  workbench: You edit plans tersely.\n")

@@ -62,7 +62,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
 
 async def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> list[bool]:
     from graphchat.plans.gates import GateError, evaluate
-    from graphchat.plans.template import EmptyData, TemplateError
+    from graphchat.template import EmptyData, TemplateError
 
     label = step.label
     item_scope = dict(scope)

@@ -1,22 +1,95 @@
-"""Assemble a command's catalog from the workspace: natives, MCP servers, plans, approvals, shapes."""
+"""The table of tool sources, and the one catalog a command assembles from it.
+
+`SOURCES` is to the catalog what the step table is to plans: one row a kind of source, in the
+order the catalog lists them. It sits above `catalog/` (natives, packs, user tools, MCP) and
+`plans/` (plan tools, `plan_and_execute`), so neither imports the other's sources; `host`
+builds every command's catalog here.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import Catalog
-from graphchat.catalog.core import CoreSource
 
 if TYPE_CHECKING:
-    from graphchat.catalog.base import Approver
+    from graphchat.catalog.approvals import PolicyApprover
+    from graphchat.catalog.base import Approver, ToolSource
     from graphchat.events import EventSink
     from graphchat.workspace import Settings
 
 
 log = logging.getLogger("graphchat.shapes")
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """What a source may need while the catalog is assembled."""
+
+    settings: Settings
+    catalog: Catalog
+    policy: PolicyApprover
+    events: EventSink | None
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """One kind of source: `make` gives its sources; `switch` names the `build_catalog` flag
+    that leaves it out (None: always there)."""
+
+    name: str
+    make: Callable[[Assembly], Iterable[ToolSource]]
+    switch: str | None = None
+
+
+def _natives(a: Assembly) -> Iterable[ToolSource]:
+    from graphchat.catalog.native import NativeSource
+
+    return [NativeSource(a.settings)]
+
+
+def _packs(a: Assembly) -> Iterable[ToolSource]:
+    from graphchat.catalog.packs import pack_sources
+
+    return pack_sources(a.settings)
+
+
+def _user_tools(a: Assembly) -> Iterable[ToolSource]:
+    from graphchat.catalog.user_tools import UserToolSource
+
+    return [UserToolSource(a.settings)]
+
+
+def _mcp(a: Assembly) -> Iterable[ToolSource]:
+    from graphchat.catalog.mcp.pool import McpSource
+
+    return [McpSource(a.settings, events=a.events, policy=a.policy)]
+
+
+def _plans(a: Assembly) -> Iterable[ToolSource]:
+    from graphchat.plans.plan_tools import PlanSource
+
+    return [PlanSource(a.settings, a.catalog)]
+
+
+def _core(a: Assembly) -> Iterable[ToolSource]:
+    from graphchat.plans.core_tools import CoreSource
+
+    return [CoreSource(a.settings, a.catalog)]  # plan_and_execute
+
+
+SOURCES: tuple[SourceRow, ...] = (
+    SourceRow("native", _natives),
+    SourceRow("packs", _packs),
+    SourceRow("user", _user_tools),
+    SourceRow("mcp", _mcp, switch="include_mcp"),
+    SourceRow("plan", _plans, switch="include_plans"),
+    SourceRow("core", _core),
+)
 
 
 def build_catalog(
@@ -28,30 +101,21 @@ def build_catalog(
     record_shapes: bool = True,
     approver: Callable[[Approver], Approver] | None = None,
 ) -> Catalog:
-    """The one catalog of a command. Cheap: no server starts and no model import here.
+    """The one catalog of a command: every row of `SOURCES` whose switch is on. Cheap: no server
+    starts and no model import here.
 
     `approver` wraps the workspace's approval policy when a host has its own notion of
     consent (`mcp serve`: the client's call of a plan is its consent)."""
     from graphchat.catalog.approvals import PolicyApprover
-    from graphchat.catalog.native import NativeSource
 
     policy = PolicyApprover(settings)  # also approves MCP servers' sampling requests
     catalog = Catalog(approver=approver(policy) if approver is not None else policy)
-    catalog.add_source(NativeSource(settings))
-    from graphchat.catalog.packs import pack_sources
-    from graphchat.catalog.user_tools import UserToolSource
-
-    for source in [*pack_sources(settings), UserToolSource(settings)]:
-        catalog.add_source(source)
-    if include_mcp:
-        from graphchat.catalog.mcp_pool import McpSource
-
-        catalog.add_source(McpSource(settings, events=events, policy=policy))
-    if include_plans:
-        from graphchat.catalog.plan_tools import PlanSource
-
-        catalog.add_source(PlanSource(settings, catalog))
-    catalog.add_source(CoreSource(settings, catalog))  # plan_and_execute
+    switches: dict[str, Any] = {"include_mcp": include_mcp, "include_plans": include_plans}
+    assembly = Assembly(settings, catalog, policy, events)
+    for row in SOURCES:
+        if row.switch is None or switches[row.switch]:
+            for source in row.make(assembly):
+                catalog.add_source(source)
     from graphchat.ci import memory_storage
 
     if record_shapes and not memory_storage():  # GRAPHCHAT_STORAGE=memory: no shape files

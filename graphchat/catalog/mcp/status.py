@@ -16,7 +16,7 @@ def server_rows(
     """One row per configured server. `check`: start every server now (and stop it again);
     a row's state is then `running` or `failed` with the error of this start. `warnings` gets
     the server entries that were skipped (a bad entry of servers.yaml)."""
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp.pool import McpSource
 
     source = McpSource(settings)
     if warnings is not None:
@@ -88,7 +88,7 @@ def _expanded_where(config: Any, redactor: Any) -> str | None:
 def fresh_log(settings: Settings, server: str, since: float) -> str | None:
     """The workspace-relative path of the server's log when a start wrote to it since `since`
     (a failure before any process started, e.g. an unset ${VAR}, writes none)."""
-    from graphchat.catalog.mcp_cache import ServerFiles
+    from graphchat.catalog.mcp.cache import ServerFiles
 
     log = ServerFiles(settings.catalog_dir).log_path(server)
     try:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.fsutil import read_object
 
 if TYPE_CHECKING:
-    from graphchat.catalog.mcp_config import ServerConfig
+    from graphchat.catalog.mcp.config import ServerConfig
 
 
 def _now() -> str:

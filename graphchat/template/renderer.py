@@ -30,8 +30,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.plans.template.errors import BadPath, EmptyData, MissingStep, TemplateError
-from graphchat.plans.template.parser import AT_FIRST, AT_INDEX, DATA, Node, Path, Section, parse
+from graphchat.template.errors import BadPath, EmptyData, MissingStep, TemplateError
+from graphchat.template.parser import AT_FIRST, AT_INDEX, DATA, Node, Path, Section, parse
 
 try:  # orjson is a dependency; keep a stdlib fallback for values it refuses (huge ints).
     import orjson as _orjson

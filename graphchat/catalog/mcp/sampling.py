@@ -38,7 +38,7 @@ def _block_text(block: Any) -> str:
     if kind == "text":
         return str(block.text)
     if kind in ("image", "audio"):
-        from graphchat.catalog.mcp_features import content_value
+        from graphchat.catalog.mcp.features import content_value
 
         value = content_value(block)
         return f"[{kind}: {value.get('mime_type')}, {value.get('bytes'):,} bytes]"

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
-from graphchat.catalog.mcp_cache import ServerFiles
-from graphchat.catalog.mcp_config import ServerConfig, load_servers
-from graphchat.catalog.mcp_connection import Connection, ServerUnavailable, cannot_start, describe
+from graphchat.catalog.mcp.cache import ServerFiles
+from graphchat.catalog.mcp.config import ServerConfig, load_servers
+from graphchat.catalog.mcp.connection import Connection, ServerUnavailable, cannot_start, describe
 
 if TYPE_CHECKING:
     from graphchat.catalog.approvals import PolicyApprover
-    from graphchat.catalog.naming import NameMap
     from graphchat.events import EventSink
+    from graphchat.naming import NameMap
     from graphchat.workspace import Settings
 
 
@@ -136,7 +136,7 @@ class McpSource(ToolSource):
         """Tools of every server with a cached tool list. Starts nothing."""
         if self._specs is None:
             from graphchat.catalog.approvals import family_from_annotations
-            from graphchat.catalog.naming import NameMap
+            from graphchat.naming import NameMap
 
             names = NameMap()
             specs: list[ToolSpec] = []
@@ -170,7 +170,7 @@ class McpSource(ToolSource):
                         )
                     )
             if specs:  # some server's tools are known: its resources can be read too
-                from graphchat.catalog.mcp_features import read_resource_spec
+                from graphchat.catalog.mcp.features import read_resource_spec
 
                 specs.append(read_resource_spec())
             self._specs = specs
@@ -211,7 +211,7 @@ class McpSource(ToolSource):
 
     async def sample(self, server: str, params: Any, ctx: CallContext | None) -> Any:
         """A server's sampling request, served by the person's model once approved (mcp_sampling)."""
-        from graphchat.catalog.mcp_sampling import serve_sampling
+        from graphchat.catalog.mcp.sampling import serve_sampling
 
         if self._policy is None:
             from graphchat.catalog.approvals import PolicyApprover
@@ -225,7 +225,7 @@ class McpSource(ToolSource):
         turns it serves (`take_roots`)."""
         if self._roots is not None:
             return self._roots
-        from graphchat.catalog.mcp_features import roots_of
+        from graphchat.catalog.mcp.features import roots_of
 
         return roots_of(self.settings)
 
@@ -234,7 +234,7 @@ class McpSource(ToolSource):
         Returns the running servers to tell (roots/list_changed; [] when the roots are the same),
         or None when they differ while another turn runs (`busy`): one server cannot show two
         sets of roots, so that turn is not served here (it starts its own servers)."""
-        from graphchat.catalog.mcp_features import roots_of
+        from graphchat.catalog.mcp.features import roots_of
 
         wanted = roots_of(self.settings, cwd)
         if wanted == self.roots():
@@ -285,7 +285,7 @@ class McpSource(ToolSource):
     # ToolSource ------------------------------------------------------------------------------------
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        from graphchat.catalog.mcp_features import READ_RESOURCE, read_resource
+        from graphchat.catalog.mcp.features import READ_RESOURCE, read_resource
 
         if spec.name == READ_RESOURCE:
             return await read_resource(self, arguments, ctx, self.settings.max_tool_result_chars)

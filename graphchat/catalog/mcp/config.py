@@ -241,7 +241,7 @@ def _str_map(value: Any, path: tuple[str | int, ...], what: str) -> dict[str, st
 
 
 def _server(name: Any, body: Any, base_dir: str | None) -> ServerConfig | None:
-    from graphchat.catalog.naming import reserved_server_name, valid_server_name
+    from graphchat.naming import reserved_server_name, valid_server_name
 
     path: tuple[str | int, ...] = ("mcpServers", name)
     if not isinstance(name, str) or not valid_server_name(name):

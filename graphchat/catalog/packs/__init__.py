@@ -3,8 +3,9 @@
 `data` (builtin__reshape) is always on (`builtin__infer`, graph's `llm` pack, is a native tool);
 `git`, `github` and `slack` are enabled with `tools: {packs: [...]}` in graphchat.yaml. As in graph,
 whose `github` pack carries the git tools too, enabling `github` also enables `git`.
-Each pack module describes its tools with graph's own pack documents (name, description,
-schemas, read_only), so plans and planners see the same contract.
+Each pack describes its tools in `<pack>.yaml` beside its module (package data), graph's own
+pack documents (name, description, schemas, read_only), so plans and planners see the same
+contract.
 """
 
 from __future__ import annotations
@@ -29,38 +30,42 @@ def enabled_packs(settings: Settings) -> list[str]:
 
 def pack_sources(settings: Settings) -> list[ToolSource]:
     """The sources of the always-on pack and of every enabled one, in that order."""
-    from graphchat.catalog.data_pack import DataPackSource
+    from graphchat.catalog.packs.data import DataPackSource
 
     sources: list[ToolSource] = [DataPackSource()]
     packs = enabled_packs(settings)
     if "git" in packs:
-        from graphchat.catalog.git_pack import GitPackSource
+        from graphchat.catalog.packs.git import GitPackSource
 
         sources.append(GitPackSource(settings))
     if "github" in packs:
-        from graphchat.catalog.github_pack import GithubPackSource
+        from graphchat.catalog.packs.github import GithubPackSource
 
         sources.append(GithubPackSource(settings))
     if "slack" in packs:
-        from graphchat.catalog.slack_pack import SlackPackSource
+        from graphchat.catalog.packs.slack import SlackPackSource
 
         sources.append(SlackPackSource())
     return sources
 
 
 @cache
-def _parsed(text: str) -> list[dict[str, Any]]:
+def _parsed(pack: str) -> list[dict[str, Any]]:
+    """The pack's tool documents: `<pack>.yaml` beside this module, shipped as package data."""
+    from importlib.resources import files
+
     import yaml
 
     from graphchat.yamlfile import yaml12_loader
 
+    text = (files(__name__) / f"{pack}.yaml").read_text(encoding="utf-8")
     return list(yaml.load(text, Loader=yaml12_loader()))  # noqa: S506 - a safe loader class
 
 
-def pack_specs(text: str, pack: str) -> list[ToolSpec]:
-    """ToolSpecs of a pack from its documents (a YAML list of {name, description, ...})."""
+def pack_specs(pack: str) -> list[ToolSpec]:
+    """ToolSpecs of a pack from its documents (`<pack>.yaml`: a YAML list of {name, description, ...})."""
     specs = []
-    for doc in _parsed(text):
+    for doc in _parsed(pack):
         specs.append(
             ToolSpec(
                 name=PREFIX + doc["name"],

@@ -51,10 +51,10 @@ def freeze_to_workspace(
     """Freeze a thread of the workspace (the latest without `thread_arg`); the plan is checked
     before anything is written, and with `write=False` nothing is. `warn` is told the catalog's
     warnings."""
-    from graphchat.catalog.plan_tools import configured_servers
     from graphchat.errors import EXIT_USAGE
     from graphchat.plans.freeze import freeze
     from graphchat.plans.loader import IDENTIFIER_RE
+    from graphchat.plans.plan_tools import configured_servers
     from graphchat.threads.store import ThreadStore
 
     if name is not None and not IDENTIFIER_RE.match(name):
@@ -93,10 +93,10 @@ def freeze_to_workspace(
 
 def _checked(settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], None]) -> Plan:
     """The frozen plan loaded and validated as `plan validate` would; problems are an error."""
-    from graphchat.catalog.build import build_catalog
     from graphchat.plans.discovery import discover
     from graphchat.plans.loader import PlanLoadError, load_plan_text
     from graphchat.plans.validate import known_servers, validate_against_catalog
+    from graphchat.sources import build_catalog
 
     try:
         plan = load_plan_text(frozen.text, str(path))

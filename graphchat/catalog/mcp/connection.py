@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult
-from graphchat.catalog.mcp_results import map_result, tool_record
+from graphchat.catalog.mcp.results import map_result, tool_record
 from graphchat.catalog.process_groups import server_groups
 
 if TYPE_CHECKING:
     import asyncio
 
     from graphchat.asks import Asker
-    from graphchat.catalog.mcp_config import ServerConfig
+    from graphchat.catalog.mcp.config import ServerConfig
 
 START_TIMEOUT_S = 30.0  # connect + list tools; the SDK alone may wait 15 s on a silent server
 MAX_START_FAILURES = 2  # a failed start is retried once by the next call, then given up
@@ -111,7 +111,7 @@ def _quiet_sdk_logs(log_dir: Path) -> None:
         return
     import logging
 
-    from graphchat.catalog.mcp_logs import sdk_log_handler
+    from graphchat.catalog.mcp.logs import sdk_log_handler
 
     _sdk_logs_routed = True
     handler = sdk_log_handler(log_dir)  # capped, rotated, repeated complaints counted
@@ -229,7 +229,7 @@ class Connection:
             expanded = self.config.expanded_to_start()  # unset ${VAR}, missing cwd: fail before starting
             async with AsyncExitStack() as stack:
                 spawned = stack.enter_context(server_groups())  # last out: kills what the server left behind
-                from graphchat.catalog.mcp_logs import CappedLog
+                from graphchat.catalog.mcp.logs import CappedLog
 
                 # The server's stderr through a pipe into a capped, rotated log file; when that
                 # file cannot be opened (a read-only or full disk), to a null sink: the server
@@ -667,7 +667,7 @@ class Connection:
         assert self.sampler is not None  # declared only with a sampler
         from mcp.types import ErrorData
 
-        from graphchat.catalog.mcp_sampling import USER_REJECTED
+        from graphchat.catalog.mcp.sampling import USER_REJECTED
         from graphchat.llm.budget import spending
 
         ctx = self._turn_context()

@@ -25,7 +25,7 @@ EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 def configured_servers(settings: Any) -> set[str]:
     """Names of the MCP servers of the workspace (a broken servers.yaml counts as none)."""
-    from graphchat.catalog.mcp_config import load_servers
+    from graphchat.catalog.mcp.config import load_servers
     from graphchat.errors import GraphchatError
 
     try:

@@ -46,7 +46,7 @@ class SlackPackSource(ToolSource):
     def specs(self) -> list[ToolSpec]:
         from dataclasses import replace
 
-        return [replace(spec, family="destructive") for spec in pack_specs(SPECS, "slack")]
+        return [replace(spec, family="destructive") for spec in pack_specs("slack")]
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         import httpx
@@ -112,50 +112,3 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
             f"chat.postMessage failed: HTTP {response.status_code} {_no_secret(response.text[:500])}"
         )
     return data
-
-
-# graph's pack document (crates/graph-core/src/packs/slack/slack_post_message.yaml): the same
-# name, description, schemas and read_only, so plans and planners see the same contract.
-SPECS = """
-- name: slack_post_message
-  description: >
-    Post a message to a Slack channel (chat.postMessage). Returns
-    {channel, ts, permalink}; ts is the message timestamp, which a later
-    call passes back as thread_ts to reply in the same thread. Pass
-    thread_ts to post as a threaded reply instead of a new message. A post
-    Slack refuses — unknown channel, bot not in the channel, missing scope —
-    fails the step instead of reading as delivered. Needs
-    SLACK_BOT_TOKEN in the environment. Side-effecting.
-  read_only: false
-  input_schema:
-    type: object
-    required: [channel, text]
-    properties:
-      channel:
-        type: string
-        description: >
-          Target channel: a channel ID (C…/G…/D…, from the channel's "Copy
-          link"), or "#channel-name" for a public channel the bot has
-          joined. IDs are the reliable form; names depend on lookup.
-      text:
-        type: string
-        description: >
-          Message body in Slack mrkdwn — *bold*, _italic_, `code`,
-          <https://url|label> — not GitHub markdown. Also the notification
-          text every channel member sees.
-      thread_ts:
-        type: string
-        default: ""
-        description: >
-          Reply in an existing thread: the parent message's ts (the ts an
-          earlier slack_post_message returned). Omit to post a new
-          top-level message.
-  output_schema:
-    type: object
-    properties:
-      channel: {type: string, description: Resolved channel ID — pass it back when replying in-thread}
-      ts: {type: string, description: Message timestamp; the thread_ts for replies to this message}
-      permalink:
-        type: ["string", "null"]
-        description: Link to the message; null when the permalink lookup did not answer
-"""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from graphchat.plans.template.errors import TemplateSyntaxError
+from graphchat.template.errors import TemplateSyntaxError
 
 # Path kinds.
 DATA = 0

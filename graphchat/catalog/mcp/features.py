@@ -26,7 +26,7 @@ READ_RESOURCE = "builtin__read_resource"
 def roots_of(settings: Settings, cwd: str | None = None) -> list[tuple[str, str]]:
     """(file:// URI, name) of each root: settings.mcp_roots (relative to the workspace), else the
     workspace and the folder graphchat runs in (`cwd`, else the turn's), when that is another one."""
-    from graphchat.catalog.process import WORKING_DIR
+    from graphchat.turn_context import WORKING_DIR
 
     if settings.mcp_roots is not None:
         folders = [Path(p).expanduser() for p in settings.mcp_roots]
@@ -158,7 +158,7 @@ def read_resource_spec() -> ToolSpec:
 async def read_resource(
     source: Any, arguments: dict[str, Any], ctx: CallContext, max_chars: int
 ) -> ToolResult:
-    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
     from graphchat.errors import GraphchatError
 
     server, uri = str(arguments["server"]), str(arguments["uri"])
@@ -191,7 +191,7 @@ def parse_attach(ref: str) -> tuple[str, str]:
 
 
 def _mcp_source(catalog: Any) -> Any:
-    from graphchat.catalog.mcp_pool import McpSource
+    from graphchat.catalog.mcp.pool import McpSource
 
     for source in catalog.sources:
         if isinstance(source, McpSource):
@@ -221,7 +221,7 @@ async def with_attachments(catalog: Any, message: str, refs: list[tuple[str, str
     be read is a GraphchatError naming it (nothing is sent without it)."""
     import asyncio
 
-    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
     from graphchat.errors import GraphchatError
 
     if not refs:
@@ -279,7 +279,7 @@ def prompt_as_message(messages: list[dict[str, Any]]) -> str:
 async def prompt_message(catalog: Any, server: str, name: str, arguments: dict[str, str]) -> str:
     """`/SERVER:NAME k=v …` in chat: the prompt's messages as one message (GraphchatError when
     the server cannot give it)."""
-    from graphchat.catalog.mcp_connection import ServerUnavailable, describe
+    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
     from graphchat.errors import GraphchatError
 
     source = _mcp_source(catalog)

@@ -3,15 +3,15 @@
 Pure functions over JSON values; see `parser` for the grammar and `renderer` for resolution.
 """
 
-from graphchat.plans.template.errors import (
+from graphchat.template.errors import (
     BadPath,
     EmptyData,
     MissingStep,
     TemplateError,
     TemplateSyntaxError,
 )
-from graphchat.plans.template.parser import Path, Section, Template, parse
-from graphchat.plans.template.renderer import (
+from graphchat.template.parser import Path, Section, Template, parse
+from graphchat.template.renderer import (
     check_syntax,
     json_kind,
     references,
