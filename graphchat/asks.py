@@ -8,6 +8,7 @@ anyone can answer; callers never guess: an unavailable host answers `unavailable
 from __future__ import annotations
 
 import sys
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,16 @@ MAX_ATTEMPTS = 3
 MAX_OPTIONS = 20
 # At an approval (options once / always / refuse), y and n mean what a person means by them.
 APPROVAL_WORDS = {"y": 0, "yes": 0, "n": -1, "no": -1}
+
+# The id of the model's tool call being made (set by the agent loop for each call; None outside
+# one): a question that call raises and nobody can answer is kept under it, so two calls of one
+# step (an `agent` step's round, its successive rounds) wait on distinct requests (issue 19).
+TOOL_CALL: ContextVar[str | None] = ContextVar("graphchat_tool_call", default=None)
+
+# The frames of the turn running now (`runs.frames.TurnFrames`: a turn that may park sets it;
+# None elsewhere, and inside the plan call it frames): the agent loop makes a plan tool's call
+# through it, so a plan that parks inside a turn resumes inside its frames (issue 19).
+TURN_FRAMES: ContextVar[Any] = ContextVar("graphchat_turn_frames", default=None)
 
 
 @dataclass

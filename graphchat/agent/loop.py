@@ -63,7 +63,13 @@ async def _call_one(catalog: Catalog, call: ToolCall, ctx: CallContext) -> ToolR
         if ctx.events is not None:
             ctx.events.tool_finished(call.name, 0.0, True, problem)
         return ToolResult.error(problem)
+    from graphchat.asks import TOOL_CALL, TURN_FRAMES
+
+    TOOL_CALL.set(call.id or None)  # this call's own task: a question it parks is keyed by it
+    frames = TURN_FRAMES.get()
     try:
+        if frames is not None and frames.keeps(call.name):  # a plan the turn calls keeps its frames
+            return await frames.call(catalog, call.id, call.name, arguments, ctx)  # type: ignore[no-any-return]
         return await catalog.call(call.name, arguments, ctx)
     except asyncio.CancelledError:
         raise

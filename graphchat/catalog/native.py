@@ -161,7 +161,9 @@ async def ask_user(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
     question = _question(arguments)
     answer = await asker.ask(question)  # an unavailable host answers at once
     if not answer.answered and answer.reason == "unavailable":
-        asker.park(question)  # a host whose runs can wait parks the call (issue 9)
+        stored = asker.park(question)  # a host whose runs can wait parks the call (issue 9)
+        if stored is not None:  # a resumed run: the person's answer
+            answer = stored
     if answer.answered:
         return ToolResult({"answer": answer.value, "answered": True})
     reason = answer.reason or "declined"

@@ -140,14 +140,14 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
     waiting question first, take the answer inline, and go on with the turn here — the model
     receives the answer. Not answered (Ctrl-D, a blank line): the request stays open and the
     chat goes on in a new thread, so the waiting call never gets a made-up result."""
-    from graphchat.asks import Question, ask_by_lines
+    from graphchat.asks import TURN_FRAMES, Question, ask_by_lines
     from graphchat.catalog.approvals import OPTIONS, argument_text
     from graphchat.chat.asker import ChatLineReader
     from graphchat.errors import GraphchatError
     from graphchat.runs.answers import settle
     from graphchat.runs.parked import RunRecord, waiting_on
     from graphchat.runs.requests import AlreadySettled, RequestStore
-    from graphchat.runs.turn import resumed_results
+    from graphchat.runs.turn import keep_frames, resumed_results
 
     waiting = waiting_on(thread)
     if not waiting:
@@ -203,7 +203,11 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
 
     async def resume() -> Any:
         await app.tools_ready()
-        results = await resumed_results(host, store, record)
+        frames = keep_frames(host.settings, thread.id)  # a plan call it waited on resumes inside its frames
+        try:
+            results = await resumed_results(host, store, record)
+        finally:
+            TURN_FRAMES.reset(frames)
         record.delete()  # the thread holds the answers from here on: the turn goes on in it
         return await session.resume(results, on_text=ui.on_text)
 

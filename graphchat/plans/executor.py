@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import Parked
+from graphchat.asks import TOOL_CALL, Parked
 from graphchat.catalog.base import CallContext
 from graphchat.events import EventSink, sampling_server
 from graphchat.plans import finish as finishes
@@ -413,9 +413,11 @@ class Runner:
                 if found:
                     return value
             at = PARKING_AT.set((self.parking, key))
+            call = TOOL_CALL.set(None)  # a model call that led here is the caller's, not this step's
             try:
                 value = await self._run_step(step, scope, frame, name, control)
             finally:
+                TOOL_CALL.reset(call)
                 PARKING_AT.reset(at)
             if nested:
                 self.parking.remember(key, value)

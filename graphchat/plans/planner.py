@@ -199,7 +199,7 @@ async def _plan_and_execute(
     results: dict[str, Any] = {}
     try:
         while True:
-            frame = planner_frame(len(run.replans))
+            frame = planner_frame(len(run.replans), ctx.parking)
             draft = await drafted(
                 frame,
                 partial(
@@ -275,14 +275,15 @@ async def _plan_and_execute(
 # --- the planner's frame in a run that may park (issue 19) -----------------------------------
 
 
-def planner_frame(attempt: int) -> tuple[Any, str] | None:
+def planner_frame(attempt: int, parking: Any = None) -> tuple[Any, str] | None:
     """Where the plan of this attempt lives in a run that may park: (its parking, the address
-    `<calling step>#plan<attempt>`); its steps are kept under `<address>/`. None: no parking."""
+    `<calling step>#plan<attempt>`); its steps are kept under `<address>/`. Called by a turn
+    (`parking`: the call's own record, `runs/frames.py`): `#plan<attempt>`. None: no parking."""
     from graphchat.plans.runtime import PARKING_AT
 
     at = PARKING_AT.get()
     if at is None:
-        return None
+        return None if parking is None else (parking, f"#plan{attempt}")
     return at[0], f"{at[1]}#plan{attempt}"
 
 

@@ -130,6 +130,11 @@ class Parking(Protocol):
         """Open a request for `question` at `key`; the request (its `public()` shape)."""
         ...
 
+    def check_permitted(self, key: str, arguments: Any) -> None:
+        """A permitted approval at `key` runs only with the arguments the person saw: others
+        are refused (a GraphchatError naming them)."""
+        ...
+
 
 # --- rendering a step's templates ----------------------------------------------------------
 

@@ -65,8 +65,9 @@ class RunRecord:
         return cls(store.dir / "runs", secrets.token_hex(6), data)
 
     @classmethod
-    def load(cls, store: RequestStore, run_id: str) -> RunRecord | None:
-        folder = store.dir / "runs"
+    def load(cls, store: RequestStore, run_id: str, folder: Path | None = None) -> RunRecord | None:
+        """The record `run_id` (in `folder`: the store's `runs/` unless told), None: none."""
+        folder = folder or store.dir / "runs"
         try:
             data = orjson.loads((folder / f"{run_id}.json").read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -378,6 +379,8 @@ class PlanParking:
         self.events = events
         self.resumed = resumed
         self.answers: dict[str, Answer] = {}
+        # the permitted approvals: key -> (request id, the arguments the person saw)
+        self.permitted: dict[str, tuple[str, Any]] = {}
         # every step finished below the top level, by address (Frame.path + label): the frames
         # of the run, flattened — a map's items and their body steps, a branch's steps, a
         # sub-plan's steps, a decide's verdict (issue 19)
@@ -484,6 +487,8 @@ class PlanParking:
             if request is None or request.key is None or request.state == "open":
                 continue
             self.answers[request.key] = stored_answer(request)
+            if request.state == "answered" and request.kind == "approval":
+                self.permitted[request.key] = (request.id, request.source.get("arguments"))
 
     # -- the executor's side --
 
@@ -565,9 +570,34 @@ class PlanParking:
     def answer_for(self, key: str) -> Answer | None:
         return self.answers.pop(key, None)
 
+    def check_permitted(self, key: str, arguments: Any) -> None:
+        """A permitted call runs only with the arguments the person saw: the call made now
+        (its arguments rendered again) with others is refused, naming them (exit 1)."""
+        if key not in self.permitted:
+            return
+        request_id, seen = self.permitted[key]
+
+        def same(value: Any) -> bytes:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+
+        if same(seen) == same(arguments):
+            return
+        differ = sorted(
+            name
+            for name in {*(seen or {}), *(arguments or {})}
+            if same((seen or {}).get(name)) != same((arguments or {}).get(name))
+        )
+        raise GraphchatError(
+            f"request {request_id} permitted {key.split('#')[0]} with other arguments than it would "
+            f"run with now ({', '.join(differ) or 'the arguments'} differ): not run",
+            hint=f"the run stays as it is; end it with `graphchat cancel {self.record.id}`",
+        )
+
     def open(self, question: Question, key: str, source: dict[str, Any], timeout: float | None) -> Any:
         mode, options, schema = request_mode(question)
         source = {"plan": (self.record.data.get("plan") or {}).get("identifier"), **source}
+        if self.record.data.get("thread"):  # a plan a turn called: the turn's thread waits on it
+            source["thread"] = self.record.data["thread"]
         request = self.store.open(
             kind="approval" if mode == "approval" else "question",
             mode=mode,
@@ -632,6 +662,7 @@ class ParkingAsker(Asker):
         self.store = store
         self.sink = events
         self.thread_id: str | None = None
+        self._asked: collections.Counter[str] = collections.Counter()  # server questions, by key
 
     @property
     def can_answer(self) -> bool:
@@ -640,7 +671,10 @@ class ParkingAsker(Asker):
     async def _ask(self, question: Question) -> Answer:
         return await self.inner._ask(question)
 
-    def park(self, question: Question) -> None:
+    def park(self, question: Question) -> Answer | None:
+        stored = park_at_step(question, self._asked)  # inside a plan the turn called (issue 19)
+        if stored is not None:
+            return stored
         mode, options, _schema = request_mode(question)
         source: dict[str, Any] = {"thread": self.thread_id, **question_source(question)}
         request = self.store.open(
@@ -707,19 +741,42 @@ class PlanAsker(Asker):
         return await self.inner._ask(question)
 
     def park(self, question: Question) -> Answer | None:
-        from graphchat.plans.runtime import PARKING_AT
+        return park_at_step(question, self._asked) or self.inner.park(question)
 
-        at = PARKING_AT.get()
-        server_question = question.context.get("park_as")  # sampling:SERVER, elicitation:SERVER
-        if at is None or not (question.kind == "approval" or server_question):
-            return self.inner.park(question)
-        parking, step = at
-        key = f"{step}#{server_question or 'approval'}"
-        if server_question:  # a server may ask several times during one call: each its own key
-            self._asked[key] += 1
-            key += f"#{self._asked[key]}" if self._asked[key] > 1 else ""
-        stored = parking.answer_for(key)
-        if stored is not None:
-            return stored  # type: ignore[no-any-return]
-        source = {"step": step, **question_source(question)}
-        raise Parked([parking.open(question, key, source, None)])
+
+def park_at_step(question: Question, asked: collections.Counter[str]) -> Answer | None:
+    """A question nobody here can answer, raised by the call of the plan step running now (the
+    address `PARKING_AT` holds, at any depth): the person's answer in a resumed run, else it is
+    opened as a request of the run and the step parks (`Parked`). None: no step of a run that
+    may park is running (the caller decides).
+
+    Its key is the step's address; within an `agent` step the model's call id too
+    (`<step>#<call id>`), so two approvals, or a model's `ask_user`, in one step wait on
+    distinct requests and each gets its own answer (issue 19); then `#approval` for an
+    approval, or `#sampling:SERVER` / `#elicitation:SERVER` for a server's own question during
+    the call — a server may ask several times in one call, the second and later `#2`, `#3`
+    (counted in `asked`, by key: the call made again on resume asks in the same order; issue
+    25). A plain tool step's approval: `<step>#approval`."""
+    from graphchat.asks import TOOL_CALL
+    from graphchat.plans.runtime import PARKING_AT
+
+    at = PARKING_AT.get()
+    call = TOOL_CALL.get()
+    server_question = question.context.get("park_as")  # sampling:SERVER, elicitation:SERVER
+    if at is None or not (question.kind == "approval" or server_question or call is not None):
+        return None  # a model's question needs its call to be told apart on resume
+    parking, step = at
+    key = step + (f"#{call}" if call is not None else "")
+    if server_question:
+        key += f"#{server_question}"
+        asked[key] += 1
+        key += f"#{asked[key]}" if asked[key] > 1 else ""
+    elif question.kind == "approval":
+        key += "#approval"
+    stored = parking.answer_for(key)
+    if stored is not None:
+        if question.kind == "approval" and not server_question and stored.answered:
+            parking.check_permitted(key, question.context.get("arguments"))  # exactly that call
+        return stored  # type: ignore[no-any-return]
+    source = {"step": step, **question_source(question)}
+    raise Parked([parking.open(question, key, source, None)])

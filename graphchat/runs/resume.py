@@ -125,6 +125,7 @@ def cancel(store: RequestStore, some_id: str) -> tuple[RunRecord, list[str]]:
         cancelled.append(request_id)
     if record.data.get("command") == "ask" and record.data.get("thread"):
         _thread_records_cancel(record, ids)
+        _drop_frames(store, record.data["thread"])
     record.delete()
     return record, cancelled
 
@@ -148,7 +149,8 @@ def _thread_records_cancel(record: RunRecord, ids: list[str]) -> None:
     parked = {int(k) for k in (record.data.get("parked") or {})}
     held: dict[str, Any] = record.data.get("held") or {}
     thread.append(dict(ev.turn_resumed()))
-    for k in range(min(parked) if parked else len(calls), len(calls)):
+    waited = parked | {int(k) for k in held}  # a turn parked again keeps the results made meanwhile
+    for k in range(min(waited) if waited else len(calls), len(calls)):
         call = calls[k]
         if str(k) in held:
             kept = held[str(k)]
@@ -161,3 +163,13 @@ def _thread_records_cancel(record: RunRecord, ids: list[str]) -> None:
         )
     thread.append(dict(ev.turn_failed(f"cancelled (graphchat cancel): requests {', '.join(ids)}")))
     thread.close()
+
+
+def _drop_frames(store: RequestStore, thread_id: str) -> None:
+    """The frames the cancelled turn's plan calls kept (`runs/frames.py`) go with it."""
+    from graphchat.runs.frames import TurnFrames
+    from graphchat.runs.parked import RunRecord
+
+    folder = TurnFrames(store, thread_id).folder
+    for path in sorted(folder.glob(f"{thread_id}.*.json")) if folder.is_dir() else []:
+        RunRecord(folder, path.stem, {}).delete()

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import TURN_FRAMES
 from graphchat.errors import GraphchatError
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ async def ask_turn(
     from graphchat.catalog.base import TURN_CALL_IDS
 
     TURN_CALL_IDS.set(itertools.count(1))  # this turn's tool calls: c1, c2, … (a helper runs many)
+    frames = None
     host, parking = open_turn_host(settings, flags, front, catalog)
     try:
         thread = host.continued(thread_flag)
@@ -108,8 +110,10 @@ async def ask_turn(
         session = host.session(thread, model_override=flags.get("model"), assume_yes=bool(flags.get("yes")))
         session.stream = not flags["no_stream"]
         session.wait_for_thread = flags.get("wait", True)
+        frames = None
         if parking is not None:
             parking.thread_id = session.thread.id
+            frames = keep_frames(settings, session.thread.id)
         await host.warm_up()
         if flags.get("attach"):  # the resources' contents go into the message (and the thread)
             from graphchat.catalog.mcp.features import parse_attach, with_attachments
@@ -118,7 +122,18 @@ async def ask_turn(
             message = await with_attachments(host.catalog, message, refs, settings.max_tool_result_chars)
         return await run_turn(host, session, flags, lambda **kw: session.turn(message, **kw), front, cwd=cwd)
     finally:
+        if frames is not None:
+            TURN_FRAMES.reset(frames)
         await host.aclose()  # no server process is left behind, whatever happened
+
+
+def keep_frames(settings: Any, thread_id: str) -> Any:
+    """While this turn runs, a plan it calls keeps its frames (`runs/frames.py`); the token
+    that gives the previous value back."""
+    from graphchat.runs.frames import TurnFrames
+    from graphchat.runs.requests import RequestStore
+
+    return TURN_FRAMES.set(TurnFrames(RequestStore(settings.workspace), thread_id))
 
 
 async def run_turn(
@@ -211,6 +226,7 @@ def park_turn(
     else:
         record.data = data
     record.save()
+    record.unlock()  # parked again: the next answer may resume it, from this process too
     for request_id in data["requests"]:
         request = store.get(request_id)
         request.run = record.id
@@ -223,12 +239,17 @@ async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) 
     """The results of the calls a parked turn waited on, in call order: an approved call runs
     now, a refused one is a refusal, an answered `ask_user` gets its answer as typed; a call
     whose server's own question parked it (sampling, elicitation) is made again, and the stored
-    answer settles that question (the server's work before it repeats). `turn`: the resumed
-    turn's CallContext (the calls' usage counts in it)."""
+    answer settles that question (the server's work before it repeats); a plan call that kept
+    its frames is made again and resumes inside them (issue 19). A call that waits again parks
+    the turn again (`asks.Parked`, its round: the calls still waiting and the results of the
+    others). `turn`: the resumed turn's CallContext (the calls' usage counts in it)."""
     from dataclasses import replace
 
+    from graphchat.agent.loop import WaitingRound
+    from graphchat.asks import Parked
     from graphchat.catalog.approvals import remember_allow
     from graphchat.catalog.base import CallContext, ToolResult
+    from graphchat.llm.types import ToolCall
     from graphchat.threads import lines as ev
 
     data = record.data
@@ -236,40 +257,65 @@ async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) 
     calls = data["calls"]
     parked = {int(k): v for k, v in data["parked"].items()}
     held = {int(k): v for k, v in data["held"].items()}
-    events: list[dict[str, Any]] = []
-    for k in range(min(parked), len(calls)):
+    frames = TURN_FRAMES.get()
+    results: dict[int, ToolResult] = {}
+    again: dict[int, dict[str, Any]] = {}
+    for k in range(min([*parked, *held]), len(calls)):
         call = calls[k]
         name = call["name"]
         if k in held:
-            result = ToolResult(held[k]["value"], bool(held[k]["is_error"]))
-        else:
-            request = store.get(parked[k])
-            if (request.source or {}).get("park_as"):  # the server's own question: made again
-                from graphchat.runs.parked import SettledAsker, stored_answer
+            results[k] = ToolResult(held[k]["value"], bool(held[k]["is_error"]))
+            continue
+        request = store.get(parked[k])
+        framed = frames is not None and frames.record(call.get("id") or "") is not None
+        keeps = frames is not None and frames.keeps(name)  # an approved plan call: made with frames
+        ctx = base
+        if framed:  # a plan call that parked inside its frames: it resumes there
+            pass
+        elif (request.source or {}).get("park_as"):  # the server's own question: made again
+            from graphchat.runs.parked import SettledAsker, stored_answer
 
-                asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
-                ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")))
-                result = await host.catalog.call(name, _arguments(call), ctx)
-            elif request.kind == "approval":
-                if request.state == "answered":
-                    if isinstance(request.answer, dict) and request.answer.get("always"):
-                        remember_allow(host.settings, name)
-                    ctx = replace(base, assume_yes=True)
-                    result = await host.catalog.call(name, _arguments(call), ctx)
-                else:
-                    why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
-                    result = ToolResult.error(
-                        f"{name} was not run: the user refused it{why}. "
-                        "Do not retry it; continue without it or tell the user what you wanted to do."
-                    )
-            elif request.state == "answered":
-                result = ToolResult({"answer": request.answer, "answered": True})
+            asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
+            ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")))
+        elif request.kind == "approval" and request.state == "answered":
+            if isinstance(request.answer, dict) and request.answer.get("always"):
+                remember_allow(host.settings, name)
+            ctx = replace(base, assume_yes=True)
+        elif request.kind == "approval":
+            why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
+            results[k] = ToolResult.error(
+                f"{name} was not run: the user refused it{why}. "
+                "Do not retry it; continue without it or tell the user what you wanted to do."
+            )
+            continue
+        else:
+            if request.state == "answered":
+                results[k] = ToolResult({"answer": request.answer, "answered": True})
             else:
-                result = ToolResult({"answered": False, "reason": request.state})
-        events.append(
-            dict(ev.tool_result(call.get("id") or "", name, result.to_text(), is_error=result.is_error))
+                results[k] = ToolResult({"answered": False, "reason": request.state})
+            continue
+        try:
+            results[k] = await made_again(host, frames if framed or keeps else None, call, ctx)
+        except Parked as waiting:
+            again[k] = waiting.request
+    if again:
+        round = WaitingRound(
+            [ToolCall(c.get("id") or "", c["name"], c.get("arguments") or "") for c in calls],
+            again,
+            {k: r for k, r in results.items()},
         )
-    return events
+        raise Parked([again[k] for k in sorted(again)], round=round, thread_id=data["thread"])
+    return [
+        dict(ev.tool_result(calls[k].get("id") or "", calls[k]["name"], r.to_text(), is_error=r.is_error))
+        for k, r in sorted(results.items())
+    ]
+
+
+async def made_again(host: Any, frames: Any, call: dict[str, Any], ctx: Any) -> Any:
+    """A waiting call made now: through its frames when it kept them (a plan call)."""
+    if frames is not None:
+        return await frames.call(host.catalog, call.get("id") or "", call["name"], _arguments(call), ctx)
+    return await host.catalog.call(call["name"], _arguments(call), ctx)
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:
@@ -299,17 +345,23 @@ def resume_ask(store: Any, record: Any, front: Front) -> int:
                 thread, model_override=flags.get("model"), assume_yes=flags.get("yes", False)
             )
             session.stream = not flags.get("no_stream")
+            frames = None
             if parking is not None:
                 parking.thread_id = thread.id
+                frames = keep_frames(settings, thread.id)
             await host.warm_up()
 
             async def results(ctx: Any) -> list[dict[str, Any]]:  # in the turn: its usage, its budget
+                # a call that waits again raises `Parked`: the session marks the thread parked
+                # and `run_turn` parks the turn again on the same record
                 return await resumed_results(host, store, record, ctx)
 
             return await run_turn(
                 host, session, flags, lambda **kw: session.resume(results, **kw), front, record
             )
         finally:
+            if frames is not None:
+                TURN_FRAMES.reset(frames)
             await host.aclose()
 
     return asyncio.run(go())

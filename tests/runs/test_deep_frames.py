@@ -134,3 +134,73 @@ def test_a_denied_call_inside_an_agent_step_is_a_refusal_the_agent_goes_on_from(
     assert counts(shop) == {"before-0": 1}
     refusal = model_server.requests[2]["messages"][-1]
     assert refusal["role"] == "tool" and "not today" in refusal["content"]
+
+
+def test_a_models_ask_user_inside_an_agent_step_parks_and_the_agent_gets_the_answer(
+    cli: GraphchatRunner,
+    shop: Path,  # noqa: F811
+    model_server: ScriptedModelServer,
+) -> None:
+    (shop / "plans" / "helper.yaml").write_text(yaml.safe_dump(AGENT))
+    model_server.push(
+        {"tool_calls": [{"name": "shop__get_item", "arguments": {"id": "before-0"}}]},
+        {"tool_calls": [{"name": "ask_user", "arguments": {"question": "Which colour?"}}]},
+        {"tool_calls": [{"name": "shop__get_item", "arguments": {"id": "after-0"}}]},
+        {"json": {"ok": True}},
+    )
+    run = cli("plan", "run", "helper", env=model_server.env())
+    assert run.returncode == 5, run.stderr
+    assert counts(shop) == {"before-0": 1}
+    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    assert request["kind"] == "question" and request["question"] == "Which colour?"
+    answered = cli("answer", request["id"], "blue", env=model_server.env())
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout) == {"agent": {"ok": True}}
+    assert counts(shop) == {"before-0": 1, "after-0": 1}  # the agent did not start over
+    assert len(model_server.requests) == 4
+    resumed = model_server.requests[2]["messages"][-1]
+    assert resumed["role"] == "tool" and json.loads(resumed["content"]) == {
+        "answer": "blue",
+        "answered": True,
+    }
+
+
+def test_two_approvals_in_one_agent_step_are_two_requests_each_permitted_call_runs_once(
+    cli: GraphchatRunner,
+    shop: Path,  # noqa: F811
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+) -> None:
+    first, second, third = (tmp_path / f"{n}.txt" for n in ("first", "second", "third"))
+    (shop / "plans" / "helper.yaml").write_text(yaml.safe_dump(AGENT))
+    note = "tools__note"
+    model_server.push(
+        {"tool_calls": [{"name": "shop__get_item", "arguments": {"id": "before-0"}}]},
+        {  # two sensitive calls in one round
+            "tool_calls": [
+                {"name": note, "arguments": {"path": str(first), "text": "one"}},
+                {"name": note, "arguments": {"path": str(second), "text": "two"}},
+            ]
+        },
+        {
+            "tool_calls": [{"name": note, "arguments": {"path": str(third), "text": "three"}}]
+        },  # the next round
+        {"json": {"ok": True}},
+    )
+    assert cli("plan", "run", "helper", env=model_server.env()).returncode == 5
+    requests = json.loads(cli("requests", "--json").stdout)["requests"]
+    assert sorted(r["source"]["arguments"]["text"] for r in requests) == ["one", "two"]
+    assert len({r["id"] for r in requests}) == 2
+    one = cli("permit", requests[0]["id"], env=model_server.env())
+    assert one.returncode == 0 and "1 more still wait" in one.stderr, one.stderr
+    assert not first.exists() and not second.exists()  # nothing runs before both are settled
+    again = cli("permit", requests[1]["id"], env=model_server.env())
+    assert again.returncode == 5, again.stderr  # the next round's call waits in turn
+    (last,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    assert last["source"]["arguments"]["text"] == "three"
+    done = cli("permit", last["id"], env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"agent": {"ok": True}}
+    assert [p.read_text().splitlines() for p in (first, second, third)] == [["one"], ["two"], ["three"]]
+    assert counts(shop) == {"before-0": 1}
+    assert len(model_server.requests) == 4

@@ -270,3 +270,23 @@ def test_deny_fails_the_plan_at_that_step_with_the_reason_and_the_tool_does_not_
     )
     assert not target.exists()
     assert counts(shop) == {"before-0": 1}
+
+
+def test_permit_refuses_a_call_whose_arguments_are_not_the_ones_the_person_saw(
+    graphchat: GraphchatRunner, shop: Path, tmp_path: Path
+) -> None:
+    target, other = tmp_path / "notes.txt", tmp_path / "elsewhere.txt"
+    (shop / "plans" / "jot.yaml").write_text(NOTE)
+    parked(graphchat("plan", "run", "jot", json.dumps({"path": str(target)})))
+    (request,) = waiting(graphchat)
+    # the run's record is changed behind the person's back: the call would now write elsewhere
+    (record,) = (shop / "requests" / "runs").glob("*.json")
+    data = json.loads(record.read_text())
+    data["inputs"] = {"path": str(other)}
+    record.write_text(json.dumps(data))
+    permitted = graphchat("permit", request["id"])
+    assert permitted.returncode == 1, permitted.stderr
+    assert f"request {request['id']} permitted W with other arguments" in permitted.stderr
+    assert "path differ" in permitted.stderr and "Traceback" not in permitted.stderr
+    assert not target.exists() and not other.exists()  # nothing else ran in its place
+    assert counts(shop) == {"before-0": 1}

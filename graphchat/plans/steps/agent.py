@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import Parked
+from graphchat.asks import TOOL_CALL, Parked
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import PARKING_AT, Frame, StepFailed, StepRunner, prepare_servers, render_text
@@ -131,10 +131,12 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     ctx = frame.ctx or runner.ctx
     kept = agent_frame(runner)
     try:
+        journal = None
         if kept is not None:
             found, saved = kept[0].remembered(kept[1])
             if found:  # a resumed run: the agent goes on where it parked, not from the start
                 messages = await resumed_messages(runner, ctx, saved)
+            journal = RoundJournal(kept[0], kept[1], messages)
         outcome = await run_loop(
             llm=llm,
             catalog=runner.catalog,
@@ -143,6 +145,7 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
             max_iterations=max_iterations,
             tools=runner.catalog.model_tools(patterns, in_plan=True),
             output_schema=schema,
+            record=journal,
         )
     except Parked as waiting:
         if kept is not None and isinstance(waiting.round, WaitingRound):
@@ -179,6 +182,43 @@ def agent_frame(runner: StepRunner) -> tuple[Any, str] | None:
     return at[0], f"{at[1]}#agent"
 
 
+class RoundJournal:
+    """The agent's frame kept as it goes (the loop's `record`): at each round, its messages up
+    to the round's assistant message and the round's calls; as each call finishes, its result.
+    A run killed mid-round resumes the agent there: its finished calls are not made again, the
+    one in flight is (issue 19)."""
+
+    def __init__(self, parking: Any, key: str, messages: list[dict[str, Any]]) -> None:
+        self.parking = parking
+        self.key = key
+        self.messages = list(messages)
+        self.frame: dict[str, Any] | None = None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        from graphchat.llm.types import ToolCall
+
+        if event.get("kind") == "assistant" and event.get("tool_calls"):
+            calls = [ToolCall(c["id"], c["name"], c.get("arguments") or "") for c in event["tool_calls"]]
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": event.get("content") or None,
+                "tool_calls": [call.to_message() for call in calls],
+            }
+            self.messages.append(message)
+            self.frame = {"messages": list(self.messages), "calls": list(event["tool_calls"]), "finished": {}}
+        elif event.get("kind") == "tool_result" and self.frame is not None:
+            ids = [c.get("id") for c in self.frame["calls"]]
+            if event.get("tool_call_id") not in ids:
+                return
+            k = ids.index(event["tool_call_id"])
+            content = event.get("content") or ""
+            self.frame["finished"][str(k)] = {"value": content, "is_error": bool(event.get("is_error"))}
+            self.messages.append({"role": "tool", "tool_call_id": event["tool_call_id"], "content": content})
+        else:
+            return
+        self.parking.remember(self.key, self.frame)
+
+
 def parked_frame(waiting: WaitingRound) -> dict[str, Any]:
     """What the agent keeps when a call of its round parks: its messages so far (up to the
     round's assistant message), the round's calls and the results of those that finished."""
@@ -207,6 +247,10 @@ async def resumed_messages(runner: StepRunner, ctx: Any, saved: dict[str, Any]) 
                 arguments = orjson.loads(call.get("arguments") or "{}")
             except orjson.JSONDecodeError:
                 arguments = {}
-            result = await runner.catalog.call(call["name"], arguments, ctx)
+            token = TOOL_CALL.set(call.get("id") or None)  # its request is kept under its call id
+            try:
+                result = await runner.catalog.call(call["name"], arguments, ctx)
+            finally:
+                TOOL_CALL.reset(token)
         messages.append({"role": "tool", "tool_call_id": call.get("id") or "", "content": result.to_text()})
     return messages
