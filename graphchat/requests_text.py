@@ -9,6 +9,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from graphchat.catalog.approvals import argument_text
+from graphchat.display import safe
+
 
 def _graphchat(home: str | None) -> str:
     return f"graphchat --home {shlex.quote(home)}" if home else "graphchat"
@@ -96,8 +99,6 @@ def approval_lines(request: dict[str, Any]) -> list[str]:
     escaped); nothing for a question."""
     if request.get("kind") != "approval":
         return []
-    from graphchat.catalog.approvals import argument_text
-    from graphchat.display import safe
 
     source = request.get("source") or {}
     arguments = source.get("arguments")

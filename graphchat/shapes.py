@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from graphchat.fsutil import read_object
+from graphchat.fsutil import read_object, write_atomic
 from graphchat.naming import sanitize
 
 log = logging.getLogger(__name__)
@@ -473,7 +473,6 @@ class ShapeStore:
     def _write(self, path: Path, data: bytes) -> None:
         # A cache: readers see the old or the new file, never a half-written one (no fsync; a
         # torn file reads as absent).
-        from graphchat.fsutil import write_atomic
 
         if self._redactor:  # the same scrubber as threads: no known secret reaches the cache
             data = self._redactor.line(data)

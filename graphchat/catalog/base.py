@@ -15,6 +15,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from graphchat.errors import close_matches, did_you_mean
+from graphchat.jsonschema_util import first_error, schema_refusal
+
 if TYPE_CHECKING:
     from graphchat.asks import Asker
     from graphchat.events import EventSink
@@ -444,7 +447,6 @@ def similar_tools(name: str, names: Iterable[str]) -> list[str]:
     """Catalog names a mistyped or bare tool name may have meant, at most three: those whose
     tool part is `name` (`lookup` -> `probe__lookup`), then the close ones (difflib, cutoff
     0.6) by whole name or by tool part. Nothing is corrected."""
-    from graphchat.errors import close_matches
 
     known = builtins.list(dict.fromkeys(names))
     found = [n for n in known if n.endswith(f"__{name}")]
@@ -458,7 +460,6 @@ def similar_tools(name: str, names: Iterable[str]) -> list[str]:
 
 def unknown_tool(name: str, names: Iterable[str]) -> str:
     """`unknown tool: x`, with the names it may have meant."""
-    from graphchat.errors import did_you_mean
 
     guess = did_you_mean(name, (), close=similar_tools(name, names))
     return f"unknown tool: {name}" + (f" ({guess})" if guess else "")
@@ -471,7 +472,6 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
     schema = spec.input_schema
     if not schema:
         return None
-    from graphchat.jsonschema_util import first_error, schema_refusal
 
     refused = schema_refusal(schema)
     if refused is not None:

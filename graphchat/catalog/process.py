@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graphchat.workspace import user_data_dir
+
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
 
@@ -61,7 +63,6 @@ def turn_environ() -> Mapping[str, str]:
 def run_dir(settings: Settings) -> Path:
     """Where tool programs run: the workspace, unless it is the per-user data folder (then the
     asking process's working directory)."""
-    from graphchat.workspace import user_data_dir
 
     try:
         if settings.workspace.resolve() != user_data_dir().resolve():

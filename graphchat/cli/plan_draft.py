@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graphchat.cli.output import print_json, report_error, warn
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 ATTEMPTS = 3  # model calls at most (issue 8: after the third failed draft nothing is saved)
 
 
@@ -63,7 +66,6 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
         )
         return {title: text}
     if args.from_plan:
-        from graphchat.cli.output import warn
         from graphchat.plans.discovery import find_plan
 
         plan = find_plan(args.from_plan, settings.plans_dir, warn=warn)
@@ -75,7 +77,6 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
 def _redrafted(args: argparse.Namespace, settings: Any) -> Any:
     """The plan `--from` names (loaded once)."""
     if getattr(args, "_redrafted", None) is None:
-        from graphchat.cli.output import warn
         from graphchat.plans.discovery import find_plan
 
         args._redrafted = find_plan(args.redraft, settings.plans_dir, warn=warn)
@@ -125,8 +126,6 @@ def _taken(settings: Any, identifier: str, force: bool) -> str | None:
 def run_draft(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.cli.output import print_json, report_error, warn
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.events import sink_for_environment
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.sources import build_catalog

@@ -12,6 +12,10 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.output import note, print_json, report_error, warn
+from graphchat.cli.plan_draft import _taken
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 
 def register_go(plan_sub: argparse._SubParsersAction) -> None:
     p = plan_sub.add_parser(
@@ -38,9 +42,6 @@ def run_go(args: argparse.Namespace) -> int:
 
     from graphchat.asks import host_asker
     from graphchat.catalog.base import CallContext
-    from graphchat.cli.output import note, print_json, report_error, warn
-    from graphchat.cli.plan_draft import _taken
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.events import sink_for_environment
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.plans.planner import plan_and_execute

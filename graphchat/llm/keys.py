@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from graphchat.errors import ConfigError
+
 if TYPE_CHECKING:
     from graphchat.workspace import ModelConfig
 
@@ -63,7 +65,6 @@ def check_key(config: ModelConfig) -> None:
     variables = missing_key(config)
     if variables is None:
         return
-    from graphchat.errors import ConfigError
 
     raise ConfigError(
         f"no API key for {config.model}: set {' or '.join(variables)} (or GRAPHCHAT_API_KEY)",
@@ -131,8 +132,6 @@ def check_model(config: ModelConfig) -> None:
     list but close to names that are (named; nothing is corrected). Anything else is left to
     litellm's own check."""
     import difflib
-
-    from graphchat.errors import ConfigError
 
     model = config.model
     if "/" in model:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graphchat.errors import GraphchatError
+from graphchat.errors import GraphchatError, did_you_mean
+from graphchat.plans.loader import load_plan
 from graphchat.plans.model import Plan, PlanLoadError, plan_identifier
 from graphchat.workspace import more_plan_folders
 
@@ -24,7 +25,6 @@ _cache: dict[Path, tuple[tuple[int, int], Plan | PlanLoadError]] = {}
 
 def load_cached(path: Path) -> Plan:
     """`load_plan` with a per-process cache keyed by (path, mtime, size)."""
-    from graphchat.plans.loader import load_plan
 
     try:
         st = path.stat()
@@ -115,7 +115,6 @@ class PlanIndex:
         for path, failure in self.errors.items():
             if path.stem == ident or self.raw_ids.get(path) == ident:
                 raise GraphchatError(load_error_message(f"plan '{ident}'", failure))
-        from graphchat.errors import did_you_mean
 
         known = ", ".join(sorted(self.plans)) or "none"
         guess = did_you_mean(ident, self.plans)

@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from graphchat.plans.gates import gate_problems, is_infer
+from graphchat.template import TemplateError, parse
+
 if TYPE_CHECKING:
     from graphchat.plans.model import Body
 
@@ -119,7 +122,6 @@ class Site:
 
     def gate(self, field: str, scope: Scope | None = None) -> None:
         """A logical gate (an inferred one is written as `infer:` beside it)."""
-        from graphchat.plans.gates import gate_problems, is_infer
 
         gate = self.spec[field]
         if isinstance(gate, Mapping) and is_infer(gate):
@@ -243,7 +245,6 @@ def template_strings(value: Any, where: str) -> list[tuple[str, str]]:
 
 def roots_of(value: Any) -> set[str]:
     """The roots every template in `value` reads (templates that do not parse are skipped)."""
-    from graphchat.template import TemplateError, parse
 
     roots: set[str] = set()
     for text, _ in template_strings(value, ""):

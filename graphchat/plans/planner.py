@@ -25,7 +25,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from graphchat.catalog.base import CallContext, ToolResult
+from graphchat.events import RoleUsage
+from graphchat.llm.budget import BudgetExceeded, budget_scope
+from graphchat.plans.draft import DraftResult, draft_plan
 from graphchat.plans.executor import MAX_DEPTH, PlanOutcome, llm_factory_for, run_plan
+from graphchat.plans.loader import load_plan_data
 from graphchat.plans.runtime import PARKING_AT
 
 if TYPE_CHECKING:
@@ -155,7 +159,6 @@ async def plan_and_execute(
 
     The planner's calls and the runs' share one budget (graphchat.llm.budget): the enclosing
     turn's, else this run's own; a budget this run owns ends it with `error` naming the setting."""
-    from graphchat.llm.budget import BudgetExceeded, budget_scope
 
     run = PlannerRun(goal=goal)
     owned = False
@@ -179,9 +182,6 @@ async def _plan_and_execute(
     context: str | None,
     on_text: Callable[[str], None] | None,
 ) -> PlannerRun:
-    from graphchat.events import RoleUsage
-    from graphchat.plans.draft import draft_plan
-
     goal = run.goal
     tap = RoleUsage(events if events is not None else ctx.events)
     problem = depth_problem(ctx.chain)
@@ -278,7 +278,6 @@ async def _plan_and_execute(
 def planner_frame(attempt: int) -> tuple[Any, str] | None:
     """Where the plan of this attempt lives in a run that may park: (its parking, the address
     `<calling step>#plan<attempt>`); its steps are kept under `<address>/`. None: no parking."""
-    from graphchat.plans.runtime import PARKING_AT
 
     at = PARKING_AT.get()
     if at is None:
@@ -290,8 +289,6 @@ async def drafted(frame: tuple[Any, str] | None, draft: Callable[[], Awaitable[D
     """The planner's draft — or, in a resumed run, the plan it was running when the run parked
     (kept at the frame's address): the planner model is not asked again, so an approval given
     inside it runs exactly the call the person saw."""
-    from graphchat.plans.draft import DraftResult
-    from graphchat.plans.loader import load_plan_data
 
     if frame is None:
         return await draft()

@@ -25,6 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import Answer, Asker, Parked, Question
 from graphchat.errors import GraphchatError
+from graphchat.fsutil import write_atomic
+from graphchat.plans.runtime import PARKING_AT
+from graphchat.secret_answers import restore, scrub, seal
+from graphchat.threads import lines as ev
 
 if TYPE_CHECKING:
     from graphchat.events import EventSink
@@ -83,9 +87,6 @@ class RunRecord:
 
     def save(self) -> None:
         import orjson
-
-        from graphchat.fsutil import write_atomic
-        from graphchat.secret_answers import scrub
 
         data = orjson.dumps(self.data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
         write_atomic(
@@ -381,7 +382,6 @@ class PlanParking:
         position = self.record.data.get("position")
         if not self.resumed or not position:
             return 0, {}, 0
-        from graphchat.secret_answers import restore
 
         scope = dict(position["scope"])
         restore(scope, [r for r in self.store.all(finished=True) if r.run == self.record.id])
@@ -461,7 +461,6 @@ class PlanParking:
 
     def finished(self) -> None:
         """The run ended (any way but parked): its record goes, its secret answers too."""
-        from graphchat.secret_answers import seal
 
         self.close_journal()
         if self.record.data.get("requests"):  # it parked once: its requests may hold secrets
@@ -472,7 +471,6 @@ class PlanParking:
 
 def waiting_on(thread: Any) -> list[str]:
     """The requests a thread's parked turn waits on (none: its last turn is not parked)."""
-    from graphchat.threads import lines as ev
 
     waiting: list[str] = []
     for event in thread.events():
@@ -548,8 +546,6 @@ class PlanAsker(Asker):
         return await self.inner._ask(question)
 
     def park(self, question: Question) -> Answer | None:
-        from graphchat.plans.runtime import PARKING_AT
-
         at = PARKING_AT.get()
         if at is None or question.kind != "approval":
             return self.inner.park(question)

@@ -11,6 +11,16 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Parked
+from graphchat.catalog.approvals import remember_allow
+from graphchat.catalog.base import TURN_CALL_IDS, CallContext, ToolResult
+from graphchat.errors import GraphchatError
+from graphchat.host import load_settings, open_host
+from graphchat.requests_text import answer_command, answer_help
+from graphchat.runs.parked import ParkingAsker, RunRecord, waiting_on
+from graphchat.runs.requests import RequestStore
+from graphchat.threads import lines as ev
+
 if TYPE_CHECKING:
     from graphchat.runs.front import Front
 
@@ -21,14 +31,11 @@ def open_turn_host(
     """The host of `ask`; headless (nobody can answer here), its asker parks what it cannot
     answer (issue 9). Returns (host, the parking asker or None). `catalog`: a catalog kept by
     a warm helper (the host uses it and leaves it running)."""
-    from graphchat.host import open_host
 
     if not flags.get("park"):
         return open_host(
             settings, events=front.sink(), here=front.here, answers=flags.get("answers"), catalog=catalog
         ), None
-    from graphchat.runs.parked import ParkingAsker
-    from graphchat.runs.requests import RequestStore
 
     made: list[ParkingAsker] = []
 
@@ -47,8 +54,6 @@ def refuse_parked_thread(thread: Any, workspace: Any = None, home: str | None = 
     """`ask --thread ID` / `ask -c` on a thread whose turn waits for a person: exit 1 naming the
     request, its question and the exact command that answers it (an answered one: the command
     that resumes it). A new message would leave the waiting call without its answer."""
-    from graphchat.errors import GraphchatError
-    from graphchat.runs.parked import waiting_on
 
     waiting = waiting_on(thread)
     if not waiting:
@@ -56,13 +61,10 @@ def refuse_parked_thread(thread: Any, workspace: Any = None, home: str | None = 
     ids = ", ".join(waiting)
     request = None
     if workspace is not None:
-        from graphchat.runs.requests import RequestStore
-
         request = RequestStore(workspace).find(waiting[0])
     if request is None:
         hint = f"answer it first: graphchat answer {waiting[0]} VALUE (or permit/deny/decline it)"
         raise GraphchatError(f"thread {thread.id} waits on request {ids}", hint=hint)
-    from graphchat.requests_text import answer_command, answer_help
 
     where = f" --home {home}" if home else ""
     if request.state == "open":
@@ -90,8 +92,6 @@ async def ask_turn(
     warm helper's client: graphchat.warm.helper.RemoteFront). `catalog`: the helper's running
     catalog; `cwd`: the asking process's working directory (a helper never changes its own)."""
     import itertools
-
-    from graphchat.catalog.base import TURN_CALL_IDS
 
     TURN_CALL_IDS.set(itertools.count(1))  # this turn's tool calls: c1, c2, … (a helper runs many)
     host, parking = open_turn_host(settings, flags, front, catalog)
@@ -127,7 +127,6 @@ async def run_turn(
     cwd: str | None = None,
 ) -> int:
     """Run (or resume) the turn and present it: the answer on stdout; a parked turn exit 5."""
-    from graphchat.asks import Parked
 
     streaming = not (flags["json"] or flags["no_stream"])
     front.begin(streaming)
@@ -170,8 +169,6 @@ def park_turn(
 ) -> int:
     """Keep a parked turn's position (the calls, which wait, the others' results) and report
     it (exit 5)."""
-    from graphchat.runs.parked import RunRecord
-    from graphchat.runs.requests import RequestStore
 
     store = RequestStore(host.settings.workspace)
     round = parked.round
@@ -202,9 +199,6 @@ def park_turn(
 async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, Any]]:
     """The results of the calls a parked turn waited on, in call order: an approved call runs
     now, a refused one is a refusal, an answered `ask_user` gets its answer as typed."""
-    from graphchat.catalog.approvals import remember_allow
-    from graphchat.catalog.base import CallContext, ToolResult
-    from graphchat.threads import lines as ev
 
     data = record.data
     calls = data["calls"]
@@ -249,8 +243,6 @@ async def resumed_results(host: Any, store: Any, record: Any) -> list[dict[str, 
 def resume_ask(store: Any, record: Any, front: Front) -> int:
     """Resume a parked `ask` turn in this process (issue 9)."""
     import asyncio
-
-    from graphchat.host import load_settings
 
     flags = record.data["flags"]
     settings = load_settings(record.data["workspace"], model=flags.get("model"), needs="chat")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
+from graphchat.plans.executor import CURRENT_STEP
 
 if TYPE_CHECKING:
     from graphchat.events import EventSink
@@ -125,8 +126,6 @@ class Debugger:
     async def before_call(
         self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext
     ) -> ToolResult | bool:
-        from graphchat.plans.executor import CURRENT_STEP
-
         step = CURRENT_STEP.get() or ""
         if self.aborted:
             raise asyncio.CancelledError("aborted at a pause")
@@ -140,8 +139,6 @@ class Debugger:
     async def after_call(
         self, spec: ToolSpec, arguments: dict[str, Any], result: ToolResult, ctx: CallContext
     ) -> ToolResult:
-        from graphchat.plans.executor import CURRENT_STEP
-
         step = CURRENT_STEP.get() or ""
         decision = await self._wait(Pause("failed", step, spec.name, arguments, result.error_message))
         if decision.action == "skip":
@@ -159,8 +156,6 @@ class Debugger:
         return made
 
     async def before_model(self, site: str) -> None:
-        from graphchat.plans.executor import CURRENT_STEP
-
         step = CURRENT_STEP.get() or ""
         if self.aborted:
             raise asyncio.CancelledError("aborted at a pause")

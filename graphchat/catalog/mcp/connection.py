@@ -23,9 +23,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.catalog.base import CallContext, ToolResult
+from graphchat.asks import Question
+from graphchat.catalog.base import CURRENT_CALL, CallContext, ToolResult
+from graphchat.catalog.mcp.logs import sdk_log_handler
 from graphchat.catalog.mcp.results import map_result, tool_record
 from graphchat.catalog.process_groups import server_groups
+from graphchat.errors import GraphchatError
+from graphchat.llm.budget import current as current_budget
+from graphchat.llm.budget import spending
 
 if TYPE_CHECKING:
     import asyncio
@@ -53,7 +58,6 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         leaves = [describe(e) for e in exc.exceptions]
         return "; ".join(dict.fromkeys(leaves)) or type(exc).__name__
-    from graphchat.errors import GraphchatError
 
     if isinstance(exc, GraphchatError):  # e.g. an unset ${VAR}: its message is the whole story
         return exc.message
@@ -106,8 +110,6 @@ def _quiet_sdk_logs(log_dir: Path) -> None:
     if _sdk_logs_routed:
         return
     import logging
-
-    from graphchat.catalog.mcp.logs import sdk_log_handler
 
     _sdk_logs_routed = True
     handler = sdk_log_handler(log_dir)  # capped, rotated, repeated complaints counted
@@ -458,7 +460,6 @@ class Connection:
         self._inflight[call_id] = ctx
         self._inflight_tools[call_id] = tool
         self._call_contexts[call_id] = contextvars.copy_context()
-        from graphchat.llm.budget import current as current_budget
 
         self._budgets[call_id] = current_budget()
         token = _current_call.set((ctx, tool))
@@ -629,8 +630,6 @@ class Connection:
         assert self.sampler is not None  # declared only with a sampler
         import asyncio
 
-        from graphchat.llm.budget import spending
-
         ctx = self._turn_context()
         latest = max(self._inflight) if ctx is not None and self._inflight else None
         budget = self._budgets.get(latest) if latest is not None else None
@@ -674,7 +673,6 @@ class Connection:
 
 def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str | None], Any]:
     """A call's progress notifications as `tool_progress` events of the call they belong to."""
-    from graphchat.catalog.base import CURRENT_CALL
 
     current = CURRENT_CALL.get()
 
@@ -695,7 +693,6 @@ async def elicit(server: str, asker: Asker | None, params: Any, tools: list[str]
         return ElicitResult(action="decline")
     if asker is None or not asker.can_answer:
         return ElicitResult(action="cancel")
-    from graphchat.asks import Question
 
     schema = getattr(params, "requested_schema", None) or None
     label = f"{server} · {' or '.join(tools)}" if tools else server
