@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from graphchat.errors import GraphchatError
+from graphchat.jsontype import json_type
 from graphchat.plans.steps.ask import ask_schema_problems, flat_answer_problems
 from graphchat.threads import lines as ev
 from graphchat.threads.redact import REDACTED
@@ -504,19 +505,7 @@ def other_form(value: str, texts: list[str]) -> str | None:
 
 
 def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+    return json_type(value) or "null"
 
 
 def _json(value: Any) -> str:

@@ -26,6 +26,7 @@ import orjson
 
 from graphchat.catalog.base import CallContext, ToolResult
 from graphchat.events import RoleUsage
+from graphchat.jsontype import json_type
 from graphchat.llm.budget import BudgetExceeded, budget_scope
 from graphchat.plans.draft import DraftResult, draft_plan
 from graphchat.plans.executor import MAX_DEPTH, PlanOutcome, llm_factory_for, run_plan
@@ -357,15 +358,7 @@ def _keys(value: Any, depth: int) -> str:
         if not value:
             return "[] (empty)"
         return f"[{_keys(value[0], depth + 1)}] ({len(value)})"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string" if isinstance(value, str) else type(value).__name__
+    return json_type(value) or type(value).__name__
 
 
 def reusable(previous: Plan, plan: Plan, results: Mapping[str, Any]) -> dict[str, Any]:
