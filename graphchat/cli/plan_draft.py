@@ -109,24 +109,11 @@ def _write(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def _taken(settings: Any, identifier: str, force: bool) -> str | None:
-    """Why plans/<identifier>.yaml cannot be written, or None. --force replaces that file, never
-    another file's plan of the same identifier (two plans of one identifier: one is skipped)."""
-    from graphchat.plans.discovery import discover
-
-    path = settings.plans_dir / f"{identifier}.yaml"
-    if path.exists() and not force:
-        return f"{path} already exists"
-    other = discover(settings.plans_dir).plans.get(identifier)
-    if other is not None and other.path is not None and other.path.resolve() != path.resolve():
-        return f"plan '{identifier}' already exists in {other.path}"
-    return None
-
-
 def run_draft(args: argparse.Namespace) -> int:
     import asyncio
 
     from graphchat.events import sink_for_environment
+    from graphchat.plans.discovery import identifier_taken  # command dispatch
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
@@ -153,7 +140,7 @@ def run_draft(args: argparse.Namespace) -> int:
     if args.output and saving and Path(args.output).exists() and not args.force:
         raise GraphchatError(f"{args.output} already exists", hint="--force replaces it")
     if args.name and saving and not args.output:
-        taken = _taken(settings, args.name, args.force)  # fail before spending model calls
+        taken = identifier_taken(settings.plans_dir, args.name, args.force)  # fail before any model call
         if taken:
             raise GraphchatError(
                 taken, hint="choose another identifier with --name ID, or --force to replace it"
@@ -166,7 +153,7 @@ def run_draft(args: argparse.Namespace) -> int:
         """An identifier the planner chose that is taken goes back to it like a problem."""
         if not saving or identifier or args.output:
             return []
-        taken = _taken(settings, plan.identifier, args.force)
+        taken = identifier_taken(settings.plans_dir, plan.identifier, args.force)
         return [f"identifier: {taken}: choose another identifier"] if taken else []
 
     def on_attempt(n: int, problems: list[str]) -> None:

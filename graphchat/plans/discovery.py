@@ -174,3 +174,15 @@ def _declared_identifier(path: Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return None
+
+
+def identifier_taken(plans_dir: Path, identifier: str, force: bool) -> str | None:
+    """Why plans/<identifier>.yaml cannot be written, or None. --force replaces that file, never
+    another file's plan of the same identifier (two plans of one identifier: one is skipped)."""
+    path = plans_dir / f"{identifier}.yaml"
+    if path.exists() and not force:
+        return f"{path} already exists"
+    other = discover(plans_dir).plans.get(identifier)
+    if other is not None and other.path is not None and other.path.resolve() != path.resolve():
+        return f"plan '{identifier}' already exists in {other.path}"
+    return None
