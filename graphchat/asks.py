@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.ci import jsonl_events
+from graphchat.display import safe
+from graphchat.errors import ConfigError
+from graphchat.jsonschema_util import first_error
+from graphchat.yamlfile import load_yaml_file
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -180,8 +186,6 @@ class ScriptedAsker(Asker):
 
 def load_answers(path: str) -> dict[str, Any]:
     """Read an --answers file (YAML or JSON mapping); errors are one clear line (exit 2)."""
-    from graphchat.errors import ConfigError
-    from graphchat.yamlfile import load_yaml_file
 
     file = Path(path)
     if not file.is_file():
@@ -438,7 +442,6 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
     """Ask a question line by line: fields one at a time, re-asking a bad value up to 3 times;
     a blank line on a required field declines at once. Everything shown is escaped
     (`graphchat.display.safe`): prompts and options may come from a model or a server."""
-    from graphchat.display import safe
 
     reader.say(f"? {safe(question.prompt)}")
     if question.hint:
@@ -496,7 +499,6 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
                 continue
             # The field's own rules (pattern, minimum, …) are checked now, so a bad value is
             # re-asked rather than failing the whole answer once every field is typed.
-            from graphchat.jsonschema_util import first_error
 
             problem = pattern_problem(prop, value) if isinstance(prop, dict) else None
             if problem is None and isinstance(prop, dict):
@@ -534,7 +536,6 @@ def host_asker(events: EventSink | None = None, *, interactive: bool | None = No
     """The asker of a command-line host: the terminal when stdin and stderr are terminals,
     else unavailable. GRAPHCHAT_EVENTS=jsonl turns every question off. (An --answers file is
     asked before it: see `graphchat.host.answering`.)"""
-    from graphchat.ci import jsonl_events
 
     if jsonl_events():
         return UnavailableAsker(events)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from graphchat.workspace import CONFIG_NAME, WARM_IDLE_DEFAULT, Settings, user_config_path
+from graphchat.yamlfile import load_yaml_file
 
 DEFAULTS_SOURCE = "(default)"
 MASK = "********"
@@ -84,7 +85,6 @@ def effective_config(
     settings: Settings, environ: Mapping[str, str] | None = None
 ) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     """(the merged configuration with secrets masked, the files read, dotted key -> its source)."""
-    from graphchat.yamlfile import load_yaml_file
 
     env = os.environ if environ is None else environ
     config: dict[str, Any] = {}

@@ -13,7 +13,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from graphchat.ci import jsonl_events
 from graphchat.display import safe
+from graphchat.threads.redact import scrub_answered
 
 
 class EventSink:
@@ -202,7 +204,6 @@ class JsonlSink(EventSink):
         line = orjson.dumps(
             {"event": event, **{k: v for k, v in fields.items() if v is not None}}, default=str
         )
-        from graphchat.threads.redact import scrub_answered
 
         with self._lock:
             self.stream.write(scrub_answered(line.decode()) + "\n")
@@ -380,8 +381,6 @@ class TerminalSink(EventSink):
         return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def _line(self, text: str) -> None:
-        from graphchat.threads.redact import scrub_answered
-
         text = scrub_answered(text)  # a secret answer never shows in an activity line
         with self._lock:
             if self.spinner is not None:
@@ -540,7 +539,6 @@ def _model_spent(row: dict[str, Any]) -> str:
 
 def sink_for_environment(*, quiet: bool = False) -> EventSink:
     """JSONL when GRAPHCHAT_EVENTS=jsonl (or graph's GRAPH_EVENTS), else terminal lines on stderr."""
-    from graphchat.ci import jsonl_events
 
     if jsonl_events():
         return JsonlSink()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from graphchat.errors import ConfigError
+from graphchat.workspace import ALWAYS_ON_PACKS, TOOL_PACKS
 
 PROJECT_CONFIG = Path(".graph") / "config.toml"
 # graph's provider types -> litellm's provider prefix (openai_compat: an OpenAI-compatible api_base)
@@ -241,7 +242,6 @@ def translate(project: Path, environ: dict[str, str] | None = None) -> Translati
         out.carried.append("user")
 
     tools = data.get("tools") or {}
-    from graphchat.workspace import ALWAYS_ON_PACKS, TOOL_PACKS
 
     packs = [p for p in tools.get("packs") or [] if p in TOOL_PACKS + ALWAYS_ON_PACKS]
     for pack in tools.get("packs") or []:

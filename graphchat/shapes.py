@@ -25,7 +25,8 @@ from typing import Any
 
 import orjson
 
-from graphchat.fsutil import read_object
+from graphchat.fsutil import read_object, write_atomic
+from graphchat.jsontype import json_type
 from graphchat.naming import sanitize
 
 log = logging.getLogger(__name__)
@@ -47,13 +48,6 @@ _ID_KEY = re.compile(
     r"|(?=(?:[^0-9]*[0-9]){2})[A-Za-z0-9_.:/-]{5,128}"
 )
 
-_SCALARS: dict[type, str] = {
-    str: "string",
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
 _TYPE_ORDER = {"null": 0, "boolean": 1, "integer": 2, "number": 3, "string": 4}
 
 
@@ -72,22 +66,7 @@ def _sample_indexes(n: int) -> Iterable[int]:
 
 
 def _kind(value: Any) -> str:
-    t = _SCALARS.get(type(value))
-    if t is not None:
-        return t
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "unknown"
+    return json_type(value) or "unknown"
 
 
 def _looks_like_map(obj: dict[Any, Any]) -> bool:
@@ -473,7 +452,6 @@ class ShapeStore:
     def _write(self, path: Path, data: bytes) -> None:
         # A cache: readers see the old or the new file, never a half-written one (no fsync; a
         # torn file reads as absent).
-        from graphchat.fsutil import write_atomic
 
         if self._redactor:  # the same scrubber as threads: no known secret reaches the cache
             data = self._redactor.line(data)

@@ -14,7 +14,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.approvals import PolicyApprover
 from graphchat.catalog.base import Catalog
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.catalog.native import NativeSource
+from graphchat.catalog.packs import pack_sources
+from graphchat.catalog.user_tools import UserToolSource
+from graphchat.ci import memory_storage
+from graphchat.plans.core_tools import CoreSource
+from graphchat.plans.plan_tools import PlanSource
+from graphchat.shapes import ShapeStore
+from graphchat.threads.redact import Redactor, settings_secrets
 
 if TYPE_CHECKING:
     from graphchat.catalog.approvals import PolicyApprover
@@ -47,38 +57,26 @@ class SourceRow:
 
 
 def _natives(a: Assembly) -> Iterable[ToolSource]:
-    from graphchat.catalog.native import NativeSource
-
     return [NativeSource(a.settings)]
 
 
 def _packs(a: Assembly) -> Iterable[ToolSource]:
-    from graphchat.catalog.packs import pack_sources
-
     return pack_sources(a.settings)
 
 
 def _user_tools(a: Assembly) -> Iterable[ToolSource]:
-    from graphchat.catalog.user_tools import UserToolSource
-
     return [UserToolSource(a.settings)]
 
 
 def _mcp(a: Assembly) -> Iterable[ToolSource]:
-    from graphchat.catalog.mcp.pool import McpSource
-
     return [McpSource(a.settings, events=a.events, policy=a.policy)]
 
 
 def _plans(a: Assembly) -> Iterable[ToolSource]:
-    from graphchat.plans.plan_tools import PlanSource
-
     return [PlanSource(a.settings, a.catalog)]
 
 
 def _core(a: Assembly) -> Iterable[ToolSource]:
-    from graphchat.plans.core_tools import CoreSource
-
     return [CoreSource(a.settings, a.catalog)]  # plan_and_execute
 
 
@@ -106,7 +104,6 @@ def build_catalog(
 
     `approver` wraps the workspace's approval policy when a host has its own notion of
     consent (`mcp serve`: the client's call of a plan is its consent)."""
-    from graphchat.catalog.approvals import PolicyApprover
 
     policy = PolicyApprover(settings)  # also approves MCP servers' sampling requests
     catalog = Catalog(approver=approver(policy) if approver is not None else policy)
@@ -116,7 +113,6 @@ def build_catalog(
         if row.switch is None or switches[row.switch]:
             for source in row.make(assembly):
                 catalog.add_source(source)
-    from graphchat.ci import memory_storage
 
     if record_shapes and not memory_storage():  # GRAPHCHAT_STORAGE=memory: no shape files
         recorder = ShapeRecorderHook(settings)
@@ -145,9 +141,6 @@ class ShapeRecorderHook:
     @property
     def store(self):  # type: ignore[no-untyped-def]
         if self._store is None:
-            from graphchat.shapes import ShapeStore
-            from graphchat.threads.redact import Redactor, settings_secrets
-
             self._store = ShapeStore(self.directory, Redactor(settings_secrets(self.settings)))
         return self._store
 

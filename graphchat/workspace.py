@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from graphchat.errors import ConfigError, did_you_mean
+from graphchat.fsutil import set_workspace
+from graphchat.yamlfile import load_yaml_file
 
 CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner", "sampling", "repair")
@@ -95,7 +97,6 @@ def is_workspace(path: Path) -> bool:
 
 def find_workspace(home: str | os.PathLike[str] | None = None) -> Path:
     """The workspace folder (see module doc). Never fails; creates the per-user folder if used."""
-    from graphchat.fsutil import set_workspace
 
     root = _find_workspace(home)
     set_workspace(root)  # a failed write names its path relative to it
@@ -719,7 +720,6 @@ def load_settings(
     a folder already found (a warm helper's), used as it is; `environ`: the asking process's
     environment when it is not this one's (a warm helper's request)."""
     workspace = workspace if workspace is not None else find_workspace(home)
-    from graphchat.fsutil import set_workspace
 
     set_workspace(workspace)  # a failed write names its path relative to it
     config_path = workspace / CONFIG_NAME
@@ -727,7 +727,6 @@ def load_settings(
     raw: dict[str, Any] = {}
     doc: Any = None
     layers: list[tuple[Path, Any]] = []  # (file, its document), the user's first
-    from graphchat.yamlfile import load_yaml_file
 
     for path in (user_config_path(environ), config_path):
         if not path.is_file():

@@ -15,9 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Parked
 from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
+from graphchat.jsonschema_util import first_error
+from graphchat.llm.jsonreply import parse_json_reply
 from graphchat.llm.types import ToolCall, Usage
+from graphchat.llm.vision import accepts_images
 from graphchat.media import image_message, model_text
 from graphchat.threads import lines as ev
 from graphchat.threads.repair import shorten_tool_result
@@ -113,8 +117,6 @@ async def run_tool_round(
     (replay pairs results with calls by id), and the round raises `Parked` carrying a `WaitingRound`.
     """
     import time
-
-    from graphchat.asks import Parked
 
     started = time.perf_counter()
     tasks = [asyncio.create_task(_call_one(catalog, call, ctx), name=f"tool:{call.name}") for call in calls]
@@ -263,7 +265,6 @@ async def run_loop(
         if on_tools is not None:
             on_tools("".join(streamed))
         result.tool_calls_made.extend({"tool": call.name, "round": round_no} for call in calls)
-        from graphchat.asks import Parked
 
         try:
             tool_results = await run_tool_round(catalog, calls, ctx, record)
@@ -302,7 +303,6 @@ def _accepts_images(llm: ModelClient) -> bool:
     config = getattr(llm, "config", None)
     if config is None:
         return False
-    from graphchat.llm.vision import accepts_images
 
     return accepts_images(config)
 
@@ -311,8 +311,6 @@ async def _final_output(
     llm: ModelClient, history: list[dict[str, Any]], content: str, schema: dict[str, Any], site: str
 ) -> Any:
     """The text answer as the schema's object: parsed directly when it fits, else one structured call."""
-    from graphchat.jsonschema_util import first_error
-    from graphchat.llm.jsonreply import parse_json_reply
 
     try:
         value = parse_json_reply(content)

@@ -9,7 +9,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import MAX_OPTIONS, Question
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.errors import GraphchatError
+from graphchat.jsonschema_util import schema_refusal
+from graphchat.llm.client import LLM
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -111,10 +115,6 @@ class NativeSource(ToolSource):
         return ToolResult.error(f"unknown native tool {spec.name}")
 
     async def _infer(self, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        from graphchat.errors import GraphchatError
-        from graphchat.jsonschema_util import schema_refusal
-        from graphchat.llm.client import LLM
-
         refused = schema_refusal(arguments.get("output_schema"))
         if refused is not None:
             return ToolResult.error(f"{INFER.name}: output_schema {refused}")
@@ -150,7 +150,6 @@ async def ask_user(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
     asker = ctx.asker
     if asker is None:  # no host to ask through: never hang
         return ToolResult({"answered": False, "reason": "unavailable"})
-    from graphchat.asks import MAX_OPTIONS
 
     options = arguments.get("options") or []
     if len(options) > MAX_OPTIONS:
@@ -171,8 +170,6 @@ async def ask_user(arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
 
 
 def _question(arguments: dict[str, Any]) -> Any:
-    from graphchat.asks import Question
-
     options = arguments.get("options")
     return Question(
         prompt=str(arguments["question"]),

@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.argv import UnsafeArgument, exec_argv
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.catalog.process import TimedOut, run_dir, run_program, turn_environ
+from graphchat.errors import ConfigError, GraphchatError
+from graphchat.llm.client import LLM
+from graphchat.template import TemplateError, references, render_text, render_value
+from graphchat.yamlfile import load_yaml_file
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -101,8 +107,6 @@ def tool_dirs(settings: Settings) -> list[Path]:
 
 def load_tool_file(path: Path) -> ToolDoc:
     """One tool file; raises ToolFileError (`<file>[:<line>]: <problem>`)."""
-    from graphchat.errors import ConfigError
-    from graphchat.yamlfile import load_yaml_file
 
     try:
         doc = load_yaml_file(path)
@@ -220,7 +224,6 @@ def _parse_reshape(tool: ToolDoc, data: dict[str, Any]) -> None:
 
 def _check_templates(value: Any, keys: tuple[str | int, ...], what: str) -> None:
     """Templates in a tool may read only `input` (steps do not exist inside a tool)."""
-    from graphchat.template import TemplateError, references
 
     try:
         roots = references(value)
@@ -251,7 +254,6 @@ def apply_defaults(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> 
 
 def expand_env(value: str) -> str:
     """`${VAR}` from the turn's environment; an unset variable is an error (ValueError)."""
-    from graphchat.catalog.process import turn_environ
 
     environ = turn_environ()
 
@@ -285,7 +287,6 @@ class ToolRunner:
             # The calling step's own render already resolved the shape: returned verbatim, so
             # text holding `{{ }}` is never read as a template again.
             return ToolResult(arguments.get("shape"))
-        from graphchat.template import TemplateError, render_value
 
         try:
             return ToolResult(render_value(tool.shape, {"input": arguments}))
@@ -294,10 +295,6 @@ class ToolRunner:
 
     async def run_exec(self, tool: ToolDoc, arguments: dict[str, Any]) -> ToolResult:
         import orjson
-
-        from graphchat.catalog.argv import UnsafeArgument, exec_argv
-        from graphchat.catalog.process import TimedOut, run_dir, run_program
-        from graphchat.template import TemplateError, render_text
 
         scope = {"input": arguments}
         try:
@@ -334,10 +331,6 @@ class ToolRunner:
             return ToolResult.error(f"stdout is not valid JSON: {exc}", stdout=stdout)
 
     async def run_prompt(self, tool: ToolDoc, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        from graphchat.errors import GraphchatError
-        from graphchat.llm.client import LLM
-        from graphchat.template import TemplateError, render_text
-
         schema = tool.output_schema
         if schema is None and tool.caller_output_schema and isinstance(arguments.get("output_schema"), dict):
             schema = arguments["output_schema"]

@@ -13,9 +13,14 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from graphchat.chat.commands import is_command, run_command
+from graphchat import interrupts
+from graphchat.catalog.mcp.features import mentions, with_attachments
+from graphchat.chat.commands import is_command, run_command, waiting_requests
 from graphchat.chat.subscriptions import Subscriptions
 from graphchat.chat.ui import ChatUI
+from graphchat.errors import GraphchatError
+from graphchat.fsutil import describe_failure
+from graphchat.threads.lines import USER, text_of
 
 
 class ChatApp:
@@ -67,8 +72,6 @@ class ChatApp:
         return "(none)"
 
     async def run(self) -> None:
-        from graphchat import interrupts
-
         loop = asyncio.get_running_loop()
         main = asyncio.current_task()
 
@@ -112,7 +115,6 @@ class ChatApp:
 
     def show_waiting_requests(self) -> None:
         """Requests parked by other runs of this workspace wait for a person: say so at start."""
-        from graphchat.chat.commands import waiting_requests
 
         count = len(waiting_requests(self))
         if count:
@@ -137,7 +139,6 @@ class ChatApp:
         changed = self.subscriptions.take_changed()
         if self.catalog is None or ("@" not in message and not changed):
             return message
-        from graphchat.catalog.mcp.features import mentions, with_attachments
 
         refs = mentions(message, self.catalog.groups()) if "@" in message else []
         for server, uri in refs:
@@ -158,7 +159,6 @@ class ChatApp:
     ) -> Any:
         """Run `work()` with a turn's live display (tool lines, Ctrl-C cancels it); its result, or
         None when it failed or was cancelled (said on screen, never raised)."""
-        from graphchat.errors import GraphchatError
 
         ui = self.ui
         ui.begin_turn()
@@ -181,8 +181,6 @@ class ChatApp:
         elif isinstance(exc, KeyboardInterrupt):
             ui.print("⏹ turn cancelled", style="yellow", markup=False)
         else:
-            from graphchat.fsutil import describe_failure
-
             ui.print(f"error: {describe_failure(exc)}", style="red", markup=False)
         return None
 
@@ -192,7 +190,6 @@ def last_message(session: Any) -> str | None:
     None while there is none."""
     if current_thread_id(session) is None:
         return None
-    from graphchat.threads.lines import USER, text_of
 
     for event in reversed(session.thread.events()):
         if event.get("kind") == USER:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from graphchat.asks import Answer, Asker, LineReader, Question, ask_by_lines
+from graphchat.chat.ui import ANSWER_PROMPT
 
 if TYPE_CHECKING:
     from graphchat.chat.ui import ChatUI
@@ -38,8 +39,6 @@ class ChatLineReader(LineReader):
         return size.width, size.height
 
     async def prompt(self, text: str) -> str | None:
-        from graphchat.chat.ui import ANSWER_PROMPT
-
         return await self.ui.read_answer(ANSWER_PROMPT if text == _PLAIN_PROMPT else text)
 
     async def secret(self, text: str) -> str | None:

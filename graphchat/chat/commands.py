@@ -6,7 +6,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Question
+from graphchat.catalog.base import CallContext
+from graphchat.catalog.mcp.features import prompt_message
 from graphchat.chat.subscriptions import subscribe, unsubscribe
+from graphchat.display import safe
+from graphchat.errors import GraphchatError
+from graphchat.events import usage_text
+from graphchat.runs.freeze import PlanExistsError, freeze_to_workspace
+from graphchat.runs.requests import RequestStore
+from graphchat.workbench import launch
+from graphchat.workbench.pane_asker import PaneAsker
 
 if TYPE_CHECKING:
     from graphchat.chat.app import ChatApp
@@ -179,8 +189,6 @@ def _one_line(text: str, width: int = 70) -> str:
 
 
 async def _model(app: ChatApp, arg: str) -> bool:
-    from graphchat.errors import GraphchatError
-
     if arg:
         try:
             app.session.set_model(arg)
@@ -196,8 +204,6 @@ async def _model(app: ChatApp, arg: str) -> bool:
 async def _freeze(app: ChatApp, arg: str) -> bool:
     """Freeze the current thread into a plan, show it, and offer to run it once."""
     from graphchat.chat.app import current_thread_id
-    from graphchat.errors import GraphchatError
-    from graphchat.runs.freeze import PlanExistsError, freeze_to_workspace
 
     ui = app.ui
     thread_id = current_thread_id(app.session)
@@ -248,9 +254,6 @@ async def _workbench(app: ChatApp, arg: str) -> bool:
     """The current thread frozen (as /freeze, nothing written) and opened in the workbench, on
     the chat's loop and catalog; the chat goes on when it closes."""
     from graphchat.chat.app import current_thread_id
-    from graphchat.errors import GraphchatError
-    from graphchat.workbench import launch
-    from graphchat.workbench.pane_asker import PaneAsker
 
     ui = app.ui
     thread_id = current_thread_id(app.session)
@@ -270,8 +273,6 @@ async def _workbench(app: ChatApp, arg: str) -> bool:
 
 
 async def _yes(app: ChatApp, prompt: str) -> bool:
-    from graphchat.asks import Question
-
     asker = app.session.asker
     if asker is None:
         return False
@@ -281,7 +282,6 @@ async def _yes(app: ChatApp, prompt: str) -> bool:
 
 async def _run_once(app: ChatApp, plan: Any) -> None:
     """Run the new plan as the model would call it: `plan__<id>` through the catalog."""
-    from graphchat.catalog.base import CallContext
 
     app.catalog.reload()
     session = app.session
@@ -304,8 +304,6 @@ async def _run_once(app: ChatApp, plan: Any) -> None:
     if isinstance(value, dict) and set(value) == {"answer"} and isinstance(value["answer"], str):
         from rich.markdown import Markdown
 
-        from graphchat.display import safe
-
         app.ui.print(Markdown(safe(value["answer"])))
     else:
         import orjson
@@ -318,8 +316,6 @@ async def _run_once(app: ChatApp, plan: Any) -> None:
 
 
 async def _usage(app: ChatApp, arg: str) -> bool:
-    from graphchat.events import usage_text
-
     app.ui.print(usage_text(app.session.usage_total), markup=False)
     return True
 
@@ -328,7 +324,6 @@ def waiting_requests(app: ChatApp) -> list[Any]:
     """The open requests of this workspace (parked runs waiting for a person, issue 9)."""
     if app.settings is None:
         return []
-    from graphchat.runs.requests import RequestStore
 
     try:
         return RequestStore(app.settings.workspace).all()
@@ -450,8 +445,6 @@ async def _server_prompt(app: ChatApp, server: str, name: str, arg: str) -> bool
         arguments[key] = value
 
     async def turn() -> object:
-        from graphchat.catalog.mcp.features import prompt_message
-
         await app.tools_ready()
         message = await prompt_message(app.catalog, server, name, arguments)
         app.ui.activity(f"/ {server}:{name}: the prompt's messages are sent", "dim")

@@ -13,6 +13,9 @@ from typing import Any
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from graphchat.catalog.mcp.features import argument_values, prompt_choices
+from graphchat.chat.commands import COMMANDS
+
 Prompts = Callable[[str], Awaitable[list[dict[str, Any]]]]  # server → its prompt_rows
 Values = Callable[[str, str, str, str, dict[str, str]], Awaitable[list[str]]]
 
@@ -115,9 +118,6 @@ def _arguments(text: str) -> dict[str, str]:
 
 
 def completer_for(app: Any) -> ChatCompleter:
-    from graphchat.catalog.mcp.features import argument_values, prompt_choices
-    from graphchat.chat.commands import COMMANDS
-
     def servers() -> list[str]:
         return list(app.catalog.groups()) if app.catalog is not None else []
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.mcp.connection import describe
+from graphchat.catalog.mcp.features import _mcp_source
+from graphchat.errors import GraphchatError, did_you_mean
+
 if TYPE_CHECKING:
     from graphchat.chat.app import ChatApp
 
@@ -43,8 +47,6 @@ def _ref(app: ChatApp, command: str, arg: str) -> tuple[str, str] | None:
         )
         return None
     if server not in servers:
-        from graphchat.errors import did_you_mean
-
         hint = did_you_mean(server, servers)
         app.ui.print(
             f"/{command}: no MCP server '{server}' is configured" + (f" ({hint})" if hint else ""),
@@ -57,9 +59,6 @@ def _ref(app: ChatApp, command: str, arg: str) -> tuple[str, str] | None:
 
 async def _request(app: ChatApp, command: str, server: str, method: str, uri: str) -> bool:
     """`method` (subscribe_resource / unsubscribe_resource) on `server`; False (said) when it failed."""
-    from graphchat.catalog.mcp.connection import describe
-    from graphchat.catalog.mcp.features import _mcp_source
-    from graphchat.errors import GraphchatError
 
     try:
         source = _mcp_source(app.catalog)

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from graphchat.chat.render import CODE_THEME, TailView, split_stable
+from graphchat.display import has_control, safe
+from graphchat.threads.redact import Redactor, environment_secrets
 
 MESSAGE_PROMPT = "you> "
 ANSWER_PROMPT = "answer> "
@@ -70,8 +72,6 @@ def make_key_bindings() -> Any:
 def _private_history(file_history: Any, path: Path) -> Any:
     """prompt_toolkit's FileHistory, private (mode 0600: people paste keys) and scrubbed of the
     known secrets before anything is written (the workspace's, as threads are)."""
-
-    from graphchat.threads.redact import Redactor, environment_secrets
 
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     os.close(fd)
@@ -242,7 +242,6 @@ class ChatUI:
         """A piece of the model's answer: print finished blocks once, keep the tail live."""
         if not chunk:
             return
-        from graphchat.display import safe
 
         self._buffer += safe(chunk)  # the model's control characters never reach the terminal
         stable, tail = split_stable(self._buffer)
@@ -482,8 +481,6 @@ def _safe_renderable(renderable: Any) -> Any:
     """A string or a rich Text with its control characters escaped (other renderables as they
     are: answer Markdown is escaped where its text enters, in `on_text`)."""
     from rich.text import Text
-
-    from graphchat.display import has_control, safe
 
     if isinstance(renderable, str):
         return safe(renderable)

@@ -7,6 +7,9 @@ import os
 import sys
 from typing import Any
 
+from graphchat.cli.output import read_piped_text
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 STDIN_CONTEXT_HEADER = "Context (piped input):"
 
 
@@ -76,7 +79,6 @@ def _message_with_stdin(message: str) -> str:
     stdin = sys.stdin
     if stdin is None or stdin.closed or stdin.isatty():
         return message
-    from graphchat.cli.output import read_piped_text
 
     # binary input or more than the limit: a usage error, nothing written
     data = _read_with_notice(stdin, lambda s: read_piped_text(s, limit=MAX_STDIN_CHARS))
@@ -121,7 +123,6 @@ def _read_with_notice(stdin: Any, read: Any) -> str:
 def _thread_flags(args: argparse.Namespace) -> None:
     """`-c` is `--thread` without an id. `ask --thread "and the docs?"` (the message taken for a
     thread id) is told so, naming -c, before anything starts."""
-    from graphchat.errors import EXIT_USAGE, GraphchatError
 
     if args.continue_latest:
         if args.thread:
@@ -133,7 +134,6 @@ def _thread_flags(args: argparse.Namespace) -> None:
 
 def _message_taken_for_a_thread(args: argparse.Namespace, settings: Any) -> None:
     """`ask --thread "and the docs?"`: argparse gave the message to --thread."""
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.threads.store import ThreadStore
 
     try:
@@ -169,8 +169,6 @@ def run(args: argparse.Namespace) -> int:
     if args.message is None:  # the question can only come from stdin: a usage error before all else
         piped = "" if sys.stdin is None or sys.stdin.isatty() else _message_with_stdin("")
         if not piped.strip():
-            from graphchat.errors import EXIT_USAGE, GraphchatError
-
             raise GraphchatError(
                 "the question is missing",
                 EXIT_USAGE,
@@ -221,8 +219,6 @@ def _attachments(args: argparse.Namespace) -> None:
 
 def check_message(message: str) -> None:
     if not message.strip():
-        from graphchat.errors import EXIT_USAGE, GraphchatError
-
         raise GraphchatError(
             "nothing to ask: the message is empty",
             EXIT_USAGE,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 HISTORY_FILE = ".graphchat_history"
 
 
@@ -46,8 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-
-    from graphchat.errors import EXIT_USAGE, GraphchatError
 
     if args.continue_latest:
         if args.thread:
@@ -143,7 +143,6 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
     from graphchat.asks import TURN_FRAMES, Question, ask_by_lines
     from graphchat.catalog.approvals import OPTIONS, argument_text
     from graphchat.chat.asker import ChatLineReader
-    from graphchat.errors import GraphchatError
     from graphchat.runs.answers import settle
     from graphchat.runs.parked import RunRecord, waiting_on
     from graphchat.runs.requests import AlreadySettled, RequestStore

@@ -19,6 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from graphchat.cli.main import build_parser
+from graphchat.cli.models import chat_models, model_string
+
 SHELLS = ("bash", "zsh", "fish")
 
 Completer = Callable[..., Any]
@@ -47,8 +50,6 @@ def run_completion(args: argparse.Namespace) -> int:
 def complete() -> None:
     """Answer the shell's completion request (`_ARGCOMPLETE` is set) and leave the process."""
     import argcomplete
-
-    from graphchat.cli.main import build_parser
 
     parser = build_parser()
     attach_completers(parser)
@@ -105,8 +106,6 @@ def _requests(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> dict[st
 
 
 def _models(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
-    from graphchat.cli.models import chat_models, model_string
-
     strings = {model_string(name, entry["litellm_provider"]) for name, entry in chat_models()}
     names = sorted(strings | {name for name, _ in chat_models()})
     typed = [n for n in names if n.startswith(prefix)]
@@ -117,8 +116,6 @@ def _models(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]
 
 
 def _providers(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
-    from graphchat.cli.models import chat_models
-
     return sorted(
         {e["litellm_provider"] for _, e in chat_models() if e["litellm_provider"].startswith(prefix)}
     )

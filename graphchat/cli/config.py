@@ -6,6 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.init import run_init
+from graphchat.cli.output import print_json
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -33,8 +36,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_init(args: argparse.Namespace) -> int:
-    from graphchat.cli.init import run_init
-
     return run_init(args)
 
 
@@ -49,8 +50,6 @@ def run_show(args: argparse.Namespace) -> int:
 
     config, files, origins = effective_config(_settings(args))
     if args.json:
-        from graphchat.cli.output import print_json
-
         # graph's {config, sources} (config_cmd.rs `show`); `value_sources`: each value's layer
         print_json({"config": config, "sources": files, "value_sources": origins})
         return 0
@@ -93,8 +92,6 @@ def run_path(args: argparse.Namespace) -> int:
 
     files = [{"path": str(p), "exists": p.is_file()} for p in config_files(_settings(args))]
     if args.json:
-        from graphchat.cli.output import print_json
-
         print_json({"files": files, "count": len(files)})  # graph's config_cmd.rs `path`
         return 0
     sys.stdout.write("".join(f"{f['path']}\t{'exists' if f['exists'] else 'missing'}\n" for f in files))

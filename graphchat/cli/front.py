@@ -6,6 +6,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from graphchat.asks import host_asker
+from graphchat.ci import annotate
+from graphchat.cli.ask import StdoutWriter
+from graphchat.cli.output import note, print_json, report_error, warn
+from graphchat.cli.plan import envelope, exit_code, report_parked
+from graphchat.display import safe
+from graphchat.errors import GraphchatError
+from graphchat.events import sink_for_environment
+
 
 class TerminalFront:
     """Where an `ask` turn shows itself in this process: the answer on stdout (and nothing
@@ -20,26 +29,19 @@ class TerminalFront:
     def sink(self) -> Any:
         """This process's activity sink: terminal lines on stderr, or JSONL (one, made once)."""
         if self._sink is None:
-            from graphchat.events import sink_for_environment
-
             self._sink = sink_for_environment()
         return self._sink
 
     def here(self, sink: Any) -> Any:
-        from graphchat.asks import host_asker
-
         return host_asker(sink)
 
     def begin(self, streaming: bool) -> None:
-        from graphchat.cli.ask import StdoutWriter
-
         self.writer = StdoutWriter(self.sink()) if streaming else None
 
     def text(self, text: str) -> None:
         if self.writer is not None:
             self.writer.write(text)
             return
-        from graphchat.display import safe
 
         # a plan's solver text: on a terminal escaped; in a pipe byte-exact
         sys.stdout.write(safe(text) if sys.stdout.isatty() else text)
@@ -56,8 +58,6 @@ class TerminalFront:
     def answer(self, content: str, payload: dict[str, Any] | None) -> None:
         """The turn's answer: the --json object, the end of the streamed text, or the text."""
         if payload is not None:
-            from graphchat.cli.output import print_json
-
             print_json(payload)
         elif self.writer is not None:
             self.writer.finish()
@@ -68,26 +68,17 @@ class TerminalFront:
             sys.stdout.flush()
 
     def warn(self, message: str) -> None:
-        from graphchat.cli.output import warn
-
         warn(message)
 
     def note(self, message: str) -> None:
-        from graphchat.cli.output import note
-
         note(message)
 
     def error(self, message: str, hint: str | None = None) -> None:
-        from graphchat.cli.output import report_error
-
         report_error(message, hint)
 
     def parked(
         self, requests: list[dict[str, Any]], json: bool, home: str | None, what: str = "the run"
     ) -> int:
-        from graphchat.ci import annotate
-        from graphchat.cli.plan import report_parked
-
         for request in requests:  # GRAPHCHAT_EVENTS=github: the run waits (exit 5)
             annotate(
                 "warning", f"{what} waits for a person: {request['question']}",
@@ -98,11 +89,6 @@ class TerminalFront:
 
     def plan_outcome(self, plan: Any, outcome: Any, flags: Any, streamed: list[str]) -> int:
         """A plan run's deliverable on stdout (graph's --json envelope), notes on stderr."""
-        from graphchat.ci import annotate
-        from graphchat.cli.output import note, print_json
-        from graphchat.cli.plan import envelope, exit_code
-        from graphchat.display import safe
-        from graphchat.errors import GraphchatError
 
         shown = safe if sys.stdout.isatty() else str  # a terminal: escaped; a pipe: byte-exact
         if flags.json and outcome.kind not in ("failed", "input"):  # as graph: no envelope then

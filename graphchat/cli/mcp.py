@@ -8,6 +8,10 @@ import json
 import sys
 from typing import Any
 
+from graphchat.cli import mcp_tools
+from graphchat.cli.output import print_json, warn
+from graphchat.errors import GraphchatError, did_you_mean
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -45,8 +49,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print {server, contents}")
     p.set_defaults(func=run_read)
 
-    from graphchat.cli import mcp_tools
-
     mcp_tools.register(commands)  # mcp tools / test / probe
 
     p = commands.add_parser(
@@ -64,15 +66,12 @@ def run_list(args: argparse.Namespace) -> int:
     settings = load_settings(getattr(args, "home", None))
     skipped: list[str] = []
     rows = server_rows(settings, check=args.check, warnings=skipped)
-    from graphchat.cli.output import warn
 
     for message in skipped:
         warn(message)
     failed = 1 if args.check and any(r["state"] == "failed" for r in rows) else 0
     empty = f"no MCP servers configured ({settings.catalog_dir / 'servers.yaml'})"
     if args.json:
-        from graphchat.cli.output import print_json
-
         # graph's {servers: [{name, transport, target, …}], count} (its mcp_cmd.rs), a note when empty
         envelope: dict[str, Any] = {"servers": rows, "count": len(rows)}
         if not rows:
@@ -117,7 +116,6 @@ def _with_servers(args: argparse.Namespace, work: Any) -> Any:
     import asyncio
 
     from graphchat.catalog.mcp.pool import McpSource
-    from graphchat.errors import GraphchatError
     from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))
@@ -126,8 +124,6 @@ def _with_servers(args: argparse.Namespace, work: Any) -> Any:
     wanted = getattr(args, "server", None)
     if wanted is not None:
         if source.server(wanted) is None:
-            from graphchat.errors import did_you_mean
-
             guess = did_you_mean(wanted, names)
             hint = f" ({guess})" if guess else f" (servers: {', '.join(names) or 'none'})"
             raise GraphchatError(f"no MCP server '{wanted}' is configured{hint}")
@@ -164,7 +160,6 @@ def _offers(exc: BaseException) -> bool:
 
 def run_prompts(args: argparse.Namespace) -> int:
     from graphchat.catalog.mcp.features import prompt_rows
-    from graphchat.cli.output import print_json, warn
 
     async def work(source: Any, names: list[str]) -> tuple[list[dict[str, Any]], int]:
         rows: list[dict[str, Any]] = []
@@ -198,8 +193,6 @@ def run_prompts(args: argparse.Namespace) -> int:
 
 def run_prompt(args: argparse.Namespace) -> int:
     from graphchat.catalog.mcp.features import prompt_messages
-    from graphchat.cli.output import print_json
-    from graphchat.errors import GraphchatError
 
     arguments: dict[str, str] = {}
     for pair in args.arg or []:
@@ -239,7 +232,6 @@ def run_prompt(args: argparse.Namespace) -> int:
 
 def run_resources(args: argparse.Namespace) -> int:
     from graphchat.catalog.mcp.features import resource_rows
-    from graphchat.cli.output import print_json, warn
 
     async def work(source: Any, names: list[str]) -> tuple[dict[str, list[Any]], int]:
         out: dict[str, list[Any]] = {"resources": [], "templates": []}
@@ -284,8 +276,6 @@ def run_resources(args: argparse.Namespace) -> int:
 def run_read(args: argparse.Namespace) -> int:
     from graphchat.catalog.base import CallContext
     from graphchat.catalog.mcp.features import read_resource
-    from graphchat.cli.output import print_json
-    from graphchat.errors import GraphchatError
 
     async def work(source: Any, names: list[str]) -> Any:
         limit = source.settings.max_tool_result_chars

@@ -20,6 +20,9 @@ import sys
 import time
 from typing import Any
 
+from graphchat.cli.output import note, print_json, report_error, warn
+from graphchat.errors import GraphchatError, did_you_mean
+
 
 def register(commands: argparse._SubParsersAction) -> None:
     p = commands.add_parser(
@@ -47,7 +50,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _catalog(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """(settings, the catalog without plans, the servers meant: SERVER or every one)."""
     from graphchat.catalog.mcp.pool import McpSource
-    from graphchat.errors import GraphchatError, did_you_mean
     from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
@@ -82,8 +84,6 @@ def _run(catalog: Any, work: Any) -> Any:
 
 
 def _warn_failed(errors: dict[str, str]) -> None:
-    from graphchat.cli.output import warn
-
     for server, error in errors.items():
         warn(f"MCP server '{server}' cannot start: {error}")
 
@@ -92,7 +92,6 @@ def _warn_failed(errors: dict[str, str]) -> None:
 
 
 def run_tools(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import print_json
     from graphchat.plans.listing import tool_listing
 
     _, catalog, names = _catalog(args)
@@ -143,8 +142,6 @@ def render(specs: list[Any]) -> str:
 
 
 def run_test(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import print_json, report_error
-
     _, catalog, names = _catalog(args)
     server = names[0]
     started = time.perf_counter()
@@ -196,7 +193,6 @@ def probe_skip_reason(spec: Any) -> str | None:
 def run_probe(args: argparse.Namespace) -> int:
     from graphchat.catalog.base import CallContext
     from graphchat.ci import memory_storage
-    from graphchat.cli.output import note, print_json
     from graphchat.events import sink_for_environment
 
     settings, catalog, names = _catalog(args)

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graphchat.cli.output import note, print_json
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 MODEL_MAP_FILE = "model_prices_and_context_window_backup.json"
 CHAT_MODES = frozenset({"chat"})
 
@@ -274,8 +277,6 @@ def provider_of(model: str) -> str:
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from graphchat.errors import EXIT_USAGE, GraphchatError
-
     if litellm_dir() is None:
         raise GraphchatError("litellm is not installed here: no model map to read", 1)
     rows = chat_models(args.provider)
@@ -295,8 +296,6 @@ def run_models(args: argparse.Namespace) -> int:
         if provider not in statuses:
             statuses[provider] = key_status(provider)
     if args.json:
-        from graphchat.cli.output import print_json
-
         models = []
         for name, entry in rows:
             status = statuses[entry["litellm_provider"]]
@@ -331,7 +330,6 @@ def run_models(args: argparse.Namespace) -> int:
     sys.stdout.write("\n".join(lines) + ("\n" if lines else ""))
     usable = sorted(p for p, m in marks.items() if m == "✓")
     count = {m: sum(1 for _, e in rows if marks[e["litellm_provider"]] == m) for m in ("✓", "?")}
-    from graphchat.cli.output import note
 
     note(
         f"{len(rows)} chat models; ✓ {count['✓']} whose provider's key is set here"

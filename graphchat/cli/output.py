@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 
 def report_error(message: str, hint: str | None = None) -> None:
     from graphchat.display import safe
@@ -57,7 +59,6 @@ def read_piped_text(stream: Any = None, what: str = "piped stdin", limit: int | 
     """All of a piped stream as text (newlines normalized, as text mode reads them). Binary
     data (a NUL byte, or bytes that are not UTF-8) is a usage error naming where it starts;
     more than `limit` bytes is one too (never more than the limit is held in memory)."""
-    from graphchat.errors import EXIT_USAGE, GraphchatError
 
     stream = sys.stdin if stream is None else stream
     buffer = getattr(stream, "buffer", None)
@@ -88,8 +89,6 @@ def parse_json_document(text: str, source: str) -> Any:
     """Parse a JSON (or YAML) document given on the command line, naming `source` on error."""
     import orjson
 
-    from graphchat.errors import GraphchatError
-
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -98,7 +97,6 @@ def parse_json_document(text: str, source: str) -> Any:
 
 def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
     """`JSON`, `@file` or `-` (stdin) → a JSON value (None when arg is None)."""
-    from graphchat.errors import GraphchatError
 
     if arg is None:
         return None
@@ -130,8 +128,6 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
 def apply_input_flags(document: Any, pairs: list[str] | None) -> Any:
     """`--input k=v` flags over a document: v is JSON when it parses, else a string."""
     import orjson
-
-    from graphchat.errors import GraphchatError
 
     if not pairs:
         return document

@@ -6,6 +6,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from graphchat.cli.output import apply_input_flags, note, print_json, read_document_arg, warn
+from graphchat.cli.plan_draft import register_draft
+from graphchat.cli.plan_edit import register_edit
+from graphchat.cli.plan_freeze import register_freeze
+from graphchat.cli.plan_go import register_go
+from graphchat.cli.plan_inspect import register_inspect
+from graphchat.errors import EXIT_INPUT_NEEDED, EXIT_WAITING, GraphchatError
+
 if TYPE_CHECKING:
     from graphchat.plans.executor import PlanOutcome
 
@@ -47,19 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="an input the plan never reads is an error (exit 3), not a warning",
     )
     run.set_defaults(func=run_command)
-    from graphchat.cli.plan_draft import register_draft
 
     register_draft(plan_sub)
-    from graphchat.cli.plan_freeze import register_freeze
 
     register_freeze(plan_sub)
-    from graphchat.cli.plan_go import register_go
 
     register_go(plan_sub)
-    from graphchat.cli.plan_inspect import register_inspect
 
     register_inspect(plan_sub)
-    from graphchat.cli.plan_edit import register_edit
 
     register_edit(plan_sub)
 
@@ -69,7 +72,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def resolve_plan(settings: Any, arg: str) -> Any:
     """NAME → the workspace's plan of that identifier; PATH → that file. Load errors exit 1."""
-    from graphchat.cli.output import warn
     from graphchat.plans.discovery import find_plan
 
     plan = find_plan(arg, settings.plans_dir, warn=warn)
@@ -85,8 +87,6 @@ def plan_input(
     an empty document is `{}`; a document that is not an object and an `--input` without `=`
     are exit 1. A key the input_schema does not name: exit 3 from `--input`, a warning from a
     document (graph passes extra keys through)."""
-    from graphchat.cli.output import apply_input_flags, read_document_arg, warn
-    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
     from graphchat.plans.inputs import unknown_input_keys
 
     for pair in pairs or []:
@@ -138,8 +138,6 @@ def unread_inputs(plan: Any, given: list[str], *, strict: bool) -> None:
     """Keys given that no template of the plan reads: a warning naming the keys it does read
     (graph accepts them); `--strict`: exit 3. For a plan that declares inputs, only `--input`
     keys are looked at (a document's undeclared keys are warned about above)."""
-    from graphchat.cli.output import warn
-    from graphchat.errors import EXIT_INPUT_NEEDED, GraphchatError
     from graphchat.plans.inputs import input_keys_read
 
     read = input_keys_read(plan)
@@ -173,7 +171,6 @@ def run_command(args: argparse.Namespace) -> int:
     import os
 
     from graphchat.ci import memory_storage
-    from graphchat.errors import GraphchatError
     from graphchat.host import load_settings, needs_model
 
     settings = load_settings(args.home, model=args.model)
@@ -210,8 +207,6 @@ def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | Non
     exit 5."""
 
     from graphchat.ci import jsonl_events
-    from graphchat.cli.output import note, print_json
-    from graphchat.errors import EXIT_WAITING
     from graphchat.requests_text import answer_command, answer_help, approval_lines
 
     jsonl = jsonl_events()  # request_opened said it

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graphchat.cli.output import print_json, report_error, warn
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 ATTEMPTS = 3  # model calls at most (issue 8: after the third failed draft nothing is saved)
 
 
@@ -63,7 +66,6 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
         )
         return {title: text}
     if args.from_plan:
-        from graphchat.cli.output import warn
         from graphchat.plans.discovery import find_plan
 
         plan = find_plan(args.from_plan, settings.plans_dir, warn=warn)
@@ -75,7 +77,6 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
 def _redrafted(args: argparse.Namespace, settings: Any) -> Any:
     """The plan `--from` names (loaded once)."""
     if getattr(args, "_redrafted", None) is None:
-        from graphchat.cli.output import warn
         from graphchat.plans.discovery import find_plan
 
         args._redrafted = find_plan(args.redraft, settings.plans_dir, warn=warn)
@@ -108,26 +109,11 @@ def _write(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def _taken(settings: Any, identifier: str, force: bool) -> str | None:
-    """Why plans/<identifier>.yaml cannot be written, or None. --force replaces that file, never
-    another file's plan of the same identifier (two plans of one identifier: one is skipped)."""
-    from graphchat.plans.discovery import discover
-
-    path = settings.plans_dir / f"{identifier}.yaml"
-    if path.exists() and not force:
-        return f"{path} already exists"
-    other = discover(settings.plans_dir).plans.get(identifier)
-    if other is not None and other.path is not None and other.path.resolve() != path.resolve():
-        return f"plan '{identifier}' already exists in {other.path}"
-    return None
-
-
 def run_draft(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.cli.output import print_json, report_error, warn
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.events import sink_for_environment
+    from graphchat.plans.discovery import identifier_taken  # command dispatch
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
@@ -154,7 +140,7 @@ def run_draft(args: argparse.Namespace) -> int:
     if args.output and saving and Path(args.output).exists() and not args.force:
         raise GraphchatError(f"{args.output} already exists", hint="--force replaces it")
     if args.name and saving and not args.output:
-        taken = _taken(settings, args.name, args.force)  # fail before spending model calls
+        taken = identifier_taken(settings.plans_dir, args.name, args.force)  # fail before any model call
         if taken:
             raise GraphchatError(
                 taken, hint="choose another identifier with --name ID, or --force to replace it"
@@ -167,7 +153,7 @@ def run_draft(args: argparse.Namespace) -> int:
         """An identifier the planner chose that is taken goes back to it like a problem."""
         if not saving or identifier or args.output:
             return []
-        taken = _taken(settings, plan.identifier, args.force)
+        taken = identifier_taken(settings.plans_dir, plan.identifier, args.force)
         return [f"identifier: {taken}: choose another identifier"] if taken else []
 
     def on_attempt(n: int, problems: list[str]) -> None:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graphchat.cli.output import print_json, read_document_arg
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
 
 VALUE_HELP = "inline JSON, @file or - (stdin)"
@@ -118,8 +119,6 @@ def plan_file(settings: Any, target: str) -> Path:
 
 
 def _value(text: str, what: str) -> Any:
-    from graphchat.cli.output import read_document_arg
-
     try:
         return read_document_arg(text, what=what)
     except GraphchatError as exc:
@@ -148,7 +147,6 @@ def _edit(args: argparse.Namespace, edit: Any, renames: dict[str, str] | None = 
 
 
 def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
-    from graphchat.cli.output import print_json
     from graphchat.plans import authoring
     from graphchat.sources import build_catalog
 
@@ -169,7 +167,6 @@ def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
 
 
 def _rejected(args: argparse.Namespace, exc: Any) -> int:
-    from graphchat.cli.output import print_json
     from graphchat.plans import authoring
 
     if args.json:
@@ -184,8 +181,6 @@ def _rejected(args: argparse.Namespace, exc: Any) -> int:
 
 
 def _refused(args: argparse.Namespace, message: str, details: dict[str, Any]) -> int:
-    from graphchat.cli.output import print_json
-
     if args.json:
         print_json({"ok": False, "error": message, **details})
     else:
@@ -232,7 +227,6 @@ def run_new(args: argparse.Namespace) -> int:
         return _refused(args, str(exc), exc.details)
     except OSError as exc:
         raise GraphchatError(f"cannot write {path}: {exc.strerror or exc}") from None
-    from graphchat.cli.output import print_json
 
     if args.json:
         print_json(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from graphchat.cli.output import note, warn
+
 
 def register_freeze(plan_sub: argparse._SubParsersAction) -> None:
     p = plan_sub.add_parser(
@@ -34,7 +36,6 @@ def register_freeze(plan_sub: argparse._SubParsersAction) -> None:
 
 
 def run_freeze(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import note, warn
     from graphchat.runs.freeze import freeze_to_workspace
     from graphchat.workspace import load_settings
 

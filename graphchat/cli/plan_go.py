@@ -12,6 +12,9 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.output import note, print_json, report_error, warn
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 
 def register_go(plan_sub: argparse._SubParsersAction) -> None:
     p = plan_sub.add_parser(
@@ -36,15 +39,11 @@ def register_go(plan_sub: argparse._SubParsersAction) -> None:
 def run_go(args: argparse.Namespace) -> int:
     import asyncio
 
-    from graphchat.asks import host_asker
-    from graphchat.catalog.base import CallContext
-    from graphchat.cli.output import note, print_json, report_error, warn
-    from graphchat.cli.plan_draft import _taken
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.events import sink_for_environment
+    from graphchat.host import open_host  # command dispatch
+    from graphchat.plans.discovery import identifier_taken  # command dispatch
     from graphchat.plans.loader import IDENTIFIER_RE
     from graphchat.plans.planner import plan_and_execute
-    from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
     if not args.goal.strip():
@@ -54,17 +53,17 @@ def run_go(args: argparse.Namespace) -> int:
     settings = load_settings(args.home, model_override=args.model)
     settings.model_for("planner")  # no model configured: exit 2 before anything else
     if args.save:
-        taken = _taken(settings, args.save, args.force)  # fail before spending model calls
+        # fail before spending model calls
+        taken = identifier_taken(settings.plans_dir, args.save, args.force)
         if taken:
             raise GraphchatError(taken, hint="choose another identifier, or --force to replace it")
     from graphchat.llm import preload_in_background
 
     preload_in_background()
     events = sink_for_environment()
-    from graphchat.host import answering
-
-    asker = answering(args.answers, host_asker(events), events)  # the file first, then the terminal
-    ctx = CallContext(asker=asker, events=events, assume_yes=args.yes, surface="plan")
+    # the one host: --answers first, then the terminal; the catalog's warnings are said here
+    host = open_host(settings, events=events, answers=args.answers)
+    ctx = host.context(surface="plan", assume_yes=args.yes)
     streamed: list[str] = []
 
     def on_text(text: str) -> None:
@@ -73,7 +72,7 @@ def run_go(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     async def go() -> Any:
-        catalog = build_catalog(settings, events=events)
+        catalog = host.catalog
         try:
             failed = await catalog.prepare()  # the planner must see every server's tools
             for server, error in failed.items():
@@ -87,7 +86,7 @@ def run_go(args: argparse.Namespace) -> int:
                 on_text=None if args.json else on_text,
             )
         finally:
-            await catalog.aclose()
+            await host.aclose()
 
     kept = GoThread(settings, args.goal)
     try:

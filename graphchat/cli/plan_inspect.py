@@ -9,6 +9,9 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.output import print_json, warn, warn_catalog
+from graphchat.errors import GraphchatError
+
 
 def register_inspect(plan_sub: argparse._SubParsersAction) -> None:
     """Add list/show/validate to the `plan` group's sub-parsers."""
@@ -63,7 +66,6 @@ def _settings(args: argparse.Namespace) -> Any:
 
 def _catalog(settings: Any) -> Any:
     """The catalog for resolution checks: cheap (no server start, nothing recorded)."""
-    from graphchat.cli.output import warn_catalog
     from graphchat.sources import build_catalog
 
     catalog = build_catalog(settings, record_shapes=False)
@@ -105,7 +107,6 @@ def _columns() -> int | None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import print_json
     from graphchat.plans.discovery import discover, relative_problems, summary
 
     settings = _settings(args)
@@ -182,7 +183,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import print_json, warn
     from graphchat.plans.discovery import find_plan
     from graphchat.plans.loader import plan_to_dict
 
@@ -254,7 +254,6 @@ def _validate_one(
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import print_json
     from graphchat.plans.discovery import (
         _looks_like_path,
         discover,
@@ -293,8 +292,6 @@ def run_validate(args: argparse.Namespace) -> int:
         targets.sort(key=lambda t: t[0])
     elif _looks_like_path(args.plan):
         from pathlib import Path
-
-        from graphchat.errors import GraphchatError
 
         path = Path(args.plan).expanduser()
         if not path.is_file():

@@ -6,6 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.output import print_json
+from graphchat.errors import GraphchatError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -37,8 +40,6 @@ def run_list(args: argparse.Namespace) -> int:
     rows = store.list()
     empty = "no shapes recorded yet (they are learned from successful tool calls)"
     if args.json:
-        from graphchat.cli.output import print_json
-
         # graph's {shapes: [{tool, seen_count, schema, example}], count} (its shapes_cmd.rs);
         # graphchat's updated_at and source beside; a note when empty
         shapes = []
@@ -74,8 +75,6 @@ def run_list(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     import json
 
-    from graphchat.errors import GraphchatError
-
     doc = _store(args).get(args.name)
     if doc is None:
         raise GraphchatError(
@@ -84,8 +83,6 @@ def run_show(args: argparse.Namespace) -> int:
             hint=f"call it once (graphchat tools call {args.name} …) or see `graphchat shapes list`",
         )
     if args.json:
-        from graphchat.cli.output import print_json
-
         print_json(doc)
         return 0
     out = [

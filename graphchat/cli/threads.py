@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.output import print_json
+
 SHOW_RESULT_CHARS = 600
 SHOW_RESULT_LINES = 12
 SHOW_ARGS_CHARS = 300
@@ -60,8 +62,6 @@ def _local_time(ts: str) -> str:
 def run_list(args: argparse.Namespace) -> int:
     infos = _store(args).list()
     if args.json:
-        from graphchat.cli.output import print_json
-
         print_json({"threads": [i.to_json() for i in infos], "count": len(infos)})
         return 0
     if not infos:
@@ -81,8 +81,6 @@ def run_show(args: argparse.Namespace) -> int:
     thread = _store(args).open(args.id)
     events = thread.events()
     if args.json:
-        from graphchat.cli.output import print_json
-
         print_json(events)
         return 0
     _render(thread.info(), events)
@@ -100,8 +98,6 @@ def run_export(args: argparse.Namespace) -> int:
     events = thread.events()
     info = thread.info()
     if args.format == "json":
-        from graphchat.cli.output import print_json
-
         print_json({**info.to_json(), "created_at": info.created_at, "events": events})
         return 0
     from graphchat.display import safe

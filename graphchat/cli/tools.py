@@ -7,6 +7,17 @@ import sys
 import time
 from typing import Any
 
+from graphchat.cli.output import (
+    apply_input_flags,
+    note,
+    print_json,
+    read_document_arg,
+    report_error,
+    warn,
+    warn_catalog,
+)
+from graphchat.errors import GraphchatError
+
 NO_TOOLS = "no tools (configure MCP servers in catalog/servers.yaml)"
 
 
@@ -62,8 +73,6 @@ def _catalog(settings: Any, events: Any = None, record_shapes: bool = False) -> 
 
 
 def _warn(message: str) -> None:
-    from graphchat.cli.output import warn
-
     warn(message)
 
 
@@ -74,7 +83,6 @@ async def _fill_cache(catalog: Any, settings: Any, *, refresh: bool) -> None:
     names = catalog.groups() if refresh else catalog.unprepared()
     if not names:
         return
-    from graphchat.cli.output import note
 
     note(f"starting {len(names)} MCP server(s) to read their tools: {', '.join(names)}")
     started = time.time()
@@ -124,8 +132,6 @@ def run_list(args: argparse.Namespace) -> int:
 
     specs = catalog.list()
     if args.json:
-        from graphchat.cli.output import print_json
-
         envelope = tool_listing(specs, collisions)
         if not specs:
             envelope["note"] = NO_TOOLS
@@ -164,7 +170,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 async def _afind(catalog: Any, settings: Any, name: str) -> Any:
     """The spec of `name`, starting uncached MCP servers if that is the only way to know it."""
-    from graphchat.errors import GraphchatError
 
     spec = catalog.get(name)
     if spec is not None:
@@ -254,7 +259,6 @@ def run_show(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     catalog = _catalog(settings)
-    from graphchat.cli.output import warn_catalog
 
     warn_catalog(catalog)
     from graphchat.plans.listing import control_show, is_control_step
@@ -313,7 +317,6 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _refuse_control_step(name: str) -> None:
-    from graphchat.errors import GraphchatError
     from graphchat.plans.listing import is_control_step
 
     if is_control_step(name):  # listed like a tool, so a caller will try: say what it is
@@ -327,7 +330,6 @@ def _refuse_control_step(name: str) -> None:
 def run_test(args: argparse.Namespace) -> int:
     """graph's `tools test`: the call completed, so a tool that reports an error still exits 0;
     `isError` carries the difference to a machine caller."""
-    from graphchat.cli.output import print_json
 
     result = _invoke(args)
     if args.json:
@@ -349,7 +351,6 @@ def _invoke(args: argparse.Namespace) -> Any:
     """Run the one call of `tools call` / `tools test` and return its ToolResult."""
     import asyncio
 
-    from graphchat.cli.output import apply_input_flags, read_document_arg
     from graphchat.host import load_settings, open_host
 
     _refuse_control_step(args.name)
@@ -375,8 +376,6 @@ def _invoke(args: argparse.Namespace) -> Any:
 
 
 def run_call(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import print_json, report_error
-
     result = _invoke(args)
     if args.json:
         print_json({"value": result.value, "is_error": result.is_error, "ms": round(result.ms, 1)})

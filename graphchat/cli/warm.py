@@ -6,6 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.output import note, print_json
+from graphchat.errors import EXIT_USAGE, ConfigError, GraphchatError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -27,7 +30,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.warm import identity as ident
 
     if args.json and not args.status:
@@ -44,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _start(home: str | None) -> int:
-    from graphchat.errors import EXIT_USAGE, ConfigError, GraphchatError
     from graphchat.host import load_settings
     from graphchat.warm import control
     from graphchat.warm import identity as ident
@@ -88,7 +89,6 @@ def _start(home: str | None) -> int:
 
 
 def _status(identity: Any, *, json: bool) -> int:
-    from graphchat.cli.output import print_json
     from graphchat.warm import control
     from graphchat.warm import identity as ident
 
@@ -165,7 +165,5 @@ def _duration(seconds: float) -> str:
 
 
 def _note(message: str) -> None:
-    from graphchat.cli.output import note
-
     note(f"graphchat warm: {message}")
     sys.stderr.flush()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -40,8 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-
-    from graphchat.errors import EXIT_USAGE, GraphchatError
 
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise GraphchatError(

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphchat.errors import GraphchatError
+from graphchat.jsonschema_util import first_error, schema_refusal
 from graphchat.llm.budget import MAX_OUTPUT_TOKENS, MODEL_TIMEOUT, Budget
 from graphchat.llm.budget import current as current_budget
 from graphchat.llm.runtime import alitellm_module, litellm_module
@@ -352,7 +353,6 @@ class LLM:
         self, messages: list[Message], schema: dict[str, Any], *, site: str, name: str = "output"
     ) -> dict[str, Any]:
         """A reply forced to `schema`: parsed, validated, with one repair pass; else GraphchatError."""
-        from graphchat.jsonschema_util import first_error, schema_refusal
         from graphchat.llm.jsonreply import parse_json_reply, schema_instruction
 
         refused = schema_refusal(schema)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, ConfigError, GraphchatError
+from graphchat.llm.keys import KEY_VARIABLES, provider_of
+from graphchat.llm.runtime import litellm_module
 
 if TYPE_CHECKING:
     from graphchat.workspace import ModelConfig
@@ -30,8 +32,6 @@ def provider_message(exc: BaseException) -> str:
 
 
 def key_variable(model: str) -> str:
-    from graphchat.llm.keys import KEY_VARIABLES, provider_of
-
     provider = provider_of(model)
     return KEY_VARIABLES.get(provider, (f"{provider.upper()}_API_KEY",))[0]
 
@@ -138,7 +138,5 @@ def to_graphchat_error(
 
 
 def _litellm_exceptions() -> dict[str, type]:
-    from graphchat.llm.runtime import litellm_module
-
     module = litellm_module().exceptions
     return {name: getattr(module, name) for name in ("ContextWindowExceededError",) if hasattr(module, name)}

@@ -11,6 +11,8 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from graphchat.errors import ConfigError
+
 if TYPE_CHECKING:
     from graphchat.workspace import ModelConfig
 
@@ -107,7 +109,6 @@ def check_key(config: ModelConfig) -> None:
     variables = missing_key(config)
     if variables is None:
         return
-    from graphchat.errors import ConfigError
 
     raise ConfigError(
         f"no API key for {config.model}: set {' or '.join(variables)} (or GRAPHCHAT_API_KEY)",
@@ -175,8 +176,6 @@ def check_model(config: ModelConfig) -> None:
     list but close to names that are (named; nothing is corrected). Anything else is left to
     litellm's own check."""
     import difflib
-
-    from graphchat.errors import ConfigError
 
     model = config.model
     if "/" in model:

@@ -12,7 +12,8 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import Answer, Asker, Question
+from graphchat.asks import Answer, Asker, Question, answer_schema
+from graphchat.display import safe
 
 if TYPE_CHECKING:
     from graphchat.events import EventSink
@@ -36,8 +37,6 @@ def question_schema(question: Question) -> tuple[dict[str, Any], str | None]:
     """The form schema of a question, and the field to unwrap from the answer (None: the whole
     form is the answer). Options and free-text questions become one `answer` field."""
     if question.schema is not None:
-        from graphchat.asks import answer_schema
-
         schema = dict(answer_schema(question.schema))  # a `multiple` field: an array of its options
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
@@ -51,7 +50,6 @@ def question_schema(question: Question) -> tuple[dict[str, Any], str | None]:
 def elicitation_message(question: Question) -> str:
     """The message of a question's elicitation: the prompt, then its detail (an approval's
     arguments) in full — the client shows what it is asked to approve, never a cut of it."""
-    from graphchat.display import safe
 
     message = safe(question.prompt)
     if question.hint:  # a plan ask step's hint, under the question

@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.plans import authoring
+from graphchat.plans.discovery import discover, relative_problems
+from graphchat.plans.listing import control_show, is_control_step, read_only, source_of, tool_listing
+from graphchat.plans.loader import load_plan, plan_to_dict
+from graphchat.plans.model import PlanLoadError
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import CallContext, Catalog
@@ -180,10 +184,6 @@ async def call(
 
 
 def _plans(name: str, a: dict[str, Any], settings: Settings, catalog: Catalog) -> tuple[dict[str, Any], bool]:
-    from graphchat.plans.discovery import discover, relative_problems
-    from graphchat.plans.loader import load_plan, plan_to_dict
-    from graphchat.plans.model import PlanLoadError
-
     plans_dir = settings.plans_dir
     if name == "graph_plan_list":
         index = discover(plans_dir)
@@ -252,8 +252,6 @@ def _plans(name: str, a: dict[str, Any], settings: Settings, catalog: Catalog) -
 async def _tools(
     name: str, a: dict[str, Any], catalog: Catalog, ctx: CallContext
 ) -> tuple[dict[str, Any], bool]:
-    from graphchat.plans.listing import control_show, is_control_step, read_only, source_of, tool_listing
-
     if name == "graph_tools_list":
         return tool_listing(catalog.list()), False  # graph's envelope, as `tools list --json` prints it
     tool = str(a["name"])

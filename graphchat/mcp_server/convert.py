@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.base import ToolResult
+from graphchat.jsonschema_util import errors
+
 if TYPE_CHECKING:
     from graphchat.catalog.base import ToolResult, ToolSpec
 
@@ -23,15 +26,12 @@ def publicize(result: ToolResult, spec: ToolSpec, arguments: Any) -> ToolResult:
     the arguments when they were refused (Catalog.call names only the first one)."""
     if not result.is_error or not isinstance(result.value, dict):
         return result
-    from graphchat.catalog.base import ToolResult
 
     ident = spec.meta["plan"]
     value = dict(result.value)
     if isinstance(value.get("error"), str):
         value["error"] = value["error"].replace(spec.name, public_name(ident))
     if "problems" not in value and isinstance(arguments, dict) and spec.input_schema:
-        from graphchat.jsonschema_util import errors
-
         problems = errors(spec.input_schema, arguments)
         if problems:
             value["problems"] = problems

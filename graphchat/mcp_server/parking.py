@@ -18,7 +18,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from graphchat.display import safe
 from graphchat.errors import GraphchatError
+from graphchat.runs import answers
+from graphchat.runs.parked import PlanParking, RunRecord
+from graphchat.runs.plan import RunFlags, parking_for
+from graphchat.runs.requests import AlreadySettled, RequestStore, read_answer
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import ToolResult
@@ -59,8 +64,6 @@ def tools() -> list[Any]:
 
 
 def _store(settings: Settings) -> Any:
-    from graphchat.runs.requests import RequestStore
-
     return RequestStore(settings.workspace)
 
 
@@ -83,7 +86,6 @@ class ServedParking:
 
 def fresh(settings: Settings, plan: Any, inputs: Any, events: EventSink | None) -> ServedParking:
     """The parking of a fresh plan call (its record is written only if the run parks)."""
-    from graphchat.runs.plan import RunFlags, parking_for
 
     flags = RunFlags(home=str(settings.workspace))  # `graphchat answer` may resume it too
     return ServedParking(parking_for(settings, plan, inputs, flags, events))
@@ -93,8 +95,6 @@ def parked_result(requests: list[dict[str, Any]]) -> Any:
     """The tool result of a run that waits: not an error; structured `{parked, requests}` and one
     line naming each request and its question."""
     from mcp.types import CallToolResult, TextContent
-
-    from graphchat.display import safe
 
     asked = "; ".join(f"request {r['id']}: {r['question']}" for r in requests)
     line = safe(
@@ -120,7 +120,6 @@ def finish(parking: ServedParking, result: ToolResult) -> Any:
 
 def served(store: Any, request: Any) -> Any:
     """The run record of `request` when a `mcp serve` started its run, else None."""
-    from graphchat.runs.parked import RunRecord
 
     record = RunRecord.load(store, request.run) if request.run else None
     return record if record is not None and record.data.get("origin") == ORIGIN else None
@@ -139,8 +138,6 @@ def list_requests(settings: Settings) -> dict[str, Any]:
 def settle(settings: Settings, arguments: dict[str, Any]) -> tuple[Any, Any, Any]:
     """Check and record an answer: (store, request, record). A GraphchatError says why not, and
     the request stays open."""
-    from graphchat.runs import answers
-    from graphchat.runs.requests import AlreadySettled, read_answer
 
     request_id, value = arguments.get("id"), arguments.get("value")
     if not isinstance(request_id, str) or not request_id:
@@ -179,7 +176,6 @@ def still_waiting(store: Any, record: Any) -> list[dict[str, Any]]:
 
 def resumed(store: Any, record: Any, events: EventSink | None, request_id: str) -> ServedParking:
     """The parking of a parked run resumed in this server (held by this process meanwhile)."""
-    from graphchat.runs.parked import PlanParking
 
     record.lock(request_id)
     return ServedParking(PlanParking(store, record, events, resumed=True))

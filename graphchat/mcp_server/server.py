@@ -12,10 +12,13 @@ import asyncio
 import secrets
 from typing import TYPE_CHECKING, Any
 
+from graphchat import __version__
 from graphchat.asks import Asker, UnavailableAsker
+from graphchat.catalog.base import CallContext
 from graphchat.errors import GraphchatError
-from graphchat.events import EventSink
+from graphchat.events import EventSink, sink_for_environment
 from graphchat.fsutil import describe_failure
+from graphchat.host import load_settings, open_host
 from graphchat.mcp_server import parking
 from graphchat.mcp_server.asker import ElicitationAsker, form_elicitation_declared
 from graphchat.mcp_server.convert import (
@@ -27,7 +30,9 @@ from graphchat.mcp_server.convert import (
     unknown_tool,
 )
 from graphchat.mcp_server.runs import Run
+from graphchat.plans.discovery import plan_files
 from graphchat.plans.model import PLAN_TOOL_PREFIX
+from graphchat.plans.plan_tools import PlanSource
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Approver, CallContext, Catalog, ToolSpec
@@ -107,8 +112,6 @@ class PlanServer:
             return error_result(f"{params.name}: {describe_failure(exc)}")
 
     async def _call(self, ctx: Any, params: Any) -> Any:
-        from graphchat.catalog.base import CallContext
-
         name = params.name
         if name.startswith("graph_"):
             return await self._author(ctx, name, params.arguments or {})
@@ -144,8 +147,6 @@ class PlanServer:
         )
 
     def _fresh_parking(self, spec: ToolSpec, arguments: dict[str, Any]) -> parking.ServedParking | None:
-        from graphchat.plans.plan_tools import PlanSource
-
         for source in self.catalog.sources:
             if isinstance(source, PlanSource) and spec.meta["plan"] in source.plans():
                 plan = source.plans()[spec.meta["plan"]]
@@ -172,8 +173,6 @@ class PlanServer:
         """graphchat_requests / graphchat_answer: the questions of this server's parked runs."""
         import orjson
         from mcp.types import CallToolResult, TextContent
-
-        from graphchat.catalog.base import CallContext
 
         settings = self.host.settings
         if name == parking.REQUESTS_TOOL:
@@ -207,7 +206,6 @@ class PlanServer:
         import orjson
         from mcp.types import CallToolResult, TextContent
 
-        from graphchat.catalog.base import CallContext
         from graphchat.mcp_server import authoring
 
         if name not in authoring.TOOLS:
@@ -228,8 +226,6 @@ class PlanServer:
         )
 
     async def _start_run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Any:
-        from graphchat.catalog.base import CallContext
-
         catalog_name = spec.name
 
         run = Run(secrets.token_urlsafe(16))
@@ -341,7 +337,6 @@ def _progress_reporter(ctx: Any) -> Any:
 
 def plans_signature(plans_dir: Any) -> tuple[tuple[str, int, int], ...]:
     """What changes when a plan file is added, edited or removed (names, sizes, mtimes)."""
-    from graphchat.plans.discovery import plan_files
 
     out = []
     for path in plan_files(plans_dir):
@@ -397,9 +392,6 @@ def serve(home: str | None = None) -> int:
     import logging
     import sys
 
-    from graphchat.events import sink_for_environment
-    from graphchat.host import load_settings, open_host
-
     settings = load_settings(home)  # a broken workspace: a clear error before any JSON-RPC
     # Library loggers must never reach stdout; warnings and worse go to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
@@ -411,8 +403,6 @@ def serve(home: str | None = None) -> int:
     async def main() -> None:
         from mcp.server import Server
         from mcp.server.stdio import stdio_server
-
-        from graphchat import __version__
 
         plans = PlanServer(host)
         server = Server(

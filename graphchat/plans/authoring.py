@@ -22,8 +22,12 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from graphchat.plans.loader import PLAN_FIELDS, load_plan_data
+from graphchat.errors import GraphchatError
+from graphchat.fsutil import write_atomic
+from graphchat.plans.discovery import _looks_like_path, discover
+from graphchat.plans.loader import PLAN_FIELDS, load_plan, load_plan_data
 from graphchat.plans.model import PlanLoadError
+from graphchat.plans.validate import known_servers, validate_against_catalog
 
 PLAN_ATTRIBUTES = (
     "name",
@@ -412,7 +416,6 @@ def apply_edit(
     renames: dict[str, str] | None = None,
 ) -> Edited:
     """Read `path`, apply `edit`, write it back if it adds no static problem (else EditRejected)."""
-    from graphchat.fsutil import write_atomic
 
     data = read_document(path)
     old_identifier = data.get("identifier")
@@ -431,8 +434,6 @@ def apply_edit(
 
 def locate(plans_dir: Path, target: str) -> Path:
     """NAME (a plan of the workspace, loading or not) or PATH → the file to edit."""
-    from graphchat.errors import GraphchatError
-    from graphchat.plans.discovery import _looks_like_path, discover
 
     if _looks_like_path(target):
         path = Path(target).expanduser()
@@ -475,9 +476,6 @@ def rejection(exc: EditRejected) -> dict[str, Any]:
 
 def catalog_notes(path: Path, catalog: Any, settings: Any) -> list[str]:
     """What the catalog says of an edited plan (an unknown tool…): reported, never a rejection."""
-    from graphchat.plans.discovery import discover
-    from graphchat.plans.loader import load_plan
-    from graphchat.plans.validate import known_servers, validate_against_catalog
 
     try:
         plan = load_plan(path)
@@ -498,7 +496,6 @@ def catalog_notes(path: Path, catalog: Any, settings: Any) -> list[str]:
 
 def new_plan(path: Path, identifier: str, name: str | None, description: str | None) -> Edited:
     """A new plan file holding only its header (no steps yet: a problem it may start with)."""
-    from graphchat.fsutil import write_atomic
 
     if not _IDENTIFIER.match(identifier):
         raise AuthoringError(f"identifier {identifier!r} must use only [a-zA-Z0-9_-]")

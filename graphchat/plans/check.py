@@ -35,9 +35,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from graphchat.jsonschema_util import first_error, schema_refusal
 from graphchat.plans.grammar import template_strings
 from graphchat.plans.model import Body, Plan, Step
+from graphchat.plans.splice_types import _types as types_of
 from graphchat.plans.steps import CONTROL
+from graphchat.shapes import infer_schema
+from graphchat.template import TemplateError, parse
+from graphchat.template.parser import DATA, Section
+from graphchat.template.parser import Path as TPath
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -169,7 +175,6 @@ class _Checker:
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         if not isinstance(props, Mapping):
             return
-        from graphchat.jsonschema_util import first_error
 
         for name, prop in props.items():
             if not isinstance(prop, Mapping) or "default" not in prop:
@@ -241,7 +246,6 @@ class _Checker:
         if isinstance(over, list):
             if any(template_strings(over, "")):
                 return unknown
-            from graphchat.shapes import infer_schema
 
             items = infer_schema(over).get("items")
             source = Source("literal", f"{step.label}'s `over` list")
@@ -299,7 +303,6 @@ class _Checker:
         props = schema.get("properties") if isinstance(schema, Mapping) else None
         if not isinstance(props, Mapping):
             return
-        from graphchat.jsonschema_util import schema_refusal
 
         if schema_refusal(schema) is not None:
             return  # the call itself says why the tool cannot be called
@@ -369,8 +372,6 @@ class _Checker:
                     cap,
                 )
             elif not template_strings(value, ""):
-                from graphchat.jsonschema_util import first_error
-
                 found = first_error(dict(wanted), value)
                 if found:
                     self.report(ERROR, label, field, f"{tool} refuses {value!r}: {found}", cap)
@@ -378,8 +379,6 @@ class _Checker:
     # -- templates
 
     def templates(self, value: Any, env: _Env, label: str | None, field: str, cap: str) -> None:
-        from graphchat.template import TemplateError, parse
-
         for text, loc in template_strings(value, ""):
             try:
                 template = parse(text)
@@ -394,8 +393,6 @@ class _Checker:
                 self.path(path, text, env, label, where, cap)
 
     def resolve_splice(self, text: str, env: _Env) -> tuple[Schema, Source] | None:
-        from graphchat.template import TemplateError, parse
-
         try:
             splice = parse(text).splice
         except TemplateError:
@@ -443,8 +440,6 @@ def _strict_paths(nodes: tuple[Any, ...], roots: Mapping[str, Any], *, in_sectio
     """Paths resolved strictly at run time: value tags outside sections, and inside sections
     those that start at a root (a bare name there reads the element; section tests are
     conditionals)."""
-    from graphchat.template.parser import DATA, Section
-    from graphchat.template.parser import Path as TPath
 
     for node in nodes:
         if isinstance(node, TPath):
@@ -580,8 +575,6 @@ def _strip_null(schema: Schema) -> Schema:
 
 
 def _types(schema: Any) -> frozenset[str] | None:
-    from graphchat.plans.splice_types import _types as types_of
-
     found = types_of(schema)
     if found is None and isinstance(schema, Mapping) and isinstance(schema.get("properties"), Mapping):
         if not any(k in schema for k in ("anyOf", "oneOf", "allOf", "not", "$ref", "if")):

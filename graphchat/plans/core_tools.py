@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.llm.types import Usage
+from graphchat.plans.planner import DESCRIPTION, INPUT_SCHEMA, PLAN_AND_EXECUTE, plan_and_execute
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -23,8 +25,6 @@ class CoreSource(ToolSource):
         self._llm_factory = llm_factory
 
     def specs(self) -> list[ToolSpec]:
-        from graphchat.plans.planner import DESCRIPTION, INPUT_SCHEMA, PLAN_AND_EXECUTE
-
         return [
             ToolSpec(
                 name=PLAN_AND_EXECUTE,
@@ -39,8 +39,6 @@ class CoreSource(ToolSource):
         ]
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        from graphchat.plans.planner import plan_and_execute
-
         goal = arguments.get("query") or arguments.get("goal")
         if not isinstance(goal, str) or not goal.strip():
             return ToolResult.error("plan_and_execute requires a 'query' string (the task to plan)")
@@ -56,8 +54,6 @@ class CoreSource(ToolSource):
         )
         on_usage = ctx.on_usage
         if callable(on_usage) and run.usage:
-            from graphchat.llm.types import Usage
-
             on_usage(
                 Usage(
                     input_tokens=int(run.usage.get("input_tokens") or 0),

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graphchat.errors import GraphchatError
+from graphchat.errors import GraphchatError, did_you_mean
+from graphchat.plans.loader import load_plan
 from graphchat.plans.model import Plan, PlanLoadError, plan_identifier
 from graphchat.workspace import more_plan_folders
 
@@ -24,7 +25,6 @@ _cache: dict[Path, tuple[tuple[int, int], Plan | PlanLoadError]] = {}
 
 def load_cached(path: Path) -> Plan:
     """`load_plan` with a per-process cache keyed by (path, mtime, size)."""
-    from graphchat.plans.loader import load_plan
 
     try:
         st = path.stat()
@@ -115,7 +115,6 @@ class PlanIndex:
         for path, failure in self.errors.items():
             if path.stem == ident or self.raw_ids.get(path) == ident:
                 raise GraphchatError(load_error_message(f"plan '{ident}'", failure))
-        from graphchat.errors import did_you_mean
 
         known = ", ".join(sorted(self.plans)) or "none"
         guess = did_you_mean(ident, self.plans)
@@ -174,4 +173,16 @@ def _declared_identifier(path: Path) -> str | None:
                     return value or None
     except (OSError, UnicodeDecodeError):
         return None
+    return None
+
+
+def identifier_taken(plans_dir: Path, identifier: str, force: bool) -> str | None:
+    """Why plans/<identifier>.yaml cannot be written, or None. --force replaces that file, never
+    another file's plan of the same identifier (two plans of one identifier: one is skipped)."""
+    path = plans_dir / f"{identifier}.yaml"
+    if path.exists() and not force:
+        return f"{path} already exists"
+    other = discover(plans_dir).plans.get(identifier)
+    if other is not None and other.path is not None and other.path.resolve() != path.resolve():
+        return f"plan '{identifier}' already exists in {other.path}"
     return None

@@ -21,8 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from graphchat.plans.loader import PLAN_FIELDS, STEP_FIELDS
+from graphchat.llm.jsonreply import parse_json_reply
+from graphchat.plans.discovery import discover, relative_problems
+from graphchat.plans.loader import PLAN_FIELDS, STEP_FIELDS, load_plan_text
 from graphchat.plans.model import Plan, PlanLoadError
+from graphchat.plans.splice_types import learned_shapes
+from graphchat.plans.validate import known_servers, partial_problems, validate_against_catalog
+from graphchat.shapes import ShapeStore
+from graphchat.threads import lines as ev
+from graphchat.threads.repair import shorten_tool_result
+from graphchat.yamlfile import yaml12_dumper, yaml12_loader
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolSpec
@@ -261,7 +269,6 @@ def _plan_entry(plan: Plan) -> str:
 
 def catalog_digest(catalog: Catalog, settings: Settings, *, plans: Mapping[str, Plan] | None = None) -> str:
     """The catalog as the planner sees it (tools with their shapes), then the workspace's plans."""
-    from graphchat.shapes import ShapeStore
 
     if plans is None:
         plans = workspace_plans(settings)
@@ -283,8 +290,6 @@ def catalog_digest(catalog: Catalog, settings: Settings, *, plans: Mapping[str, 
 
 
 def workspace_plans(settings: Settings) -> dict[str, Plan]:
-    from graphchat.plans.discovery import discover
-
     return dict(discover(settings.plans_dir).plans)
 
 
@@ -294,8 +299,6 @@ def thread_exchange(
     """A thread's conversation as text: user and assistant messages, tool calls with their
     arguments, and their results (each cut to `max_result_chars`). A longer conversation than
     `max_chars` keeps its first message and its latest part."""
-    from graphchat.threads import lines as ev
-    from graphchat.threads.repair import shorten_tool_result
 
     out: list[str] = []
     for event in events:
@@ -388,9 +391,6 @@ def read_plan_reply(text: str) -> dict[str, Any]:
     """The plan document in a reply: the whole text as JSON, else a fenced ```yaml or ```json
     block, else the outermost {...}. ValueError saying why when there is none."""
     import yaml
-
-    from graphchat.llm.jsonreply import parse_json_reply
-    from graphchat.yamlfile import yaml12_loader
 
     found: Any = None
     stripped = text.strip()
@@ -489,8 +489,6 @@ def plan_yaml(doc: Mapping[str, Any], *, header: str | None = None) -> str:
     """The plan document as a plan file (block style, keys in the given order)."""
     import yaml
 
-    from graphchat.yamlfile import yaml12_dumper
-
     class _Dumper(yaml12_dumper()):  # type: ignore[misc]
         pass
 
@@ -511,10 +509,6 @@ def check_document(
 ) -> tuple[Plan | None, list[str]]:
     """A plan file's text checked as `plan validate` checks a plan: load, catalog resolution and
     data flow — every problem of every tier at once, so one retry can fix them all."""
-    from graphchat.plans.discovery import relative_problems
-    from graphchat.plans.loader import load_plan_text
-    from graphchat.plans.splice_types import learned_shapes
-    from graphchat.plans.validate import known_servers, partial_problems, validate_against_catalog
 
     if plans is None:
         plans = workspace_plans(settings)

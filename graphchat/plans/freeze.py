@@ -42,9 +42,12 @@ from typing import Any
 import orjson
 
 from graphchat.errors import GraphchatError
+from graphchat.jsontype import json_type
+from graphchat.plans.steps.ask import ask_schema_problems, flat_answer_problems
 from graphchat.threads import lines as ev
 from graphchat.threads.redact import REDACTED
 from graphchat.threads.repair import answered_call
+from graphchat.yamlfile import yaml12_dumper, yaml12_loader
 
 FINISHES = ("solver", "output", "silent")
 ASK_USER = "ask_user"
@@ -502,19 +505,7 @@ def other_form(value: str, texts: list[str]) -> str | None:
 
 
 def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+    return json_type(value) or "null"
 
 
 def _json(value: Any) -> str:
@@ -912,7 +903,6 @@ def _rename_ids(value: Any, names: dict[str, str]) -> Any:
 
 def _ask_schema(call: Call) -> tuple[dict[str, Any], bool] | None:
     """The `ask` output_schema for an ask_user call, and whether its answer is wrapped in one field."""
-    from graphchat.plans.steps.ask import ask_schema_problems
 
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     schema = arguments.get("schema")
@@ -926,8 +916,6 @@ def _ask_schema(call: Call) -> tuple[dict[str, Any], bool] | None:
 
 
 def _add_ask(builder: _Builder, call: Call) -> None:
-    from graphchat.plans.steps.ask import flat_answer_problems
-
     step_id = _next_id(builder)
     found = _ask_schema(call)
     assert found is not None  # checked when the calls were kept
@@ -1197,7 +1185,6 @@ def _scalar(value: Any) -> str:
         any(c in value for c in "\r\n\t\x85\u2028\u2029") or not value.isprintable()
     ):
         return orjson.dumps(value).decode()  # a JSON string is a YAML double-quoted scalar
-    from graphchat.yamlfile import yaml12_dumper
 
     text: str = yaml.dump(
         value,
@@ -1280,7 +1267,6 @@ def to_yaml(document: dict[str, Any], head: list[str]) -> str:
     lines = [f"# {line}".rstrip() for line in head]
     _emit_map(document, 0, lines)
     text = "\n".join(lines) + "\n"
-    from graphchat.yamlfile import yaml12_loader
 
     loader = yaml12_loader()
     if yaml.load(text, Loader=loader) != _plain(document):  # noqa: S506 - a safe loader class

@@ -16,6 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from graphchat.jsontype import json_type
+from graphchat.plans.gates import gate_problems, is_infer
+from graphchat.template import TemplateError, parse
+
 if TYPE_CHECKING:
     from graphchat.plans.model import Body
 
@@ -119,7 +123,6 @@ class Site:
 
     def gate(self, field: str, scope: Scope | None = None) -> None:
         """A logical gate (an inferred one is written as `infer:` beside it)."""
-        from graphchat.plans.gates import gate_problems, is_infer
 
         gate = self.spec[field]
         if isinstance(gate, Mapping) and is_infer(gate):
@@ -211,19 +214,19 @@ def yaml_kind(value: Any) -> str:
 
     In YAML's words, as the plan's author wrote it; `graphchat.template.json_kind` names
     a rendered JSON value at run time (`an object`, `an array`). The messages are pinned."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
+    kind = json_type(value)
+    if kind in ("integer", "number"):
         return f"a number ({value})"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
+    return _YAML_KIND.get(kind or "") or type(value).__name__
+
+
+_YAML_KIND = {
+    "null": "null",
+    "boolean": "a boolean",
+    "string": "a string",
+    "array": "a list",
+    "object": "a mapping",
+}
 
 
 def template_strings(value: Any, where: str) -> list[tuple[str, str]]:
@@ -243,7 +246,6 @@ def template_strings(value: Any, where: str) -> list[tuple[str, str]]:
 
 def roots_of(value: Any) -> set[str]:
     """The roots every template in `value` reads (templates that do not parse are skipped)."""
-    from graphchat.template import TemplateError, parse
 
     roots: set[str] = set()
     for text, _ in template_strings(value, ""):

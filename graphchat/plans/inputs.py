@@ -12,6 +12,10 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from graphchat.plans.grammar import template_strings
+from graphchat.template import TemplateError, parse
+from graphchat.template.parser import DATA, Path, Section
+
 
 def unknown_input_keys(schema: Mapping[str, Any] | None, keys: Iterable[str]) -> list[tuple[str, str | None]]:
     """(key, closest known property or None) for each key the schema's `properties` do not name.
@@ -31,9 +35,6 @@ def unknown_input_keys(schema: Mapping[str, Any] | None, keys: Iterable[str]) ->
 def input_keys_read(plan: Any) -> set[str] | None:
     """The top-level input keys the plan's templates read (`{{input.x…}}`, sections included),
     anywhere: steps, bodies, the finish. None when some template reads the whole `{{input}}`."""
-    from graphchat.plans.grammar import template_strings
-    from graphchat.template import TemplateError, parse
-    from graphchat.template.parser import DATA, Path, Section
 
     keys: set[str] = set()
     whole = False

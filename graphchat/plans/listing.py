@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphchat.catalog.base import ToolSpec
+from graphchat.plans.steps import CONTROL
 
 CONTROL_SOURCE = "(control)"
 CORE_SOURCE = "(core)"
@@ -42,7 +43,6 @@ def _camel(field: str) -> str:
 
 def control_spec(name: str) -> dict[str, Any]:
     """A control step as a tool definition: its description and the fields of its `input`."""
-    from graphchat.plans.steps import CONTROL
 
     module = CONTROL[name]
     doc = (getattr(module, "__doc__", None) or f"`{name}`").strip()

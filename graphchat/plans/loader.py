@@ -17,9 +17,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from graphchat.catalog.base import similar_tools
+from graphchat.errors import did_you_mean
+from graphchat.jsonschema_util import refusal
+from graphchat.naming import tool_name
 from graphchat.plans.grammar import Report, Scope, Site, template_strings, yaml_kind
 from graphchat.plans.model import RESERVED_ROOTS, Body, Plan, PlanLoadError, Solver, Step
 from graphchat.plans.steps import CONTROL
+from graphchat.template import TemplateError, parse
+from graphchat.yamlfile import parse_yaml
 
 __all__ = ["PlanLoadError", "load_plan", "load_plan_data", "load_plan_text", "locate", "plan_to_dict"]
 
@@ -69,8 +75,6 @@ def load_plan_text(text: str, source: str, *, path: Path | None = None) -> Plan:
     """Parse YAML text (safe loader only) and check it as a plan."""
     import yaml
 
-    from graphchat.yamlfile import parse_yaml
-
     try:
         node, data = parse_yaml(text)  # one parse; alias bombs refused
     except yaml.MarkedYAMLError as exc:
@@ -92,8 +96,6 @@ def locate(source: str | Path, problems: list[str]) -> list[str]:
     """`<file>:<line>: <problem>` for each `step <label>: <field>: …` or `<field>: …` problem
     of a plan file, where the line is known (read again: only on the unhappy path)."""
     import yaml
-
-    from graphchat.yamlfile import parse_yaml
 
     try:
         node, _ = parse_yaml(Path(source).read_text(encoding="utf-8"))
@@ -124,8 +126,6 @@ def cached_tool_names(path: Path | None) -> list[str]:
     if path is None:
         return []
     import orjson
-
-    from graphchat.naming import tool_name
 
     for folder in path.resolve().parents:
         cache = folder / "catalog" / "cache"
@@ -402,7 +402,6 @@ class _Loader:
             not isinstance(required, list) or not all(isinstance(r, str) for r in required)
         ):
             self.plan_problem("input_schema", "`required` must be a list of property names")
-        from graphchat.jsonschema_util import refusal
 
         if (why := refusal(schema)) is not None:  # issue 10: never fetched, so refused up front
             self.plan_problem("input_schema", why)
@@ -621,9 +620,6 @@ class _Loader:
         if control is not None or tool == "plan_and_execute":
             return True
         if "__" not in tool:
-            from graphchat.catalog.base import similar_tools
-            from graphchat.errors import did_you_mean
-
             guess = did_you_mean(
                 tool, (), close=similar_tools(tool, [*CONTROL, *cached_tool_names(self.path)])
             )
@@ -707,7 +703,6 @@ class _Loader:
 
     def check_templates(self, value: Any, scope: Scope, where: str | None, field: str) -> None:
         """Syntax, unknown roots and forward references of every template in `value`."""
-        from graphchat.template import TemplateError, parse
 
         def report(loc: str, what: str) -> None:
             full = f"{field}.{loc}" if loc else field

@@ -12,7 +12,13 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
+from graphchat.catalog.mcp.config import load_servers
+from graphchat.errors import GraphchatError
+from graphchat.plans.discovery import discover
+from graphchat.plans.executor import llm_factory_for, run_plan, servers_named_by
+from graphchat.plans.inputs import unknown_input_keys
 from graphchat.plans.model import PLAN_TOOL_PREFIX, plan_identifier
+from graphchat.plans.steps import CONTROL
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -25,8 +31,6 @@ EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 def configured_servers(settings: Any) -> set[str]:
     """Names of the MCP servers of the workspace (a broken servers.yaml counts as none)."""
-    from graphchat.catalog.mcp.config import load_servers
-    from graphchat.errors import GraphchatError
 
     try:
         return {server.name for server in load_servers(settings.catalog_dir, settings.workspace, warnings=[])}
@@ -67,8 +71,6 @@ class PlanSource(ToolSource):
             if self._given is not None:
                 self._plans = {p.identifier: p for p in self._given}
             else:
-                from graphchat.plans.discovery import discover
-
                 self._plans = dict(discover(self.settings.plans_dir).plans)
         return self._plans
 
@@ -123,14 +125,10 @@ class PlanSource(ToolSource):
 
     def llm_factory(self) -> LLMFactory | None:
         if self._llm_factory is None and self.settings is not None:
-            from graphchat.plans.executor import llm_factory_for
-
             self._llm_factory = llm_factory_for(self.settings)
         return self._llm_factory
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        from graphchat.plans.executor import run_plan
-
         ident = spec.meta["plan"]
         plan = self.plans().get(ident)
         if plan is None:
@@ -141,8 +139,6 @@ class PlanSource(ToolSource):
                 f"plan '{ident}' needs MCP servers that are not configured: {', '.join(missing)}"
             )
         if ctx.events is not None and isinstance(arguments, dict):
-            from graphchat.plans.inputs import unknown_input_keys
-
             for key, close in unknown_input_keys(plan.input_schema, arguments):
                 hint = f" (did you mean {close!r}?)" if close else ""
                 # graph passes extra keys through; graphchat does too, and says so
@@ -209,8 +205,6 @@ class _Families:
         return self.others.get(name, "destructive")
 
     def reachable(self, plan: Plan) -> set[str]:
-        from graphchat.plans.steps import CONTROL
-
         names: set[str] = set()
         every = [*self.others, *(PLAN_TOOL_PREFIX + i for i in self.plans)]
         for step in plan.all_steps():
@@ -229,7 +223,6 @@ class _Families:
 
 def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
     """MCP servers the steps of `plan` name, and those of the plans it calls (transitively)."""
-    from graphchat.plans.executor import servers_named_by
 
     plans: dict[str, Plan] = {}
     for source in catalog.sources:

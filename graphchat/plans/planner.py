@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from graphchat.catalog.base import CallContext, ToolResult
+from graphchat.events import RoleUsage
+from graphchat.jsontype import json_type
+from graphchat.llm.budget import BudgetExceeded, budget_scope
+from graphchat.plans.draft import DraftResult, draft_plan
 from graphchat.plans.executor import MAX_DEPTH, PlanOutcome, llm_factory_for, run_plan
+from graphchat.plans.loader import load_plan_data
 from graphchat.plans.runtime import PARKING_AT
 
 if TYPE_CHECKING:
@@ -155,7 +160,6 @@ async def plan_and_execute(
 
     The planner's calls and the runs' share one budget (graphchat.llm.budget): the enclosing
     turn's, else this run's own; a budget this run owns ends it with `error` naming the setting."""
-    from graphchat.llm.budget import BudgetExceeded, budget_scope
 
     run = PlannerRun(goal=goal)
     owned = False
@@ -179,9 +183,6 @@ async def _plan_and_execute(
     context: str | None,
     on_text: Callable[[str], None] | None,
 ) -> PlannerRun:
-    from graphchat.events import RoleUsage
-    from graphchat.plans.draft import draft_plan
-
     goal = run.goal
     tap = RoleUsage(events if events is not None else ctx.events)
     problem = depth_problem(ctx.chain)
@@ -291,8 +292,6 @@ async def drafted(frame: tuple[Any, str] | None, draft: Callable[[], Awaitable[D
     """The planner's draft — or, in a resumed run, the plan it was running when the run parked
     (kept at the frame's address): the planner model is not asked again, so an approval given
     inside it runs exactly the call the person saw."""
-    from graphchat.plans.draft import DraftResult
-    from graphchat.plans.loader import load_plan_data
 
     if frame is None:
         return await draft()
@@ -361,15 +360,7 @@ def _keys(value: Any, depth: int) -> str:
         if not value:
             return "[] (empty)"
         return f"[{_keys(value[0], depth + 1)}] ({len(value)})"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "string" if isinstance(value, str) else type(value).__name__
+    return json_type(value) or type(value).__name__
 
 
 def reusable(previous: Plan, plan: Plan, results: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from graphchat.shapes import ShapeStore
+
 # tool name -> its stored shape document ({schema, seen_count, source, ...}), None when unknown
 Shapes = Callable[[str], "dict[str, Any] | None"]
 
@@ -62,7 +64,6 @@ def _say(types: frozenset[str]) -> str:
 
 def learned_shapes(directory: Path) -> Shapes:
     """The shape cache under `directory` (the workspace's `catalog/shapes`) as a `Shapes`."""
-    from graphchat.shapes import ShapeStore
 
     store = ShapeStore(directory)
 

@@ -15,9 +15,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.base import unknown_tool
+from graphchat.plans.check import ERROR, EVIDENCE, check_plan
 from graphchat.plans.model import Plan, Step
 from graphchat.plans.splice_types import Shapes
 from graphchat.plans.steps import CONTROL
+from graphchat.yamlfile import parse_yaml
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog
@@ -56,8 +59,6 @@ def known_servers(catalog: Catalog, servers_file: Path | None = None) -> Servers
 
 def _servers_in_file(path: Path) -> set[str]:
     import yaml
-
-    from graphchat.yamlfile import parse_yaml
 
     try:
         _, data = parse_yaml(path.read_text(encoding="utf-8"))
@@ -138,7 +139,6 @@ def validate_against_catalog(
         problem = tool_problem(tool, catalog, info, plans=plans, excused=excused, self_id=plan.identifier)
         if problem:
             problems.append(f"step {label}: tool_name: {problem}")
-    from graphchat.plans.check import ERROR, EVIDENCE, check_plan
 
     for finding in check_plan(plan, catalog, shapes):
         if finding.tier == ERROR or (finding.tier == EVIDENCE and not at_run):
@@ -203,8 +203,6 @@ def tool_problem(
         return "`plan_and_execute` (a core tool) is not in this catalog"
     prefix, _, rest = tool.partition("__")
     if not rest:  # a bare name: tools are `server__tool`
-        from graphchat.catalog.base import unknown_tool
-
         return f"{unknown_tool(tool, (s.name for s in catalog.list()))}; tool names are server__tool"
     if prefix == "plan":
         known = plans or {}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphchat.runs.parked import RunRecord
+from graphchat.runs.plan import plan_of
 from graphchat.runs.requests import Request, RequestStore
 
 
@@ -29,20 +31,16 @@ def settle(
 def check_resumable(store: RequestStore, request: Request) -> None:
     """A parked plan whose file changed cannot resume: refused, naming the change (the request
     stays open)."""
-    from graphchat.runs.parked import RunRecord
 
     if request.run is None:
         return
     record = RunRecord.load(store, request.run)
     if record is not None and record.data.get("command") == "plan run":
-        from graphchat.runs.plan import plan_of
-
         plan_of(record)
 
 
 def still_waiting(store: RequestStore, request: Request) -> list[str]:
     """The other requests the run of `request` still waits on (open ones)."""
-    from graphchat.runs.parked import RunRecord
 
     if request.run is None:
         return []

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from graphchat.fsutil import writing
+
 
 def process_start(pid: int) -> str | None:
     """When process `pid` started (clock ticks since boot, from /proc), or None where that
@@ -97,7 +99,6 @@ def claim(path: Path, settlement: dict[str, Any], still_open: Callable[[], bool]
     """Claim `path` for this process, recording `settlement`. Raises Held when a live process
     holds it, or when the request was settled meanwhile (`still_open()` false). Returns the
     stale claim taken over (None: the claim was free)."""
-    from graphchat.fsutil import writing
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
     try:

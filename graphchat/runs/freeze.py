@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.errors import GraphchatError
+from graphchat.errors import EXIT_USAGE, GraphchatError
+from graphchat.fsutil import write_atomic
+from graphchat.plans.discovery import discover
+from graphchat.plans.freeze import freeze
+from graphchat.plans.loader import IDENTIFIER_RE, PlanLoadError, load_plan_text
+from graphchat.plans.plan_tools import configured_servers
+from graphchat.plans.splice_types import learned_shapes
+from graphchat.plans.validate import known_servers, validate_against_catalog
+from graphchat.sources import build_catalog
+from graphchat.threads.store import ThreadStore
 
 if TYPE_CHECKING:
     from graphchat.plans.freeze import Frozen
@@ -51,11 +60,6 @@ def freeze_to_workspace(
     """Freeze a thread of the workspace (the latest without `thread_arg`); the plan is checked
     before anything is written, and with `write=False` nothing is. `warn` is told the catalog's
     warnings."""
-    from graphchat.errors import EXIT_USAGE
-    from graphchat.plans.freeze import freeze
-    from graphchat.plans.loader import IDENTIFIER_RE
-    from graphchat.plans.plan_tools import configured_servers
-    from graphchat.threads.store import ThreadStore
 
     if name is not None and not IDENTIFIER_RE.match(name):
         raise GraphchatError(f"--name {name!r}: use only letters, digits, `_` and `-`", EXIT_USAGE)
@@ -83,7 +87,6 @@ def freeze_to_workspace(
         return Saved(frozen, plan, None)
     if path.exists() and not force:
         raise PlanExistsError(path)
-    from graphchat.fsutil import write_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, frozen.text)
@@ -93,10 +96,6 @@ def freeze_to_workspace(
 
 def _checked(settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], None]) -> Plan:
     """The frozen plan loaded and validated as `plan validate` would; problems are an error."""
-    from graphchat.plans.discovery import discover
-    from graphchat.plans.loader import PlanLoadError, load_plan_text
-    from graphchat.plans.validate import known_servers, validate_against_catalog
-    from graphchat.sources import build_catalog
 
     try:
         plan = load_plan_text(frozen.text, str(path))
@@ -112,7 +111,6 @@ def _checked(settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], No
     for message in catalog.warnings:
         warn(message)
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
-    from graphchat.plans.splice_types import learned_shapes
 
     shapes = learned_shapes(
         settings.catalog_dir / "shapes"

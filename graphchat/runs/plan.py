@@ -8,6 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.errors import GraphchatError
+from graphchat.host import load_settings, open_host
+from graphchat.plans.discovery import discover, find_plan
+from graphchat.plans.executor import llm_factory_for, run_plan
+from graphchat.plans.loader import locate
+from graphchat.plans.picture import StepTimes, tree
+from graphchat.plans.splice_types import learned_shapes
+from graphchat.plans.validate import known_servers, validate_against_catalog
+from graphchat.runs.parked import PlanAsker, PlanParking, RunRecord, plan_change, plan_fingerprint
+from graphchat.runs.requests import RequestStore
 
 if TYPE_CHECKING:
     from graphchat.runs.front import Front
@@ -31,9 +40,6 @@ def parking_for(settings: Any, plan: Any, inputs: Any, flags: RunFlags, events: 
     import os
     from dataclasses import asdict
 
-    from graphchat.runs.parked import PlanParking, RunRecord, plan_fingerprint
-    from graphchat.runs.requests import RequestStore
-
     store = RequestStore(settings.workspace)
     record = RunRecord.new(
         store,
@@ -54,15 +60,10 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
     (`flags.park`); `parking` is given when a parked run resumes."""
     import asyncio
 
-    from graphchat.host import open_host
-    from graphchat.plans.executor import llm_factory_for, run_plan
-
     host = open_host(settings, answers=flags.answers)
     events = host.events
     times = None
     if flags.tree:
-        from graphchat.plans.picture import StepTimes
-
         times = StepTimes(events)
     if parking is None and flags.park:
         parking = parking_for(settings, plan, inputs, flags, events)
@@ -72,8 +73,6 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
     ctx = host.context(surface="plan", assume_yes=flags.yes)
     if parking is not None:  # an approval nobody here can give parks the run (issue 19)
         from dataclasses import replace
-
-        from graphchat.runs.parked import PlanAsker
 
         if ctx.asker is not None:
             ctx = replace(ctx, asker=PlanAsker(ctx.asker))
@@ -112,8 +111,6 @@ def execute(settings: Any, plan: Any, inputs: Any, flags: RunFlags, front: Front
     if times is not None:
         import sys
 
-        from graphchat.plans.picture import tree
-
         sys.stderr.write("\n".join(tree(plan, times.status)) + "\n")  # --tree: activity, on stderr
     if streamed and not streamed[-1].endswith("\n"):
         front.text("\n")
@@ -142,10 +139,6 @@ def _failure(outcome: Any) -> str | None:
 def check_tools_resolve(plan: Any, catalog: Any, settings: Any, note: Any) -> None:
     """Before any step runs: every tool the plan names must resolve (no server is started);
     what is only doubtful goes to `note`."""
-    from graphchat.errors import GraphchatError
-    from graphchat.plans.discovery import discover
-    from graphchat.plans.splice_types import learned_shapes
-    from graphchat.plans.validate import known_servers, validate_against_catalog
 
     index = discover(settings.plans_dir, warn=lambda _message: None)
     # Servers never started here have no cached tool list yet: they count as configured (and
@@ -171,15 +164,12 @@ def _located(plan: Any, problems: list[str]) -> list[str]:
     """`<file>:<line>: <problem>` (the plan's file), or `<identifier>: <problem>`."""
     if plan.path is None:
         return [f"{plan.identifier}: {problem}" for problem in problems]
-    from graphchat.plans.loader import locate
 
     return locate(plan.path, problems)
 
 
 def plan_of(record: Any, warn: Any = None) -> Any:
     """The parked run's plan, loaded again; a changed plan file is refused, naming the change."""
-    from graphchat.plans.discovery import find_plan
-    from graphchat.runs.parked import plan_change, plan_fingerprint
 
     saved = record.data["plan"]
     if not saved.get("path"):
@@ -196,8 +186,6 @@ def plan_of(record: Any, warn: Any = None) -> Any:
 
 def resume_plan(store: Any, record: Any, front: Front) -> int:
     """Resume a parked `plan run` in this process."""
-    from graphchat.host import load_settings
-    from graphchat.runs.parked import PlanParking
 
     data = record.data
     flags = RunFlags(**data["flags"])

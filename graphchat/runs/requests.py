@@ -16,7 +16,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graphchat.asks import answer_property, coerce
 from graphchat.errors import GraphchatError
+from graphchat.fsutil import failed_write_message, write_atomic, writing
+from graphchat.jsonschema_util import errors
+from graphchat.runs import claims
 
 MODES = ("text", "options", "form", "approval")
 STATES = ("open", "answered", "declined", "expired", "cancelled")
@@ -116,8 +120,6 @@ class RequestStore:
         """A new open request with a fresh id, on disk before this returns."""
         import orjson
 
-        from graphchat.fsutil import writing
-
         assert mode in MODES and kind in ("question", "approval")
         self.dir.mkdir(parents=True, exist_ok=True)
         now = time.time()
@@ -194,15 +196,12 @@ class RequestStore:
     def save(self, request: Request) -> None:
         import orjson
 
-        from graphchat.fsutil import write_atomic
-
         write_atomic(self.path(request.id), orjson.dumps(asdict(request), option=orjson.OPT_INDENT_2))
 
     def settle(self, request_id: str, state: str, answer: Any = None, reason: str | None = None) -> Request:
         """Claim the request and settle it (answered, declined, expired, cancelled) exactly once:
         a second claim, from any process, raises AlreadySettled. A claim whose process is gone
         while the request is still open is taken over (`graphchat.runs.claims`)."""
-        from graphchat.runs import claims
 
         assert state in FINISHED
         request = self._raw(request_id)
@@ -238,7 +237,6 @@ class RequestStore:
     def recover(self, request_id: str) -> Request:
         """The request; when it is still open under a stale claim that recorded its settlement
         (its claimer died before writing it), that settlement is finished now."""
-        from graphchat.runs import claims
 
         request = self._raw(request_id)
         if request.state != "open":
@@ -321,7 +319,6 @@ class RequestStore:
 
 def _unwritten(exc: OSError, request_id: str) -> GraphchatError:
     """A settlement the disk refused, in one line: what failed, and that the request is open."""
-    from graphchat.fsutil import failed_write_message
 
     return GraphchatError(f"{failed_write_message(exc)} (request {request_id} stays open)")
 
@@ -357,8 +354,6 @@ def read_answer(request: Request, text: str) -> Any:
 def read_form(schema: dict[str, Any], text: str) -> dict[str, Any]:
     import orjson
 
-    from graphchat.asks import coerce
-
     props: dict[str, Any] = schema.get("properties") or {}
     value: Any
     try:
@@ -382,8 +377,6 @@ def read_form(schema: dict[str, Any], text: str) -> dict[str, Any]:
 
 def form_problems(schema: dict[str, Any], value: dict[str, Any]) -> list[str]:
     """Each problem names its field: `field 'count': expected integer, got string`."""
-    from graphchat.asks import answer_property
-    from graphchat.jsonschema_util import errors
 
     props: dict[str, Any] = schema.get("properties") or {}
     problems = []

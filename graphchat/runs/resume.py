@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
+from graphchat.runs.answers import settle
+from graphchat.runs.parked import RunRecord
+from graphchat.runs.plan import resume_plan
+from graphchat.runs.requests import AlreadySettled
+from graphchat.runs.turn import resume_ask
+from graphchat.threads import lines as ev
+from graphchat.threads.store import ThreadStore
 
 if TYPE_CHECKING:
     from graphchat.runs.front import Front
@@ -15,7 +23,6 @@ if TYPE_CHECKING:
 
 def resume(store: RequestStore, request: Request, front: Front) -> int:
     """Resume the parked run `request` belongs to, in this process."""
-    from graphchat.runs.parked import RunRecord
 
     record = RunRecord.load(store, request.run) if request.run else None
     if record is None:
@@ -26,12 +33,8 @@ def resume(store: RequestStore, request: Request, front: Front) -> int:
     record.lock(request.id)
     command = record.data.get("command")
     if command == "plan run":
-        from graphchat.runs.plan import resume_plan
-
         return resume_plan(store, record, front)
     if command == "ask":
-        from graphchat.runs.turn import resume_ask
-
         return int(resume_ask(store, record, front))
     raise GraphchatError(f"the run of request {request.id} is a {command!r} run, which cannot resume here")
 
@@ -39,7 +42,6 @@ def resume(store: RequestStore, request: Request, front: Front) -> int:
 def resume_run(store: RequestStore, run_id: str, front: Front) -> int:
     """`graphchat resume RUN_ID`: continue an interrupted (or answered, parked) run in this
     process; nothing that finished runs again."""
-    from graphchat.runs.parked import RunRecord
 
     record = RunRecord.load(store, run_id)
     if record is None:
@@ -62,12 +64,8 @@ def resume_run(store: RequestStore, run_id: str, front: Front) -> int:
         )
     record.lock(run_id)
     if record.data.get("command") == "plan run":
-        from graphchat.runs.plan import resume_plan
-
         return resume_plan(store, record, front)
     if record.data.get("command") == "ask":
-        from graphchat.runs.turn import resume_ask
-
         return int(resume_ask(store, record, front))
     raise GraphchatError(f"run {run_id} is a {record.data.get('command')!r} run, which cannot resume here")
 
@@ -79,7 +77,6 @@ def run_known(store: RequestStore, run_id: str) -> bool:
 
 def record_for(store: RequestStore, some_id: str) -> RunRecord:
     """The parked run `some_id` names: a run id, a request id, or a parked turn's thread id."""
-    from graphchat.runs.parked import RunRecord
 
     record = RunRecord.load(store, some_id) if some_id.isalnum() else None
     if record is not None:
@@ -105,8 +102,6 @@ def cancel(store: RequestStore, some_id: str) -> tuple[RunRecord, list[str]]:
     and a parked `ask` turn's thread records the cancellation (its waiting calls get a
     "cancelled" result and the turn closes as failed, so the thread can go on). Returns the
     record and the requests cancelled."""
-    from graphchat.runs.answers import settle
-    from graphchat.runs.requests import AlreadySettled
 
     record = record_for(store, some_id)
     if record.ended():
@@ -133,9 +128,6 @@ def cancel(store: RequestStore, some_id: str) -> tuple[RunRecord, list[str]]:
 def _thread_records_cancel(record: RunRecord, ids: list[str]) -> None:
     """The parked turn's thread: each waiting call gets a "cancelled" result, and the turn
     closes as failed (left out of what the model is sent next; the thread can go on)."""
-    from graphchat.catalog.base import ToolResult
-    from graphchat.threads import lines as ev
-    from graphchat.threads.store import ThreadStore
 
     workspace = Path(record.data["workspace"])
     try:

@@ -30,6 +30,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from graphchat.jsontype import json_type
 from graphchat.template.errors import BadPath, EmptyData, MissingStep, TemplateError
 from graphchat.template.parser import AT_FIRST, AT_INDEX, DATA, Node, Path, Section, parse
 
@@ -309,21 +310,20 @@ def _missing(path: Path, scope: Mapping[str, Any]) -> MissingStep:
     )
 
 
+_KIND = {
+    "null": "null",
+    "boolean": "a boolean",
+    "integer": "a number",
+    "number": "a number",
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+}
+
+
 def json_kind(value: Any) -> str:
     """`a number`, `an array`, … — what a JSON value is, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
+    return _KIND.get(json_type(value) or "") or type(value).__name__
 
 
 # --- introspection -----------------------------------------------------------------------

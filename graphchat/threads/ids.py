@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 ID_RE = re.compile(r"[0-9a-f]{6,32}")
 NEW_ID_BYTES = 6  # 12 hex characters
 
@@ -25,7 +27,6 @@ def is_valid_id(text: str) -> bool:
 
 def normalize_user_id(text: str) -> str:
     """The id a user typed, trimmed and lower-cased; raises GraphchatError (exit 2) when it is not one."""
-    from graphchat.errors import EXIT_USAGE, GraphchatError
 
     candidate = text.strip().lower()
     if not is_valid_id(candidate):

@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from graphchat.errors import GraphchatError, did_you_mean
 from graphchat.fsutil import read_json, write_atomic, writing
 from graphchat.threads import lines as ev
 from graphchat.threads.ids import is_valid_id, new_id, normalize_user_id
+from graphchat.threads.redact import Redactor, environment_secrets
 
 if TYPE_CHECKING:
     from graphchat.threads.redact import Redactor
@@ -270,7 +272,6 @@ class Thread:
         One turn at a time a thread: two processes replaying and appending at once would pair
         one's results with the other's calls. The lock is an flock on `turn.lock`, so it is
         released when its holder ends, however it ends."""
-        from graphchat.errors import GraphchatError
 
         if self._turn_fd is not None:
             return True
@@ -311,7 +312,6 @@ class Thread:
     ) -> AsyncIterator[None]:
         """Hold the turn lock for the block. When another process holds it: wait (telling
         `on_wait` once), or with `wait=False` raise a GraphchatError naming the holder."""
-        from graphchat.errors import GraphchatError
 
         if not self.try_lock_turn():
             if not wait:
@@ -423,8 +423,6 @@ class ThreadStore:
     def redactor(self) -> Redactor:
         """The scrubber every thread of this store writes through (built once, when first needed)."""
         if self._redactor_obj is None:
-            from graphchat.threads.redact import Redactor, environment_secrets
-
             secrets = self._secrets if self._secrets is not None else environment_secrets(self.root.parent)
             self._redactor_obj = Redactor(secrets)
         return self._redactor_obj
@@ -487,11 +485,8 @@ class ThreadStore:
         return self.open(flag) if flag else self.latest()
 
     def _unknown(self, message: str) -> Exception:
-        from graphchat.errors import GraphchatError
-
         recent = [info.id for info in self.list()[:RECENT_IDS_SHOWN]]
         wanted = message.rsplit(" ", 1)[-1].strip("'")
-        from graphchat.errors import did_you_mean
 
         guess = did_you_mean(wanted, self._ids())
         if guess:
@@ -504,7 +499,6 @@ class ThreadStore:
 
     def resolve(self, id_or_prefix: str) -> str:
         """The full id a user meant: exact, or the one thread it is a prefix of (≥ 6 characters)."""
-        from graphchat.errors import GraphchatError
 
         wanted = normalize_user_id(id_or_prefix)
         if (self.root / wanted).is_dir():

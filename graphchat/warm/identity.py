@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import graphchat
+
 # Environment variables read on the turn's path besides the ones the files reference.
 _EXACT = frozenset(
     {
@@ -144,7 +146,6 @@ def differences(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]
 
 def identify(workspace: Path, environ: Mapping[str, str] | None = None) -> Identity:
     """The identity of a helper for `workspace` under `environ` (default: this process's)."""
-    import graphchat
 
     env = os.environ if environ is None else environ
     digest = hashlib.sha256()

@@ -16,10 +16,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.agent.loop import IterationsExhausted, run_loop
 from graphchat.catalog.base import CallContext, Catalog
 from graphchat.events import EventSink
+from graphchat.llm.client import LLM
+from graphchat.plans import authoring as a
+from graphchat.plans.discovery import discover
+from graphchat.plans.validate import known_servers, validate_against_catalog
+from graphchat.runs.freeze import freeze_to_workspace
 from graphchat.threads import lines as ev
+from graphchat.threads.repair import to_model_messages
 from graphchat.workbench.draft import Draft, DraftError
+from graphchat.workbench.research import Project
+from graphchat.workbench.runs import run_draft
+from graphchat.workbench.tools import WorkbenchSource, landed_edit
 
 if TYPE_CHECKING:
     from graphchat.asks import Asker
@@ -87,9 +97,6 @@ class Bench:
         asker: Asker | None = None,
         project: Path | None = None,
     ) -> None:
-        from graphchat.workbench.research import Project
-        from graphchat.workbench.tools import WorkbenchSource
-
         self.settings = settings
         self.catalog = catalog  # the plan catalog: what plans validate and run against
         self.asker = asker
@@ -142,8 +149,6 @@ class Bench:
 
     def llm(self) -> LLM:
         if self._llm is None:
-            from graphchat.llm.client import LLM
-
             self._llm = LLM(self.settings.model_for("chat"), events=LineSink(self.say))
         return self._llm
 
@@ -154,9 +159,6 @@ class Bench:
 
     async def turn(self, message: str) -> str:
         """One chat turn: the person's message, the agent's rounds, its answer."""
-        from graphchat.agent.loop import IterationsExhausted, run_loop
-        from graphchat.threads.repair import to_model_messages
-        from graphchat.workbench.tools import landed_edit
 
         self.say(f"you> {message}")
         self.events.append(dict(ev.user(message)))
@@ -199,12 +201,8 @@ class Bench:
     # -- the workbench__* tools --------------------------------------------------------------
 
     async def tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        from graphchat.plans import authoring as a
-
         draft = self.draft
         if name == "list_plans":
-            from graphchat.plans.discovery import discover
-
             index = discover(self.settings.plans_dir)
             return {
                 "plans": [
@@ -376,7 +374,6 @@ class Bench:
     def open_thread(self, thread: str | None) -> str:
         """Freeze a chat's thread (`plan freeze`'s deterministic freezer; the latest thread
         without an id) and open the plan as an unsaved draft. Returns the plan's identifier."""
-        from graphchat.runs.freeze import freeze_to_workspace
 
         saved = freeze_to_workspace(self.settings, thread, write=False, warn=self.say)
         frozen = saved.frozen
@@ -418,9 +415,6 @@ class Bench:
         problems = list(self.draft.problems)
         plan = self.draft.plan() if not problems else None
         if plan is not None:
-            from graphchat.plans.discovery import discover
-            from graphchat.plans.validate import known_servers, validate_against_catalog
-
             problems = validate_against_catalog(
                 plan,
                 self.catalog,
@@ -434,7 +428,6 @@ class Bench:
 
     async def run(self, inputs: dict[str, Any], *, debug: bool = False) -> dict[str, Any]:
         """A run of the draft (a debug run with `debug`), its transcript in the run tab."""
-        from graphchat.workbench.runs import run_draft
 
         return await run_draft(self, inputs, debug=debug)
 

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from graphchat.fsutil import write_atomic
 from graphchat.plans import authoring
+from graphchat.plans.loader import load_plan_data
+from graphchat.plans.model import PlanLoadError
 
 if TYPE_CHECKING:
     from graphchat.plans.model import Plan
@@ -70,8 +73,6 @@ class Draft:
 
     def plan(self) -> Plan | None:
         """The draft as a loaded plan, or None while it has static problems."""
-        from graphchat.plans.loader import load_plan_data
-        from graphchat.plans.model import PlanLoadError
 
         try:
             return load_plan_data(authoring.plain(self.data), str(self.path or "<draft>"))
@@ -172,8 +173,6 @@ class Draft:
         return self.plans_dir / f"{identifier}.yaml"
 
     def save(self) -> Path:
-        from graphchat.fsutil import write_atomic
-
         path = self.target()
         if path.exists():
             if self.path is None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from graphchat.errors import EXIT_USAGE, GraphchatError
+
 if TYPE_CHECKING:
     from graphchat.asks import Asker
     from graphchat.catalog.base import Catalog
@@ -26,7 +28,6 @@ def prepare(
     asker: Asker | None = None,
 ) -> Bench:
     """A bench with plan `target`, or the thread (`thread`, else the latest) frozen as a draft."""
-    from graphchat.errors import EXIT_USAGE, GraphchatError
     from graphchat.plans.authoring import AuthoringError, EditRefused
     from graphchat.workbench.bench import Bench
 

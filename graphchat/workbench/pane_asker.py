@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from graphchat.asks import Answer, Asker, Question, coerce
+from graphchat.asks import APPROVAL_WORDS, Answer, Asker, Question, coerce
+from graphchat.jsonschema_util import errors
+from graphchat.workbench.runs import parse_json
 
 
 class PaneAsker(Asker):
@@ -40,15 +42,10 @@ def read_answer(question: Question, text: str) -> tuple[Any, str | None]:
             if option.lower() == text.lower():
                 return option, None
         if question.kind == "approval":
-            from graphchat.asks import APPROVAL_WORDS
-
             if text.lower() in APPROVAL_WORDS:
                 return question.options[APPROVAL_WORDS[text.lower()]], None
         return None, "choose one of: " + ", ".join(question.options)
     if question.schema:
-        from graphchat.jsonschema_util import errors
-        from graphchat.workbench.runs import parse_json
-
         value, problem = parse_json(text)
         if problem is None and not isinstance(value, dict):
             problem = "the answer must be a JSON object"

@@ -15,8 +15,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext
-from graphchat.events import EventSink
+from graphchat.events import EventSink, format_cost
 from graphchat.llm.types import Usage
+from graphchat.plans.executor import CURRENT_STEP, apply_defaults, input_problems, llm_factory_for, run_plan
+from graphchat.workbench.debug import Debugger
 
 if TYPE_CHECKING:
     from graphchat.workbench.bench import Bench
@@ -58,8 +60,6 @@ class StepStatus(EventSink):
         self._injected.add(step)
 
     def emit(self, event: str, **fields: Any) -> None:
-        from graphchat.plans.executor import CURRENT_STEP
-
         if event == "step_started":
             self.set(str(fields.get("step")), "running")
         elif event == "step_finished":
@@ -148,7 +148,6 @@ def prefilled_inputs(schema: Any) -> dict[str, Any]:
 
 def inputs_problems(schema: Any, text: str) -> tuple[dict[str, Any] | None, list[str]]:
     """The typed inputs, or the problems with them: not JSON, not an object, not the schema's."""
-    from graphchat.plans.executor import apply_defaults, input_problems
 
     value, problem = parse_json(text)
     if problem is not None:
@@ -159,7 +158,6 @@ def inputs_problems(schema: Any, text: str) -> tuple[dict[str, Any] | None, list
 
 def spent_line(tool_calls: int, usage: Usage) -> str:
     """`spent: 3 tool calls · 1 model call · 42 in / 17 out tokens · $0.0001` (cost when known)."""
-    from graphchat.events import format_cost
 
     plural = "" if tool_calls == 1 else "s"
     parts = [f"{tool_calls} tool call{plural}", f"{usage.calls} model call{'' if usage.calls == 1 else 's'}"]
@@ -171,9 +169,7 @@ def spent_line(tool_calls: int, usage: Usage) -> str:
 async def run_draft(bench: Bench, inputs: dict[str, Any], *, debug: bool = False) -> dict[str, Any]:
     """Run the bench's draft with `inputs` (a debug run with `debug`); the transcript, the
     steps' status and the spend go to the bench; returns what `workbench__run_plan` answers."""
-    from graphchat.plans.executor import llm_factory_for, run_plan
     from graphchat.workbench.bench import LineSink
-    from graphchat.workbench.debug import Debugger
     from graphchat.workbench.draft import DraftError
 
     plan = bench.draft.plan()

@@ -19,7 +19,8 @@ from textual.widgets import Input, Label, Static, TextArea
 
 from graphchat.asks import Answer, Question
 from graphchat.workbench.debug import Decision, Pause
-from graphchat.workbench.runs import parse_json
+from graphchat.workbench.pane_asker import read_answer
+from graphchat.workbench.runs import inputs_problems, parse_json
 
 CSS = """
 PauseScreen, InputsScreen, QuestionScreen { align: right middle; }
@@ -124,8 +125,6 @@ class InputsScreen(ModalScreen["dict[str, Any] | None"]):
         self.query_one("#inputs-editor", TextArea).focus()
 
     def action_submit(self) -> None:
-        from graphchat.workbench.runs import inputs_problems
-
         value, problems = inputs_problems(self.schema, self.query_one("#inputs-editor", TextArea).text)
         if problems:
             self.query_one("#dialog-error", Static).update(Text("\n".join(f"✗ {p}" for p in problems)))
@@ -171,8 +170,6 @@ class QuestionScreen(ModalScreen[Answer]):
 
     @on(Input.Submitted, "#answer")
     def _answer(self, event: Input.Submitted) -> None:
-        from graphchat.workbench.pane_asker import read_answer
-
         value, problem = read_answer(self.question, event.value)
         if problem is not None:
             self.query_one("#dialog-error", Static).update(Text(f"✗ {problem}"))

@@ -413,3 +413,16 @@ def test_plan_go_is_kept_in_a_thread_that_plan_freeze_and_chat_freeze_turn_into_
     chat_doc = yaml.safe_load((workspace / "plans" / "chat_price.yaml").read_text())
     assert chat_doc["steps"] == doc["steps"] and chat_doc["output"] == doc["output"]
     assert [c["tool"] for c in calls(log)] == ["list_items", "get_item"] * 2 + ["list_items"]
+
+
+def test_plan_go_says_the_catalogs_warnings_as_every_host_does(
+    workspace: Path, tmp_path: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
+) -> None:
+    """`plan go` gets its stack from `host.open_host`: a server the catalog skips is said."""
+    shop(workspace, tmp_path)
+    write_servers(workspace, {"c": stdio(CATALOG_SERVER), "plan": stdio(CATALOG_SERVER)})
+    model_server.push({"json": price_plan("items.0.id")})
+    result = cli("plan", "go", GOAL, env=model_server.env())
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"price": 50, "id": "boo-0"}
+    assert "server name 'plan' is reserved" in result.stderr and "this server is skipped" in result.stderr

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.fsutil import read_object
+from graphchat.ci import memory_storage
+from graphchat.fsutil import read_object, write_atomic
 
 if TYPE_CHECKING:
     from graphchat.catalog.mcp.config import ServerConfig
@@ -26,9 +27,6 @@ def _now() -> str:
 
 def _write_json(path: Path, doc: Any) -> None:
     import orjson
-
-    from graphchat.ci import memory_storage
-    from graphchat.fsutil import write_atomic
 
     if memory_storage():  # GRAPHCHAT_STORAGE=memory: tool lists and statuses live in this run only
         return
@@ -77,7 +75,6 @@ class ServerFiles:
         doc = {"server": config.name, "config_hash": config.config_hash, "fetched_at": _now(), "tools": tools}
         self._read[self.cache_path(config)] = doc
         _write_json(self.cache_path(config), doc)
-        from graphchat.ci import memory_storage
 
         if memory_storage():  # nothing was written, and nothing of the workspace is removed
             return

@@ -23,6 +23,8 @@ from typing import Any
 
 from graphchat.catalog.base import FAMILIES
 from graphchat.errors import ConfigError, GraphchatError
+from graphchat.naming import reserved_server_name, valid_server_name
+from graphchat.yamlfile import load_yaml_file
 
 SERVERS_FILE = "servers.yaml"
 DEFAULT_TIMEOUT_S = 60.0
@@ -135,7 +137,6 @@ class ServerConfig:
     def expanded_to_start(self) -> Expanded:
         """`expanded()`, checked for what would otherwise fail with a misleading message (a
         missing `cwd` makes the process start fail as if the command were not found)."""
-        from graphchat.errors import ConfigError
 
         expanded = self.expanded()
         if expanded.cwd is not None and not os.path.isdir(expanded.cwd):
@@ -241,8 +242,6 @@ def _str_map(value: Any, path: tuple[str | int, ...], what: str) -> dict[str, st
 
 
 def _server(name: Any, body: Any, base_dir: str | None) -> ServerConfig | None:
-    from graphchat.naming import reserved_server_name, valid_server_name
-
     path: tuple[str | int, ...] = ("mcpServers", name)
     if not isinstance(name, str) or not valid_server_name(name):
         raise _Problem(path, f"server name {name!r}: use letters, digits and '-' only (no '__')")
@@ -391,7 +390,6 @@ def load_servers(
     whose entry is bad is skipped instead, and `<file>:<line>: <problem> (skipped)` is added
     there; the other servers work.
     """
-    from graphchat.yamlfile import load_yaml_file
 
     path = catalog_dir / SERVERS_FILE
     if not path.is_file():

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import IO
 
+from graphchat.ci import memory_storage
+
 LOG_MAX_BYTES = 1_000_000  # per file; one rotated file (`.1`) is kept besides
 REPEATS_KEPT = 3  # identical complaints written in full before they are only counted
 REPEAT_SUMMARY_S = 10.0  # how often a count of the suppressed ones is written
@@ -146,7 +148,6 @@ class _SdkLog(logging.handlers.RotatingFileHandler):
 def sdk_log_handler(log_dir: Path) -> logging.Handler:
     """The handler of the MCP SDK's own log lines: client.log, capped, rotated, de-duplicated
     (GRAPHCHAT_STORAGE=memory: none, no file)."""
-    from graphchat.ci import memory_storage
 
     if memory_storage():
         return logging.NullHandler()

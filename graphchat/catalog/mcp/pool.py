@@ -15,10 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.approvals import PolicyApprover, family_from_annotations
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.mcp.cache import ServerFiles
 from graphchat.catalog.mcp.config import ServerConfig, load_servers
 from graphchat.catalog.mcp.connection import Connection, ServerUnavailable, cannot_start, describe
+from graphchat.catalog.mcp.sampling import serve_sampling
+from graphchat.errors import GraphchatError
+from graphchat.naming import NameMap
 
 if TYPE_CHECKING:
     from graphchat.catalog.approvals import PolicyApprover
@@ -135,9 +139,6 @@ class McpSource(ToolSource):
     def specs(self) -> list[ToolSpec]:
         """Tools of every server with a cached tool list. Starts nothing."""
         if self._specs is None:
-            from graphchat.catalog.approvals import family_from_annotations
-            from graphchat.naming import NameMap
-
             names = NameMap()
             specs: list[ToolSpec] = []
             self._tool_name_warnings = []
@@ -211,11 +212,8 @@ class McpSource(ToolSource):
 
     async def sample(self, server: str, params: Any, ctx: CallContext | None) -> Any:
         """A server's sampling request, served by the person's model once approved (mcp_sampling)."""
-        from graphchat.catalog.mcp.sampling import serve_sampling
 
         if self._policy is None:
-            from graphchat.catalog.approvals import PolicyApprover
-
             self._policy = PolicyApprover(self.settings)
         return await serve_sampling(server, params, ctx, settings=self.settings, policy=self._policy)
 
@@ -248,8 +246,6 @@ class McpSource(ToolSource):
     async def request(self, server: str, method: str, *args: Any, **kwargs: Any) -> Any:
         """One request beside tools to one server (prompts, resources): see Connection.request."""
         if self.server(server) is None:
-            from graphchat.errors import GraphchatError
-
             known = ", ".join(s.name for s in self.servers) or "none"
             raise GraphchatError(f"no MCP server '{server}' is configured (servers: {known})")
         return await self.connection(server).request(method, *args, **kwargs)

@@ -18,6 +18,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from graphchat.errors import GraphchatError
+from graphchat.llm.client import LLM
+
 if TYPE_CHECKING:
     from graphchat.catalog.approvals import PolicyApprover
     from graphchat.catalog.base import CallContext
@@ -83,8 +86,6 @@ async def serve_sampling(
     """The CreateMessageResult of `server`'s sampling request, or the ErrorData telling it why not."""
     from mcp.types import INTERNAL_ERROR, INVALID_REQUEST, CreateMessageResult, ErrorData, TextContent
 
-    from graphchat.errors import GraphchatError
-
     if ctx is None:
         return ErrorData(
             code=INVALID_REQUEST,
@@ -108,7 +109,6 @@ async def serve_sampling(
         extra["stop"] = list(params.stop_sequences)
     temperature = params.temperature if params.temperature is not None else config.temperature
     config = replace(config, extra=extra, temperature=temperature)
-    from graphchat.llm.client import LLM
 
     llm = LLM(config, events=ctx.events)
     try:

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.mcp.cache import ServerFiles
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.errors import GraphchatError
+from graphchat.threads.redact import Redactor, settings_secrets
+
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
 
@@ -16,7 +21,6 @@ def server_rows(
     """One row per configured server. `check`: start every server now (and stop it again);
     a row's state is then `running` or `failed` with the error of this start. `warnings` gets
     the server entries that were skipped (a bad entry of servers.yaml)."""
-    from graphchat.catalog.mcp.pool import McpSource
 
     source = McpSource(settings)
     if warnings is not None:
@@ -32,7 +36,6 @@ def server_rows(
                 await source.aclose()
 
         live = asyncio.run(start_all())
-    from graphchat.threads.redact import Redactor, settings_secrets
 
     redactor = Redactor(settings_secrets(settings))  # once: it reads servers.yaml and the environment
     rows = []
@@ -75,7 +78,6 @@ def server_rows(
 def _expanded_where(config: Any, redactor: Any) -> str | None:
     """The command line or URL as it will start, `${VAR}`s expanded (secrets redacted); None
     when a variable is unset (the start would fail, and `target` shows what is written)."""
-    from graphchat.errors import GraphchatError
 
     try:
         expanded = config.expanded()
@@ -88,7 +90,6 @@ def _expanded_where(config: Any, redactor: Any) -> str | None:
 def fresh_log(settings: Settings, server: str, since: float) -> str | None:
     """The workspace-relative path of the server's log when a start wrote to it since `since`
     (a failure before any process started, e.g. an unset ${VAR}, writes none)."""
-    from graphchat.catalog.mcp.cache import ServerFiles
 
     log = ServerFiles(settings.catalog_dir).log_path(server)
     try:

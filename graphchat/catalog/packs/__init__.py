@@ -14,6 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import ToolSource, ToolSpec
+from graphchat.yamlfile import yaml12_loader
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -55,8 +56,6 @@ def _parsed(pack: str) -> list[dict[str, Any]]:
     from importlib.resources import files
 
     import yaml
-
-    from graphchat.yamlfile import yaml12_loader
 
     text = (files(__name__) / f"{pack}.yaml").read_text(encoding="utf-8")
     return list(yaml.load(text, Loader=yaml12_loader()))  # noqa: S506 - a safe loader class

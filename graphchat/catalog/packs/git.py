@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from graphchat.catalog.argv import UnsafeArgument, as_data, inside
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.packs import pack_specs
+from graphchat.catalog.process import TimedOut, run_dir, run_program
+from graphchat.catalog.user_tools import apply_defaults
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -36,8 +38,6 @@ class GitPackSource(ToolSource):
         return pack_specs("git")
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        from graphchat.catalog.user_tools import apply_defaults
-
         handler = getattr(self, "_" + spec.name.removeprefix("builtin__"), None)
         if handler is None:
             return ToolResult.error(f"unknown git pack tool {spec.name}")
@@ -47,8 +47,6 @@ class GitPackSource(ToolSource):
             return ToolResult.error(str(exc))
 
     async def git(self, *args: str, ok_codes: tuple[int, ...] = (0,)) -> tuple[int, bytes]:
-        from graphchat.catalog.process import TimedOut, run_program
-
         try:
             done = await run_program(["git", *args], cwd=self.cwd(), timeout=TIMEOUT_SECS)
         except TimedOut:
@@ -61,8 +59,6 @@ class GitPackSource(ToolSource):
         return done.code, done.stdout
 
     def cwd(self) -> Path:
-        from graphchat.catalog.process import run_dir
-
         return run_dir(self.settings)
 
     # --- chosen values, held to the argument rule (graphchat.catalog.argv) ---------------------

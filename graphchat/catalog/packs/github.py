@@ -28,7 +28,9 @@ from urllib.parse import quote
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.packs import pack_specs
-from graphchat.catalog.process import turn_environ
+from graphchat.catalog.process import run_dir, run_program, turn_environ
+from graphchat.catalog.user_tools import apply_defaults
+from graphchat.display import safe
 
 if TYPE_CHECKING:
     import httpx
@@ -97,8 +99,6 @@ class GithubPackSource(ToolSource):
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         import httpx
 
-        from graphchat.catalog.user_tools import apply_defaults
-
         handler = getattr(self, "_" + spec.name.removeprefix("builtin__"), None)
         if handler is None:
             return ToolResult.error(f"unknown github pack tool {spec.name}")
@@ -122,7 +122,6 @@ class GithubPackSource(ToolSource):
 
     async def repo(self) -> tuple[str, str]:
         """(owner, name) of the repository: $GITHUB_REPOSITORY, else the `origin` remote."""
-        from graphchat.catalog.process import run_dir, run_program
 
         named = turn_environ().get("GITHUB_REPOSITORY", "")
         folder = run_dir(self.settings)
@@ -509,7 +508,6 @@ def tag_name(tag: str) -> str:
 
 def shown(text: str, limit: int = 80) -> str:
     """A value from outside, quoted for a one-line message: control characters escaped, cut."""
-    from graphchat.display import safe
 
     cut = text if len(text) <= limit else text[:limit] + "…"
     return "'" + safe(cut, newlines=False) + "'"

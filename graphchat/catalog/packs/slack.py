@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.packs import pack_specs
 from graphchat.catalog.process import turn_environ
+from graphchat.catalog.user_tools import apply_defaults
 
 if TYPE_CHECKING:
     import httpx
@@ -50,8 +51,6 @@ class SlackPackSource(ToolSource):
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         import httpx
-
-        from graphchat.catalog.user_tools import apply_defaults
 
         if spec.name != "builtin__slack_post_message":
             return ToolResult.error(f"unknown slack pack tool {spec.name}")

@@ -7,10 +7,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from graphchat.asks import MAX_OPTIONS, Parked, Question, UnavailableAsker, answer_schema
+from graphchat.asks import MAX_OPTIONS, Parked, Question, UnavailableAsker, answer_schema, secret_fields
+from graphchat.jsonschema_util import errors
 from graphchat.plans.grammar import Results, Schema, Site, closed, has_template, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import Frame, StepFailed, StepRunner, render, render_text
+from graphchat.threads.redact import hold_answered
 
 FIELDS = ("prompt", "hint", "output_schema", "when_unanswered", "default", "timeout")
 BODIES: tuple[str, ...] = ()
@@ -74,7 +76,6 @@ def load(site: Site) -> None:
         elif schema_ok:
             # As graph (ask.rs `schema_mismatch`): the full JSON Schema of each field, so
             # `maximum`, `pattern`, `minLength`... are checked, not only the type.
-            from graphchat.jsonschema_util import errors
 
             for problem in errors(answer_schema(dict(spec["output_schema"])), default):
                 report("default", f"does not match output_schema: {problem}")
@@ -191,8 +192,6 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
-    from graphchat.jsonschema_util import errors
-
     data = step.input
     prompt = render_text(step, data.get("prompt"), scope)
     schema = data.get("output_schema") or {"type": "object", "properties": {}}
@@ -254,8 +253,6 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
 def hold_secrets(schema: Any, answer: Any) -> None:
     """The values of a form's `secret: true` fields are never written from now on (threads,
     events, shapes, a parked run's record: `[redacted]`); the step gets them as typed."""
-    from graphchat.asks import secret_fields
-    from graphchat.threads.redact import hold_answered
 
     if isinstance(answer, Mapping):
         hold_answered(str(answer[name]) for name in secret_fields(schema) if answer.get(name))

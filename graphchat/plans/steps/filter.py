@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphchat.plans.gates import GateError, evaluate
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import (
@@ -16,6 +17,7 @@ from graphchat.plans.runtime import (
     template_message,
 )
 from graphchat.plans.steps.pool import run_pool
+from graphchat.template import EmptyData, TemplateError
 
 FIELDS = ("over", "where", "infer", "model", "concurrency")
 BODIES: tuple[str, ...] = ()
@@ -61,9 +63,6 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
 
 
 async def _logical(step: Step, scope: dict[str, Any], over: list[Any], where: Any) -> list[bool]:
-    from graphchat.plans.gates import GateError, evaluate
-    from graphchat.template import EmptyData, TemplateError
-
     label = step.label
     item_scope = dict(scope)
     verdicts = []

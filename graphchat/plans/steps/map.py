@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphchat.asks import Parked
+from graphchat.llm.budget import MAX_MAP_ITEMS
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import (
@@ -108,7 +109,6 @@ def _max_items(runner: StepRunner) -> int:
     limit = getattr(runner.settings, "max_map_items", None)
     if isinstance(limit, int):
         return limit
-    from graphchat.llm.budget import MAX_MAP_ITEMS
 
     return MAX_MAP_ITEMS
 
