@@ -9,6 +9,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from graphchat.catalog.approvals import argument_text
+from graphchat.display import safe
+
 
 def _graphchat(home: str | None) -> str:
     return f"graphchat --home {shlex.quote(home)}" if home else "graphchat"
@@ -95,7 +98,6 @@ def approval_lines(request: dict[str, Any]) -> list[str]:
     """An approval's tool and every argument, in full (indented JSON, control characters
     escaped); for a server's own question during a tool call (sampling, elicitation) the server
     and the tool, and a sampling request's token cap and prompt in full; nothing for a question."""
-    from graphchat.display import safe
 
     source = request.get("source") or {}
     if source.get("park_as"):
@@ -110,7 +112,6 @@ def approval_lines(request: dict[str, Any]) -> list[str]:
         return lines
     if request.get("kind") != "approval":
         return []
-    from graphchat.catalog.approvals import argument_text
 
     arguments = source.get("arguments")
     lines = [f"tool: {safe(str(source.get('tool') or '?'), newlines=False)}"]

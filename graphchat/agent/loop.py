@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import Parked
+from graphchat.asks import TOOL_CALL, TURN_FRAMES, Parked
 from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
 from graphchat.jsonschema_util import first_error
@@ -67,7 +67,6 @@ async def _call_one(catalog: Catalog, call: ToolCall, ctx: CallContext) -> ToolR
         if ctx.events is not None:
             ctx.events.tool_finished(call.name, 0.0, True, problem)
         return ToolResult.error(problem)
-    from graphchat.asks import TOOL_CALL, TURN_FRAMES
 
     TOOL_CALL.set(call.id or None)  # this call's own task: a question it parks is keyed by it
     frames = TURN_FRAMES.get()

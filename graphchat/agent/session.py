@@ -13,9 +13,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from graphchat.agent.loop import run_loop
+from graphchat.agent.tool_offer import offered_tools
+from graphchat.asks import Parked
+from graphchat.catalog.base import CallContext
+from graphchat.errors import EXIT_USAGE, GraphchatError
+from graphchat.events import RoleUsage, by_model_rows
+from graphchat.jsonschema_util import preload_in_background
+from graphchat.llm.budget import budget_scope
+from graphchat.llm.client import LLM, context_window, count_tokens
 from graphchat.llm.types import Usage
 from graphchat.threads import lines as ev
 from graphchat.threads.limits import capped_recorder
+from graphchat.threads.repair import to_model_messages
+from graphchat.threads.window import fit_to_window
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -60,7 +71,6 @@ class Session:
         self._thread = thread
         self.catalog = catalog
         self.asker = asker
-        from graphchat.events import RoleUsage
 
         self.events = RoleUsage(events)  # counts each turn's model calls per role
         self.assume_yes = assume_yes
@@ -107,8 +117,6 @@ class Session:
 
     def llm(self) -> LLM:
         if self._llm is None:
-            from graphchat.llm.client import LLM
-
             self._llm = LLM(self.model_config(), events=self.events)
         return self._llm
 
@@ -120,7 +128,6 @@ class Session:
     def _offered(self, tools: list[dict[str, Any]], message: str) -> list[dict[str, Any]]:
         """At most `settings.max_tools_offered` tools, the most relevant to `message` first;
         a warning says how many were left out."""
-        from graphchat.agent.tool_offer import offered_tools
 
         limit = self.settings.max_tools_offered
         offered, left_out = offered_tools(tools, message, limit)
@@ -146,7 +153,6 @@ class Session:
         thread = self.thread
         # One turn at a time a thread, across processes: held from the user's message (and the
         # replay it starts) to the turn's closing event.
-        from graphchat.errors import EXIT_USAGE, GraphchatError
 
         try:
             async with thread.turn_lock(wait=self.wait_for_thread, on_wait=self._say):
@@ -214,7 +220,6 @@ class Session:
         graphchat.llm.budget). `message`: the person's message when the caller has it (a
         resumed turn finds it in the thread), what the offered tools are ranked against;
         `resumed`: makes the results of a resumed turn's waiting calls (see `resume`)."""
-        from graphchat.llm.budget import budget_scope
 
         async with budget_scope(self.settings, "turn", fresh=True) as (budget, _owned):
             return await self._rounds(thread, on_text, on_tools, message, budget, resumed)
@@ -228,12 +233,6 @@ class Session:
         budget: Budget,
         resumed: Callable[[CallContext], Awaitable[list[dict[str, Any]]]] | None = None,
     ) -> TurnResult:
-        from graphchat.agent.loop import run_loop
-        from graphchat.asks import Parked
-        from graphchat.catalog.base import CallContext
-        from graphchat.errors import GraphchatError
-        from graphchat.jsonschema_util import preload_in_background
-
         preload_in_background()  # tool calls validate their arguments: import that while we wait
         llm = self.llm()
         before = llm.usage
@@ -302,8 +301,6 @@ class Session:
             usage["by_server"] = by_server
         models = self.events.since(models_before, models=True)
         if len(models) > 1 or any(m.get("failed") for m in models.values()):  # a fallback answered
-            from graphchat.events import by_model_rows
-
             usage["by_model"] = by_model_rows(models)
         thread.append(dict(ev.turn_end(usage, llm.model)))
         return TurnResult(result.content, thread.id, len(result.tool_calls_made), usage)
@@ -333,9 +330,6 @@ class Session:
 
     def _history(self, thread: Thread, llm: LLM, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The thread replayed for the model, trimmed to its context window (oldest turns first)."""
-        from graphchat.llm.client import context_window, count_tokens
-        from graphchat.threads.repair import to_model_messages
-        from graphchat.threads.window import fit_to_window
 
         messages = to_model_messages(
             thread.events(), max_tool_result_chars=self.settings.max_tool_result_chars

@@ -18,6 +18,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import Question
+from graphchat.catalog.base import CURRENT_CALL
+from graphchat.display import safe
+from graphchat.fsutil import write_atomic
+from graphchat.workspace import CONFIG_NAME
+from graphchat.yamlfile import yaml12_dumper, yaml12_loader
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -82,8 +89,6 @@ def argument_text(arguments: dict[str, Any]) -> str:
     """Every argument, in full: indented JSON with control characters escaped (never cut —
     an approval must show what it approves; `ask_by_lines` wraps and pages it)."""
     import orjson
-
-    from graphchat.display import safe
 
     text = orjson.dumps(arguments, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
     return safe(text)
@@ -281,10 +286,6 @@ class PolicyApprover:
 
     @staticmethod
     def _sampling_question(server: str, prompt: str, max_tokens: int) -> Question:
-        from graphchat.asks import Question
-        from graphchat.catalog.base import CURRENT_CALL
-        from graphchat.display import safe
-
         current = CURRENT_CALL.get()  # the tool call the request belongs to (its context)
         return Question(
             prompt=f"Allow MCP server {safe(server, newlines=False)} to use your model "
@@ -304,9 +305,6 @@ class PolicyApprover:
 
     @staticmethod
     def _question(spec: ToolSpec, arguments: dict[str, Any]) -> Question:
-        from graphchat.asks import Question
-        from graphchat.display import safe
-
         return Question(
             prompt=f"Allow {safe(spec.name, newlines=False)} ({spec.family}) with these arguments?",
             detail=argument_text(arguments),
@@ -332,14 +330,11 @@ def make_approver(settings: Settings) -> Approver:
 def remember_allow(settings: Settings, tool: str) -> Path:
     """Add `tool` to `approvals.allow` of the workspace graphchat.yaml, keeping everything else
     (comments, order, formatting) as it is. Creates the file when there is none."""
-    from graphchat.workspace import CONFIG_NAME
 
     path = settings.config_path or (settings.workspace / CONFIG_NAME)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     new_text = add_allow_entry(text, tool)
     if new_text != text:
-        from graphchat.fsutil import write_atomic
-
         write_atomic(path, new_text, keep_mode=True)
     return path
 
@@ -357,8 +352,6 @@ def add_allow_entry(text: str, tool: str) -> str:
     and layout survive; falls back to a full re-dump only for layouts it cannot edit in place.
     """
     import yaml
-
-    from graphchat.yamlfile import yaml12_dumper, yaml12_loader
 
     try:
         node = yaml.compose(text, Loader=yaml12_loader()) if text.strip() else None

@@ -15,6 +15,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from graphchat.errors import close_matches, did_you_mean
+from graphchat.jsonschema_util import argument_problem
+
 if TYPE_CHECKING:
     from graphchat.asks import Asker
     from graphchat.events import EventSink
@@ -463,7 +466,6 @@ def similar_tools(name: str, names: Iterable[str]) -> list[str]:
     """Catalog names a mistyped or bare tool name may have meant, at most three: those whose
     tool part is `name` (`lookup` -> `probe__lookup`), then the close ones (difflib, cutoff
     0.6) by whole name or by tool part. Nothing is corrected."""
-    from graphchat.errors import close_matches
 
     known = builtins.list(dict.fromkeys(names))
     found = [n for n in known if n.endswith(f"__{name}")]
@@ -477,7 +479,6 @@ def similar_tools(name: str, names: Iterable[str]) -> list[str]:
 
 def unknown_tool(name: str, names: Iterable[str]) -> str:
     """`unknown tool: x`, with the names it may have meant."""
-    from graphchat.errors import did_you_mean
 
     guess = did_you_mean(name, (), close=similar_tools(name, names))
     return f"unknown tool: {name}" + (f" ({guess})" if guess else "")
@@ -492,8 +493,6 @@ def validate_arguments(spec: ToolSpec, arguments: Any) -> str | None:
         return None
     global _argument_problem
     if _argument_problem is None:  # a from-import in every call would cost more than the check
-        from graphchat.jsonschema_util import argument_problem
-
         _argument_problem = argument_problem
     problem = _argument_problem(schema, arguments)  # the schema's compiled check, cached
     if problem is None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphchat.turn_context import TURN_ENV, WORKING_DIR, turn_environ  # noqa: F401 - the turn's folder and variables
+from graphchat.workspace import user_data_dir
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -49,7 +50,6 @@ class TimedOut(Exception):
 def run_dir(settings: Settings) -> Path:
     """Where tool programs run: the workspace, unless it is the per-user data folder (then the
     asking process's working directory)."""
-    from graphchat.workspace import user_data_dir
 
     try:
         if settings.workspace.resolve() != user_data_dir().resolve():

@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graphchat.cli.models import key_status, provider_of
+from graphchat.cli.output import print_json
+from graphchat.errors import GraphchatError
+
 CONFIG = """\
 # graphchat workspace settings. Every key is optional; the comments show the defaults.
 #
@@ -106,8 +110,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from graphchat.errors import GraphchatError
-
     root = Path(args.dir).expanduser()
     if root.exists() and not root.is_dir():
         raise GraphchatError(f"{args.dir}: not a directory", 2)
@@ -140,7 +142,6 @@ def run_init(args: argparse.Namespace) -> int:
 def _init_from_graph(root: Path, *, force: bool) -> int:
     """`init --from-graph`: graphchat.yaml and catalog/servers.yaml from graph's configuration
     (graphchat.graph_import); the same files again is a no-op, different ones need --force."""
-    from graphchat.errors import GraphchatError
     from graphchat.fsutil import write_atomic
     from graphchat.graph_import import translate
 
@@ -218,7 +219,6 @@ def model_access(config: Any) -> dict[str, Any]:
     other variables) its provider needs is set, as litellm would decide (litellm not imported)."""
     import os
 
-    from graphchat.cli.models import key_status, provider_of
     from graphchat.llm.keys import unset_variables
 
     provider = provider_of(config.model)
@@ -273,8 +273,6 @@ def run_where(args: argparse.Namespace) -> int:
     settings = load_settings(getattr(args, "home", None))
     report = where_report(settings)
     if args.json:
-        from graphchat.cli.output import print_json
-
         print_json(report)
         return 0
     lines = [

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.cli.output import note, print_json
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
 
 
@@ -117,7 +118,6 @@ def _store(args: argparse.Namespace) -> Any:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import note, print_json
     from graphchat.runs.resume import run_known
 
     store = _store(args)
@@ -160,8 +160,6 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def prune_command(args: argparse.Namespace) -> int:
-    from graphchat.cli.output import note
-
     removed = _store(args).prune(args.older_than)
     note(f"removed {removed} finished request{'s' if removed != 1 else ''}")
     return 0
@@ -252,7 +250,6 @@ def decline_command(args: argparse.Namespace) -> int:
 
 def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
     """The answer is recorded: resume the run now, unless --no-resume or others still wait."""
-    from graphchat.cli.output import note
     from graphchat.runs.answers import still_waiting
 
     request = store.get(request_id)
@@ -302,7 +299,6 @@ def resume(store: Any, request: Any) -> int:
 def runs_command(args: argparse.Namespace) -> int:
     """`graphchat runs [--json] [--state S] [--all]`: every journaled run, most recent first
     (issue 19)."""
-    from graphchat.cli.output import note, print_json
     from graphchat.display import safe
     from graphchat.runs.parked import all_runs
 
@@ -333,7 +329,6 @@ def runs_command(args: argparse.Namespace) -> int:
 
 def runs_prune_command(args: argparse.Namespace) -> int:
     """`graphchat runs prune [--older-than DAYS]` (runs.retention)."""
-    from graphchat.cli.output import note
     from graphchat.display import safe
     from graphchat.host import load_settings
     from graphchat.runs.retention import prune
@@ -357,7 +352,6 @@ def runs_prune_command(args: argparse.Namespace) -> int:
 
 def cancel_command(args: argparse.Namespace) -> int:
     """`graphchat cancel ID` (runs.resume.cancel)."""
-    from graphchat.cli.output import note
     from graphchat.runs.resume import cancel
 
     record, cancelled = cancel(_store(args), args.id)

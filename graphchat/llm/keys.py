@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from graphchat.errors import ConfigError
+from graphchat.turn_context import turn_environ
 
 if TYPE_CHECKING:
     from graphchat.workspace import ModelConfig
@@ -48,7 +49,6 @@ def expanded(config: ModelConfig, field: str) -> str | None:
     value = getattr(config, field)
     if not value or "${" not in value:
         return value  # type: ignore[no-any-return]
-    from graphchat.turn_context import turn_environ
 
     environ = turn_environ()
 
@@ -58,7 +58,6 @@ def expanded(config: ModelConfig, field: str) -> str | None:
             return environ[name]
         if default is not None:
             return default
-        from graphchat.errors import ConfigError
 
         path, source = config.written_in or (f"models.{config.role}", "graphchat.yaml")
         raise ConfigError(

@@ -30,6 +30,7 @@ from graphchat.plans.validate import known_servers, partial_problems, validate_a
 from graphchat.shapes import ShapeStore
 from graphchat.threads import lines as ev
 from graphchat.threads.repair import shorten_tool_result
+from graphchat.workspace import builtin_prompt
 from graphchat.yamlfile import yaml12_dumper, yaml12_loader
 
 if TYPE_CHECKING:
@@ -616,7 +617,6 @@ async def draft_plan(
     """
     plans = workspace_plans(settings)
     digest = catalog_digest(catalog, settings, plans=plans)
-    from graphchat.workspace import builtin_prompt
 
     system = builtin_prompt(settings, "planner", PLANNER_SYSTEM)
     messages = planner_messages(

@@ -16,9 +16,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import TOOL_CALL, Parked
-from graphchat.catalog.base import CallContext
+from graphchat.catalog.base import CallContext, ToolResult
+from graphchat.errors import ConfigError
 from graphchat.events import EventSink, sampling_server
+from graphchat.jsonschema_util import errors, fits
+from graphchat.llm import LLM
+from graphchat.llm.budget import BudgetExceeded, budget_scope
 from graphchat.plans import finish as finishes
+from graphchat.plans.gates import GateError, evaluate
 from graphchat.plans.model import Body, Plan, Step
 from graphchat.plans.runtime import (
     PARKING_AT,
@@ -36,6 +41,7 @@ from graphchat.plans.runtime import (
 )
 from graphchat.plans.steps import CONTROL
 from graphchat.template import EmptyData, TemplateError
+from graphchat.workspace import builtin_prompt
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolResult
@@ -114,7 +120,6 @@ class PlanOutcome:
 
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
-        from graphchat.catalog.base import ToolResult
 
         if self.kind == "parked":  # the run waits for a person: not an error (mcp serve, issue 19)
             return ToolResult({"parked": True, "requests": self.requests}, note="waiting for a person")
@@ -298,15 +303,12 @@ class Runner:
 
     def llm(self, role: str, model: str | None = None) -> ModelClient:
         if self.llm_factory is None:
-            from graphchat.errors import ConfigError
-
             raise ConfigError("this plan needs a model but none can be used here")
         return self.llm_factory(role, model, self.events)
 
     async def judge(self, question: str, model: str | None) -> tuple[bool, str]:
         """One structured call to the judge role: (verdict, reason)."""
         llm = self.llm("judge", model)
-        from graphchat.workspace import builtin_prompt
 
         system = builtin_prompt(self.settings, "judge", JUDGE_SYSTEM)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
@@ -319,7 +321,6 @@ class Runner:
         self, step: Step, logical: Any, infer: Any, model: Any, scope: Mapping[str, Any]
     ) -> tuple[bool, str | None]:
         """Evaluate a step's gate: a logical one (reason null) or an inferred one."""
-        from graphchat.plans.gates import GateError, evaluate
 
         label = step.label
         try:
@@ -513,7 +514,6 @@ def input_problems(schema: Mapping[str, Any] | None, value: Any) -> list[str]:
         return [f"the input must be a JSON object, got {describe(value)}"]
     if not schema:
         return []
-    from graphchat.jsonschema_util import errors, fits
 
     schema = dict(schema)
     return [] if fits(schema, value) else errors(schema, value)
@@ -536,8 +536,6 @@ def llm_factory_for(settings: Any) -> LLMFactory:
     a litellm model string; an unknown name is a ConfigError listing the names known."""
 
     def factory(role: str, model: str | None, events: EventSink | None) -> ModelClient:
-        from graphchat.llm import LLM
-
         return LLM(settings.step_model(model, role), events=events)
 
     return factory
@@ -602,7 +600,6 @@ async def run_plan(
         parking=parking,
         base=base,
     )
-    from graphchat.llm.budget import BudgetExceeded, budget_scope
 
     owned = False
     try:

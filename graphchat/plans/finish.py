@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.plans.model import Plan
 from graphchat.template import EmptyData, MissingStep, TemplateError, render_text, render_value
+from graphchat.workspace import builtin_prompt
 
 if TYPE_CHECKING:
     from graphchat.plans.runtime import StepRunner as Runner
@@ -169,7 +170,6 @@ async def solve(
         )
     llm = runner.llm("solver", None)
     # `system_prompt` is sent verbatim: graph does not render it.
-    from graphchat.workspace import builtin_prompt
 
     base = builtin_prompt(runner.settings, "solver", SOLVER_SYSTEM)
     messages = solver_messages(

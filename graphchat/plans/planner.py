@@ -280,7 +280,6 @@ def planner_frame(attempt: int, parking: Any = None) -> tuple[Any, str] | None:
     """Where the plan of this attempt lives in a run that may park: (its parking, the address
     `<calling step>#plan<attempt>`); its steps are kept under `<address>/`. Called by a turn
     (`parking`: the call's own record, `runs/frames.py`): `#plan<attempt>`. None: no parking."""
-    from graphchat.plans.runtime import PARKING_AT
 
     at = PARKING_AT.get()
     if at is None:

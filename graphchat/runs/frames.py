@@ -18,6 +18,11 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from graphchat.asks import TURN_FRAMES, Parked
+from graphchat.plans.model import plan_identifier
+from graphchat.plans.planner import PLAN_AND_EXECUTE
+from graphchat.runs.parked import PlanParking, RunRecord
+
 if TYPE_CHECKING:
     from graphchat.catalog.base import CallContext, Catalog, ToolResult
     from graphchat.runs.parked import PlanParking, RunRecord
@@ -55,8 +60,6 @@ class TurnFrames:
     @staticmethod
     def keeps(name: str) -> bool:
         """Whether a call of tool `name` keeps frames (a plan tool, `plan_and_execute`)."""
-        from graphchat.plans.model import plan_identifier
-        from graphchat.plans.planner import PLAN_AND_EXECUTE
 
         return plan_identifier(name) is not None or name == PLAN_AND_EXECUTE
 
@@ -65,7 +68,6 @@ class TurnFrames:
 
     def record(self, call_id: str) -> RunRecord | None:
         """The kept record of call `call_id` (None: it never parked, or it finished)."""
-        from graphchat.runs.parked import RunRecord
 
         record = RunRecord.load(self.store, self.record_id(call_id), folder=self.folder)
         return None if record is None or record.ended() else record
@@ -80,9 +82,6 @@ class TurnFrames:
         """Make the plan call `call_id` (again): a fresh one journals its steps, one that parked
         before resumes where it stopped. A plan that parks raises `asks.Parked` (the turn parks
         on its requests); its record stays until the call finishes."""
-        from graphchat.asks import TURN_FRAMES, Parked
-        from graphchat.plans.model import plan_identifier
-        from graphchat.runs.parked import PlanParking, RunRecord
 
         record = self.record(call_id)
         resumed = record is not None

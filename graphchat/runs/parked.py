@@ -32,8 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from graphchat.asks import Answer, Asker, Parked, Question
+from graphchat.asks import TOOL_CALL, Answer, Asker, Parked, Question
 from graphchat.errors import GraphchatError
+from graphchat.fsutil import write_atomic
+from graphchat.plans.runtime import PARKING_AT
+from graphchat.runs.retention import prune_now_and_then
+from graphchat.secret_answers import restore, scrub, seal
+from graphchat.threads import lines as ev
 
 if TYPE_CHECKING:
     from graphchat.events import EventSink
@@ -119,9 +124,6 @@ class RunRecord:
         return self.folder / f"{self.id}.journal"
 
     def save(self) -> None:
-        from graphchat.fsutil import write_atomic
-        from graphchat.secret_answers import scrub
-
         data = orjson.dumps(self.data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
         write_atomic(
             self.path, scrub(data)
@@ -439,7 +441,6 @@ class PlanParking:
 
     def _write(self, line: bytes) -> None:
         """One journal line, a held secret answer redacted (an ended run's journal is kept)."""
-        from graphchat.secret_answers import scrub
 
         if self._journal is None:
             self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
@@ -496,7 +497,6 @@ class PlanParking:
         position = self._position_now
         if position is None:
             return 0, {}, 0
-        from graphchat.secret_answers import restore
 
         scope = dict(position.scope)
         restore(scope, [r for r in self.store.all(finished=True) if r.run == self.record.id])
@@ -619,8 +619,6 @@ class PlanParking:
         """The run ended (any way but parked or interrupted): its record is kept as finished or
         failed (`graphchat runs`), its secret answers are sealed, and now and then the runs
         ended longer than `settings.keep_runs` ago are pruned (runs/retention.py)."""
-        from graphchat.runs.retention import prune_now_and_then
-        from graphchat.secret_answers import seal
 
         self.close_journal()
         if self.record.data.get("requests"):  # it parked once: its requests may hold secrets
@@ -637,7 +635,6 @@ class PlanParking:
 
 def waiting_on(thread: Any) -> list[str]:
     """The requests a thread's parked turn waits on (none: its last turn is not parked)."""
-    from graphchat.threads import lines as ev
 
     waiting: list[str] = []
     for event in thread.events():
@@ -757,8 +754,6 @@ def park_at_step(question: Question, asked: collections.Counter[str]) -> Answer 
     the call — a server may ask several times in one call, the second and later `#2`, `#3`
     (counted in `asked`, by key: the call made again on resume asks in the same order; issue
     25). A plain tool step's approval: `<step>#approval`."""
-    from graphchat.asks import TOOL_CALL
-    from graphchat.plans.runtime import PARKING_AT
 
     at = PARKING_AT.get()
     call = TOOL_CALL.get()

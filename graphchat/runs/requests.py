@@ -21,6 +21,7 @@ from graphchat.errors import GraphchatError
 from graphchat.fsutil import failed_write_message, write_atomic, writing
 from graphchat.jsonschema_util import errors
 from graphchat.runs import claims
+from graphchat.runs.parked import RunRecord
 
 MODES = ("text", "options", "form", "approval")
 STATES = ("open", "answered", "declined", "expired", "cancelled")
@@ -288,7 +289,6 @@ class RequestStore:
     def _run_waits(self, run_id: str) -> bool:
         """The run has not ended: its record is there (parked, or being resumed) and not kept
         as finished or failed (runs/retention.py)."""
-        from graphchat.runs.parked import RunRecord
 
         if not _valid_id(run_id):
             return True

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
 from graphchat.runs.answers import settle
+from graphchat.runs.frames import TurnFrames
 from graphchat.runs.parked import RunRecord
 from graphchat.runs.plan import resume_plan
 from graphchat.runs.requests import AlreadySettled
@@ -159,8 +160,6 @@ def _thread_records_cancel(record: RunRecord, ids: list[str]) -> None:
 
 def _drop_frames(store: RequestStore, thread_id: str) -> None:
     """The frames the cancelled turn's plan calls kept (`runs/frames.py`) go with it."""
-    from graphchat.runs.frames import TurnFrames
-    from graphchat.runs.parked import RunRecord
 
     folder = TurnFrames(store, thread_id).folder
     for path in sorted(folder.glob(f"{thread_id}.*.json")) if folder.is_dir() else []:

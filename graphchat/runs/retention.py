@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from graphchat.errors import GraphchatError
+from graphchat.host import load_settings
+
 if TYPE_CHECKING:
     from graphchat.runs.parked import RunRecord
     from graphchat.runs.requests import RequestStore
@@ -49,8 +52,6 @@ def prune_now_and_then(store: RequestStore) -> None:
 
 def keep_runs(store: RequestStore) -> float:
     """The workspace's `settings.keep_runs` (its default when the settings cannot be read)."""
-    from graphchat.errors import GraphchatError
-    from graphchat.host import load_settings
 
     try:
         return float(load_settings(str(store.dir.parent)).keep_runs)

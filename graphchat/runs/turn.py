@@ -13,8 +13,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.asks import TURN_FRAMES
+from graphchat.agent.loop import WaitingRound
+from graphchat.asks import TURN_FRAMES, Parked
+from graphchat.catalog.approvals import remember_allow
+from graphchat.catalog.base import TURN_CALL_IDS, CallContext, ToolResult
 from graphchat.errors import GraphchatError
+from graphchat.host import load_settings, open_host
+from graphchat.llm.types import ToolCall
+from graphchat.requests_text import answer_command, answer_help
+from graphchat.runs.frames import TurnFrames
+from graphchat.runs.parked import ParkingAsker, RunRecord, SettledAsker, stored_answer, waiting_on
+from graphchat.runs.requests import RequestStore
+from graphchat.runs.retention import prune_now_and_then
+from graphchat.threads import lines as ev
 
 if TYPE_CHECKING:
     from graphchat.runs.front import Front
@@ -26,14 +37,11 @@ def open_turn_host(
     """The host of `ask`; headless (nobody can answer here), its asker parks what it cannot
     answer (issue 9). Returns (host, the parking asker or None). `catalog`: a catalog kept by
     a warm helper (the host uses it and leaves it running)."""
-    from graphchat.host import open_host
 
     if not flags.get("park"):
         return open_host(
             settings, events=front.sink(), here=front.here, answers=flags.get("answers"), catalog=catalog
         ), None
-    from graphchat.runs.parked import ParkingAsker
-    from graphchat.runs.requests import RequestStore
 
     made: list[ParkingAsker] = []
 
@@ -52,8 +60,6 @@ def refuse_parked_thread(thread: Any, workspace: Any = None, home: str | None = 
     """`ask --thread ID` / `ask -c` on a thread whose turn waits for a person: exit 1 naming the
     request, its question and the exact command that answers it (an answered one: the command
     that resumes it). A new message would leave the waiting call without its answer."""
-    from graphchat.errors import GraphchatError
-    from graphchat.runs.parked import waiting_on
 
     waiting = waiting_on(thread)
     if not waiting:
@@ -61,13 +67,10 @@ def refuse_parked_thread(thread: Any, workspace: Any = None, home: str | None = 
     ids = ", ".join(waiting)
     request = None
     if workspace is not None:
-        from graphchat.runs.requests import RequestStore
-
         request = RequestStore(workspace).find(waiting[0])
     if request is None:
         hint = f"answer it first: graphchat answer {waiting[0]} VALUE (or permit/deny/decline it)"
         raise GraphchatError(f"thread {thread.id} waits on request {ids}", hint=hint)
-    from graphchat.requests_text import answer_command, answer_help
 
     where = f" --home {home}" if home else ""
     if request.state == "open":
@@ -95,8 +98,6 @@ async def ask_turn(
     warm helper's client: graphchat.warm.helper.RemoteFront). `catalog`: the helper's running
     catalog; `cwd`: the asking process's working directory (a helper never changes its own)."""
     import itertools
-
-    from graphchat.catalog.base import TURN_CALL_IDS
 
     TURN_CALL_IDS.set(itertools.count(1))  # this turn's tool calls: c1, c2, … (a helper runs many)
     frames = None
@@ -130,8 +131,6 @@ async def ask_turn(
 def keep_frames(settings: Any, thread_id: str) -> Any:
     """While this turn runs, a plan it calls keeps its frames (`runs/frames.py`); the token
     that gives the previous value back."""
-    from graphchat.runs.frames import TurnFrames
-    from graphchat.runs.requests import RequestStore
 
     return TURN_FRAMES.set(TurnFrames(RequestStore(settings.workspace), thread_id))
 
@@ -146,7 +145,6 @@ async def run_turn(
     cwd: str | None = None,
 ) -> int:
     """Run (or resume) the turn and present it: the answer on stdout; a parked turn exit 5."""
-    from graphchat.asks import Parked
 
     streaming = not (flags["json"] or flags["no_stream"])
     front.begin(streaming)
@@ -182,8 +180,6 @@ async def run_turn(
 
 def end_run(record: Any, exit_code: int, error: str | None = None) -> None:
     """A resumed turn ended: its record is kept as finished or failed until pruned."""
-    from graphchat.runs.requests import RequestStore
-    from graphchat.runs.retention import prune_now_and_then
 
     try:
         record.end(exit_code, error)
@@ -204,8 +200,6 @@ def park_turn(
 ) -> int:
     """Keep a parked turn's position (the calls, which wait, the others' results) and report
     it (exit 5)."""
-    from graphchat.runs.parked import RunRecord
-    from graphchat.runs.requests import RequestStore
 
     store = RequestStore(host.settings.workspace)
     round = parked.round
@@ -245,13 +239,6 @@ async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) 
     others). `turn`: the resumed turn's CallContext (the calls' usage counts in it)."""
     from dataclasses import replace
 
-    from graphchat.agent.loop import WaitingRound
-    from graphchat.asks import Parked
-    from graphchat.catalog.approvals import remember_allow
-    from graphchat.catalog.base import CallContext, ToolResult
-    from graphchat.llm.types import ToolCall
-    from graphchat.threads import lines as ev
-
     data = record.data
     base = turn or CallContext(asker=host.asker, events=host.events, surface="agent")
     calls = data["calls"]
@@ -273,8 +260,6 @@ async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) 
         if framed:  # a plan call that parked inside its frames: it resumes there
             pass
         elif (request.source or {}).get("park_as"):  # the server's own question: made again
-            from graphchat.runs.parked import SettledAsker, stored_answer
-
             asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
             ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")))
         elif request.kind == "approval" and request.state == "answered":
@@ -331,8 +316,6 @@ def _arguments(call: dict[str, Any]) -> dict[str, Any]:
 def resume_ask(store: Any, record: Any, front: Front) -> int:
     """Resume a parked `ask` turn in this process (issue 9)."""
     import asyncio
-
-    from graphchat.host import load_settings
 
     flags = record.data["flags"]
     settings = load_settings(record.data["workspace"], model=flags.get("model"), needs="chat")

@@ -32,6 +32,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import graphchat
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.errors import EXIT_INTERRUPTED, EXIT_WAITING, ConfigError, GraphchatError
+from graphchat.host import needs_model
+from graphchat.interrupts import CLIENT_REASON
+from graphchat.llm.runtime import litellm_module, warm_up
+from graphchat.runs.turn import ask_turn
+from graphchat.sources import build_catalog
+from graphchat.turn_context import TURN_ENV, WORKING_DIR
+from graphchat.warm import control
+from graphchat.warm.identity import identify
+from graphchat.workspace import load_settings
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything imports litellm
 
 from graphchat.asks import Answer, Asker, Question  # noqa: E402
@@ -199,8 +212,6 @@ class RemoteFront:
     def parked(
         self, requests: list[dict[str, Any]], json: bool, home: str | None, what: str = "the run"
     ) -> int:
-        from graphchat.errors import EXIT_WAITING
-
         self.conn.send({"t": "parked", "requests": requests, "json": json, "home": home, "what": what})
         return EXIT_WAITING
 
@@ -231,9 +242,6 @@ class Helper:
 
     async def start(self) -> dict[str, Any]:
         """Load, import, start the servers, listen. Returns what `graphchat warm` prints."""
-        from graphchat.errors import ConfigError
-        from graphchat.sources import build_catalog
-        from graphchat.workspace import load_settings
 
         settings = load_settings(workspace=self.workspace)
         if settings.warm == "off":
@@ -241,7 +249,6 @@ class Helper:
             raise ConfigError(f"settings.warm is off in {where}: no warm helper for this workspace")
         model = settings.model_for("chat")  # no model configured: exit 2, as ask would
         self.idle = settings.warm_idle
-        from graphchat.llm.runtime import litellm_module, warm_up
 
         await asyncio.to_thread(litellm_module)
         await asyncio.to_thread(warm_up, model.model)
@@ -285,8 +292,6 @@ class Helper:
         tmp.replace(self.paths.info)
 
     async def run_until_stopped(self) -> None:
-        from graphchat.warm.identity import identify
-
         checked = time.monotonic()
         while not self.stopping.is_set():
             try:
@@ -333,7 +338,6 @@ class Helper:
     def _start_successor(self) -> None:
         """The configuration changed on disk: a helper for the new one takes over (it checks
         the new configuration itself; one that cannot start says why in its log)."""
-        from graphchat.warm import control
 
         try:
             identity = ident.identify(self.workspace)
@@ -442,7 +446,6 @@ class Helper:
     def _take_roots(self, request: dict[str, Any]) -> list[Any] | None:
         """The MCP roots of the request's folder for the helper's servers (McpSource.take_roots):
         the servers to tell, or None when another turn runs under other roots."""
-        from graphchat.catalog.mcp.pool import McpSource
 
         tell: list[Any] = []
         for source in getattr(self.catalog, "sources", []):
@@ -514,9 +517,6 @@ class Helper:
 
     async def _turn(self, conn: Conn, request: dict[str, Any]) -> None:
         """Run one turn for `conn` and end with its exit code, as `graphchat.cli.main` would."""
-        from graphchat.errors import EXIT_INTERRUPTED, GraphchatError
-        from graphchat.interrupts import CLIENT_REASON
-        from graphchat.turn_context import TURN_ENV, WORKING_DIR
 
         _current.set(conn)
         CLIENT_REASON.set(conn.interrupted_by)  # the thread records the client's Ctrl-C/SIGTERM
@@ -565,10 +565,6 @@ class Helper:
         conn.send({"t": "exit", "code": code})
 
     async def _run_ask(self, conn: Conn, request: dict[str, Any]) -> int:
-        from graphchat.host import needs_model
-        from graphchat.runs.turn import ask_turn
-        from graphchat.workspace import load_settings
-
         flags = dict(request["flags"])
         settings = load_settings(
             workspace=self.workspace, model_override=flags.get("model"), environ=request["env"]
@@ -594,8 +590,6 @@ def _traceback() -> None:
 
 
 def _version() -> str:
-    import graphchat
-
     return graphchat.__version__
 
 
@@ -612,8 +606,6 @@ def _report_ready(fd: int | None, message: dict[str, Any]) -> None:
 async def _main(workspace: Path, ready_fd: int | None) -> int:
     import fcntl
     import signal
-
-    from graphchat.errors import GraphchatError
 
     helper = Helper(workspace)
     lock = open(helper.paths.lock, "a")  # noqa: SIM115 - held for the helper's life

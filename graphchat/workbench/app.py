@@ -20,10 +20,13 @@ from textual.widgets import Footer, Input, Label, Log, OptionList, Static, Tabbe
 from textual.widgets.option_list import Option
 
 from graphchat.asks import Answer, Question
-from graphchat.plans.authoring import all_steps
+from graphchat.plans.authoring import all_steps, plain
+from graphchat.plans.picture import tree
 from graphchat.workbench.bench import Bench
 from graphchat.workbench.debug import Decision, Pause
+from graphchat.workbench.draft import DraftError
 from graphchat.workbench.pane_asker import PaneAsker
+from graphchat.workbench.runs import MARKS, needs_inputs, prefilled_inputs
 from graphchat.workbench.screens import CSS as DIALOGS_CSS
 from graphchat.workbench.screens import InputsScreen, PauseScreen, QuestionScreen
 
@@ -112,7 +115,6 @@ class WorkbenchApp(App[None]):
 
     def plan_rows(self) -> list[str]:
         """What the plan tab's tree shows: the step tree, or the YAML while it does not load."""
-        from graphchat.plans.picture import tree
 
         plan = self.bench.draft.plan()
         if plan is None:
@@ -121,7 +123,6 @@ class WorkbenchApp(App[None]):
 
     def step_marks(self, labels: list[str]) -> dict[str, str] | None:
         """Beside each top-level step: its status in the last (or current) run, its breakpoint."""
-        from graphchat.workbench.runs import MARKS
 
         status, breakpoints = self.bench.step_status, self.bench.breakpoints
         if not status and not breakpoints:
@@ -153,8 +154,6 @@ class WorkbenchApp(App[None]):
             return "(select a step to see its input)"
         for step in all_steps(self.bench.draft.data):
             if str(step.get("id")) == self.selected:
-                from graphchat.plans.authoring import plain
-
                 tool = str(step.get("tool_name") or step.get("toolName") or "")
                 shown = json.dumps(plain(step.get("input")), indent=2, ensure_ascii=False)
                 returns = self.bench.returns_text(tool)
@@ -250,7 +249,6 @@ class WorkbenchApp(App[None]):
 
     def start_run(self, *, debug: bool) -> None:
         """A run of the draft; a plan with required inputs first opens the inputs editor."""
-        from graphchat.workbench.runs import needs_inputs, prefilled_inputs
 
         if self.bench.running:
             self.notify("a run is going on", severity="warning")
@@ -280,8 +278,6 @@ class WorkbenchApp(App[None]):
 
     @work(group="run")
     async def run_draft(self, inputs: dict, debug: bool = False) -> None:
-        from graphchat.workbench.draft import DraftError
-
         try:
             await self.bench.run(inputs, debug=debug)
         except DraftError as exc:
@@ -321,8 +317,6 @@ class WorkbenchApp(App[None]):
         return await answered
 
     def action_undo(self) -> None:
-        from graphchat.workbench.draft import DraftError
-
         try:
             self.bench.draft.undo()
         except DraftError as exc:
@@ -330,8 +324,6 @@ class WorkbenchApp(App[None]):
         self.refresh_panes()
 
     def action_save(self) -> None:
-        from graphchat.workbench.draft import DraftError
-
         try:
             path = self.bench.save()
         except DraftError as exc:

@@ -18,12 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.agent.loop import IterationsExhausted, run_loop
 from graphchat.catalog.base import CallContext, Catalog
+from graphchat.errors import GraphchatError
 from graphchat.events import EventSink
 from graphchat.llm.client import LLM
 from graphchat.plans import authoring as a
+from graphchat.plans.authoring import plain
 from graphchat.plans.discovery import discover
+from graphchat.plans.draft import draft_plan, output_shape, salvage, workspace_plans
+from graphchat.plans.model import Plan
+from graphchat.plans.steps import CONTROL
 from graphchat.plans.validate import known_servers, validate_against_catalog
 from graphchat.runs.freeze import freeze_to_workspace
+from graphchat.shapes import ShapeStore
 from graphchat.threads import lines as ev
 from graphchat.threads.repair import to_model_messages
 from graphchat.workbench.draft import Draft, DraftError
@@ -289,10 +295,6 @@ class Bench:
         draft (protected like `load_plan`, one undo away). Not fresh, the draft keeps its
         identity and the planner sees it. A draft that never validates publishes its valid first
         steps (graph's salvage) and says so as an error."""
-        from graphchat.errors import GraphchatError
-        from graphchat.llm.client import LLM
-        from graphchat.plans.draft import draft_plan, salvage
-        from graphchat.plans.model import Plan
 
         if not goal.strip():
             raise DraftError("draft_plan needs a goal: what the plan should do")
@@ -302,8 +304,6 @@ class Bench:
         identity: dict[str, Any] | None = None
         context: dict[str, str] | None = None
         if keep:
-            from graphchat.plans.authoring import plain
-
             kept_fields = ("name", "description", "input_schema")
             identity = {k: plain(draft.data[k]) for k in kept_fields if k in draft.data}
             context = {
@@ -313,7 +313,6 @@ class Bench:
 
         def check(plan: Plan) -> list[str]:
             """A new identifier taken by another plan would not save: back to the planner."""
-            from graphchat.plans.discovery import discover
 
             other = discover(self.settings.plans_dir).plans.get(plan.identifier)
             if other is None or other.path is None or (draft.path and other.path == draft.path):
@@ -391,9 +390,6 @@ class Bench:
         """What the plan tab says a step's tool returns: its declared output schema, else the
         shape learned from its earlier calls (the shape cache), else that it is not known yet —
         what the planner is shown too (`plans.draft.output_shape`). "" for a control step."""
-        from graphchat.plans.draft import output_shape, workspace_plans
-        from graphchat.plans.steps import CONTROL
-        from graphchat.shapes import ShapeStore
 
         if tool in CONTROL:
             return ""

@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
+from graphchat.errors import GraphchatError
+from graphchat.jsonschema_util import errors
+from graphchat.llm.types import Completion
+from graphchat.plans.executor import CURRENT_STEP
 
 if TYPE_CHECKING:
     from graphchat.events import EventSink
@@ -127,8 +131,6 @@ class Debugger:
     async def before_call(
         self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext
     ) -> ToolResult | bool:
-        from graphchat.plans.executor import CURRENT_STEP
-
         step = CURRENT_STEP.get() or ""
         if self.aborted:
             raise asyncio.CancelledError("aborted at a pause")
@@ -142,8 +144,6 @@ class Debugger:
     async def after_call(
         self, spec: ToolSpec, arguments: dict[str, Any], result: ToolResult, ctx: CallContext
     ) -> ToolResult:
-        from graphchat.plans.executor import CURRENT_STEP
-
         step = CURRENT_STEP.get() or ""
         decision = await self._wait(Pause("failed", step, spec.name, arguments, result.error_message))
         if decision.action == "skip":
@@ -165,7 +165,6 @@ class Debugger:
     ) -> Decision | None:
         """A pause before a model call under a breakpoint: the decision when it is a skip (the
         call does not run; the typed result is its answer), else None (it runs)."""
-        from graphchat.plans.executor import CURRENT_STEP
 
         step = CURRENT_STEP.get() or ""
         if self.aborted:
@@ -197,9 +196,6 @@ class PausingModel:
     async def structured(self, messages: list[dict[str, Any]], schema: dict[str, Any], **kwargs: Any) -> Any:
         skipped = await self._debugger.before_model(str(kwargs.get("site", "structured")), messages, schema)
         if skipped is not None:  # the pause checked it against the schema; this is the backstop
-            from graphchat.errors import GraphchatError
-            from graphchat.jsonschema_util import errors
-
             problems = errors(schema, skipped.value) if isinstance(skipped.value, dict) else ["not an object"]
             if problems:
                 raise GraphchatError("the injected answer of the skipped model call: " + "; ".join(problems))
@@ -218,8 +214,6 @@ class PausingModel:
 def _answer(value: Any) -> Any:
     """A skipped model call's completion: the injected text (a JSON value as its JSON)."""
     import json
-
-    from graphchat.llm.types import Completion
 
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return Completion(content=text, model="(skipped: answer injected)")

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static, TextArea
 
 from graphchat.asks import Answer, Question
+from graphchat.jsonschema_util import errors
 from graphchat.workbench.debug import Decision, Pause
 from graphchat.workbench.pane_asker import read_answer
 from graphchat.workbench.runs import inputs_problems, parse_json
@@ -91,8 +92,6 @@ class PauseScreen(ModalScreen[Decision]):
         ):
             value, problem = event.value, None  # a model's answer may be plain text
         if problem is None and self.pause.schema:
-            from graphchat.jsonschema_util import errors
-
             found = errors(self.pause.schema, value) if isinstance(value, dict) else ["not a JSON object"]
             problem = "the answer does not fit: " + "; ".join(found) if found else None
         if problem is not None:

@@ -27,9 +27,15 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphchat.catalog.base import CallContext, ToolResult
+from graphchat.asks import Parked, Question
+from graphchat.catalog.base import CURRENT_CALL, CallContext, ToolResult
+from graphchat.catalog.mcp.logs import sdk_log_handler
 from graphchat.catalog.mcp.results import map_result, tool_record
+from graphchat.catalog.mcp.sampling import USER_REJECTED
 from graphchat.catalog.process_groups import server_groups
+from graphchat.errors import GraphchatError
+from graphchat.llm.budget import current as current_budget
+from graphchat.llm.budget import spending
 
 if TYPE_CHECKING:
     import asyncio
@@ -57,7 +63,6 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         leaves = [describe(e) for e in exc.exceptions]
         return "; ".join(dict.fromkeys(leaves)) or type(exc).__name__
-    from graphchat.errors import GraphchatError
 
     if isinstance(exc, GraphchatError):  # e.g. an unset ${VAR}: its message is the whole story
         return exc.message
@@ -110,8 +115,6 @@ def _quiet_sdk_logs(log_dir: Path) -> None:
     if _sdk_logs_routed:
         return
     import logging
-
-    from graphchat.catalog.mcp.logs import sdk_log_handler
 
     _sdk_logs_routed = True
     handler = sdk_log_handler(log_dir)  # capped, rotated, repeated complaints counted
@@ -469,7 +472,6 @@ class Connection:
         self._inflight[call_id] = ctx
         self._inflight_tools[call_id] = tool
         self._call_contexts[call_id] = contextvars.copy_context()
-        from graphchat.llm.budget import current as current_budget
 
         self._budgets[call_id] = current_budget()
         token = _current_call.set((ctx, tool, call_id))
@@ -667,9 +669,6 @@ class Connection:
         assert self.sampler is not None  # declared only with a sampler
         from mcp.types import ErrorData
 
-        from graphchat.catalog.mcp.sampling import USER_REJECTED
-        from graphchat.llm.budget import spending
-
         ctx = self._turn_context()
         latest = max(self._inflight) if ctx is not None and self._inflight else None
         budget = self._budgets.get(latest) if latest is not None else None
@@ -694,8 +693,6 @@ class Connection:
         (`asks.Parked`) is kept for that call, which raises it when it returns; the server is
         told `waits` meanwhile."""
         import asyncio
-
-        from graphchat.asks import Parked
 
         context = self._call_contexts.get(call_id) if call_id is not None else None
         try:
@@ -745,7 +742,6 @@ class Connection:
 
 def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str | None], Any]:
     """A call's progress notifications as `tool_progress` events of the call they belong to."""
-    from graphchat.catalog.base import CURRENT_CALL
 
     current = CURRENT_CALL.get()
 
@@ -766,7 +762,6 @@ async def elicit(server: str, asker: Asker | None, params: Any, tools: list[str]
         return ElicitResult(action="decline")
     if asker is None:
         return ElicitResult(action="cancel")
-    from graphchat.asks import Question
 
     schema = getattr(params, "requested_schema", None) or None
     label = f"{server} · {' or '.join(tools)}" if tools else server

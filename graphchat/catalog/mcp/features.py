@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
+from graphchat.catalog.mcp.connection import ServerUnavailable, describe
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.errors import EXIT_USAGE, GraphchatError
+from graphchat.turn_context import WORKING_DIR
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -26,7 +30,6 @@ READ_RESOURCE = "builtin__read_resource"
 def roots_of(settings: Settings, cwd: str | None = None) -> list[tuple[str, str]]:
     """(file:// URI, name) of each root: settings.mcp_roots (relative to the workspace), else the
     workspace and the folder graphchat runs in (`cwd`, else the turn's), when that is another one."""
-    from graphchat.turn_context import WORKING_DIR
 
     if settings.mcp_roots is not None:
         folders = [Path(p).expanduser() for p in settings.mcp_roots]
@@ -158,9 +161,6 @@ def read_resource_spec() -> ToolSpec:
 async def read_resource(
     source: Any, arguments: dict[str, Any], ctx: CallContext, max_chars: int
 ) -> ToolResult:
-    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
-    from graphchat.errors import GraphchatError
-
     server, uri = str(arguments["server"]), str(arguments["uri"])
     try:
         result = await source.request(server, "read_resource", uri)
@@ -178,7 +178,6 @@ async def read_resource(
 
 def parse_attach(ref: str) -> tuple[str, str]:
     """`SERVER:URI` → (server, uri); GraphchatError (a usage error) when it is not one."""
-    from graphchat.errors import EXIT_USAGE, GraphchatError
 
     server, sep, uri = ref.partition(":")
     if not sep or not server or not uri:
@@ -191,12 +190,9 @@ def parse_attach(ref: str) -> tuple[str, str]:
 
 
 def _mcp_source(catalog: Any) -> Any:
-    from graphchat.catalog.mcp.pool import McpSource
-
     for source in catalog.sources:
         if isinstance(source, McpSource):
             return source
-    from graphchat.errors import GraphchatError
 
     raise GraphchatError("no MCP server is configured here (catalog/servers.yaml)")
 
@@ -220,9 +216,6 @@ async def with_attachments(catalog: Any, message: str, refs: list[tuple[str, str
     text inline (each cut at `max_chars`), binary as its type and size. A resource that cannot
     be read is a GraphchatError naming it (nothing is sent without it)."""
     import asyncio
-
-    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
-    from graphchat.errors import GraphchatError
 
     if not refs:
         return message
@@ -279,8 +272,6 @@ def prompt_as_message(messages: list[dict[str, Any]]) -> str:
 async def prompt_message(catalog: Any, server: str, name: str, arguments: dict[str, str]) -> str:
     """`/SERVER:NAME k=v …` in chat: the prompt's messages as one message (GraphchatError when
     the server cannot give it)."""
-    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
-    from graphchat.errors import GraphchatError
 
     source = _mcp_source(catalog)
     try:

@@ -8,7 +8,11 @@ from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+from graphchat.agent.loop import WaitingRound, run_loop
 from graphchat.asks import TOOL_CALL, Parked
+from graphchat.catalog.base import ToolResult
+from graphchat.jsonschema_util import refusal
+from graphchat.llm.types import ToolCall
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed, yaml_kind
 from graphchat.plans.model import Step
 from graphchat.plans.runtime import PARKING_AT, Frame, StepFailed, StepRunner, prepare_servers, render_text
@@ -61,8 +65,6 @@ def load(site: Site) -> None:
     elif "properties" in schema and not isinstance(schema["properties"], Mapping):
         report("output_schema", "`properties` must be a mapping")
     else:
-        from graphchat.jsonschema_util import refusal
-
         if (why := refusal(schema)) is not None:  # issue 10: never fetched, so refused up front
             report("output_schema", why)
     if "tools" in spec:
@@ -106,8 +108,6 @@ async def prepare_agent_servers(runner: StepRunner, patterns: list[str] | None) 
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
     import orjson
-
-    from graphchat.agent.loop import WaitingRound, run_loop
 
     data = step.input
     prompt = render_text(step, data.get("prompt"), scope)
@@ -195,8 +195,6 @@ class RoundJournal:
         self.frame: dict[str, Any] | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
-        from graphchat.llm.types import ToolCall
-
         if event.get("kind") == "assistant" and event.get("tool_calls"):
             calls = [ToolCall(c["id"], c["name"], c.get("arguments") or "") for c in event["tool_calls"]]
             message: dict[str, Any] = {
@@ -234,8 +232,6 @@ async def resumed_messages(runner: StepRunner, ctx: Any, saved: dict[str, Any]) 
     result, the waiting ones made now (an approval takes the person's permit or deny — a deny is
     a refusal the agent sees and goes on from; a question its answer)."""
     import orjson
-
-    from graphchat.catalog.base import ToolResult
 
     messages = list(saved["messages"])
     finished = saved.get("finished") or {}
