@@ -129,10 +129,14 @@ class CallContext:
     # Where the plan this context calls parks when nobody can answer (`mcp serve`, issue 19):
     # for the top-level plan call only, so a plan inside it never takes its caller's record.
     parking: Any = None
+    # The one tool a person permitted on a resumed turn (`graphchat permit`): that call's approval
+    # is given and nothing else's — not a server's sampling inside it, not the calls of a plan
+    # it runs (a plan run inside drops it, as it drops `parking`).
+    permitted: str | None = None
 
     def child(self, plan_id: str) -> CallContext:
         """The context of a plan run inside this one (one plan deeper)."""
-        return replace(self, chain=(*self.chain, plan_id), surface="plan", parking=None)
+        return replace(self, chain=(*self.chain, plan_id), surface="plan", parking=None, permitted=None)
 
 
 class CallHook(Protocol):

@@ -261,11 +261,12 @@ async def resumed_results(host: Any, store: Any, record: Any, turn: Any = None) 
             pass
         elif (request.source or {}).get("park_as"):  # the server's own question: made again
             asker = SettledAsker(host.asker, request.source["park_as"], stored_answer(request))
-            ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")))
+            # the call was running when its server asked: its own approval was given then
+            ctx = replace(base, asker=asker, assume_yes=bool(data["flags"].get("yes")), permitted=name)
         elif request.kind == "approval" and request.state == "answered":
             if isinstance(request.answer, dict) and request.answer.get("always"):
                 remember_allow(host.settings, name)
-            ctx = replace(base, assume_yes=True)
+            ctx = replace(base, permitted=name)  # this call only: not a sampling inside it
         elif request.kind == "approval":
             why = f" ({request.reason})" if request.reason and request.reason != "denied" else ""
             results[k] = ToolResult.error(

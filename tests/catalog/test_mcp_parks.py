@@ -159,6 +159,32 @@ def test_headless_ask_sampling_parks_and_permit_gives_the_sampled_text_to_the_to
     assert "autumn moon rises" in _tool_texts(answer)[0]
 
 
+@needs_everything
+def test_permitting_the_tool_does_not_permit_the_sampling_it_asks_for(
+    graphchat: GraphchatRunner, servers: Path, model_server: ScriptedModelServer
+) -> None:
+    """Sampling runs only on a person's yes to the sampling itself (issue 25): a permit of the
+    tool call that asks for it is not one — the resumed call parks again, on the sampling."""
+    (servers / "graphchat.yaml").write_text("approvals:\n  mode: ask\n")  # the tool itself asks
+    model_server.push({"tool_calls": [SAMPLE]})
+    run = graphchat("ask", "sample", "--json", env=model_server.env())
+    assert run.returncode == 5, run.stderr
+    (tool,) = waiting(graphchat)
+    assert tool["kind"] == "approval" and not (tool.get("source") or {}).get("park_as"), tool
+
+    again = graphchat("permit", tool["id"], env=model_server.env())
+    assert again.returncode == 5, again.stderr  # the call ran, and its server's sampling waits
+    assert len(model_server.requests) == 1  # nothing was sampled on the tool's permit
+    (sampling,) = waiting(graphchat)
+    assert sampling["id"] != tool["id"] and sampling["source"]["server"] == "everything"
+
+    model_server.push(SAMPLED, {"text": "The server wrote a haiku."})
+    done = graphchat("permit", sampling["id"], env=model_server.env())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["content"] == "The server wrote a haiku."
+    assert "autumn moon rises" in _tool_texts(model_server.requests[-1])[0]
+
+
 def test_headless_ask_elicitation_parks_and_the_answer_reaches_the_server(
     graphchat: GraphchatRunner, servers: Path, model_server: ScriptedModelServer
 ) -> None:

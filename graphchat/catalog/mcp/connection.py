@@ -343,9 +343,15 @@ class Connection:
             ready.exception()
 
     async def _connect(self, stack: Any, expanded: Any, errlog: Any) -> Any:
+        import warnings
+
         from mcp import Client
+        from mcp.shared.exceptions import MCPDeprecationWarning
 
         _quiet_sdk_logs(self.log_path.parent)
+        # The SDK marks sampling, roots, logging and subscriptions deprecated in its newest
+        # protocol revision; graphchat keeps them on the connection mode that has them (issue 25).
+        warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
         if self.config.transport == "http":
             import httpx2
