@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from graphchat.ci import jsonl_events
 from graphchat.display import safe
 from graphchat.errors import ConfigError
-from graphchat.jsonschema_util import first_error
 from graphchat.yamlfile import load_yaml_file
 
 if TYPE_CHECKING:
@@ -502,6 +501,8 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
 
             problem = pattern_problem(prop, value) if isinstance(prop, dict) else None
             if problem is None and isinstance(prop, dict):
+                from graphchat.jsonschema_util import first_error
+
                 problem = first_error(answer_property(prop), value)
             if problem is not None:
                 reader.say(f"  {safe(problem)}")

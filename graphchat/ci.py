@@ -22,7 +22,6 @@ import os
 import sys
 
 from graphchat.errors import EXIT_USAGE, GraphchatError
-from graphchat.threads.redact import Redactor, environment_secrets
 
 EVENT_MODES = ("jsonl", "github")
 STORAGE_MODES = ("file", "memory")
@@ -85,6 +84,8 @@ def annotate(level: str, message: str, *, json: bool = False, **properties: str 
     which an annotation would corrupt."""
     if json or events_mode() != "github":
         return
+
+    from graphchat.threads.redact import Redactor, environment_secrets
 
     message = Redactor(environment_secrets(None)).text(message)  # as report_error: no key leaks
     try:

@@ -15,7 +15,6 @@ from typing import Any, TextIO
 
 from graphchat.ci import jsonl_events
 from graphchat.display import safe
-from graphchat.threads.redact import scrub_answered
 
 
 class EventSink:
@@ -201,6 +200,8 @@ class JsonlSink(EventSink):
     def emit(self, event: str, **fields: Any) -> None:
         import orjson
 
+        from graphchat.threads.redact import scrub_answered
+
         line = orjson.dumps(
             {"event": event, **{k: v for k, v in fields.items() if v is not None}}, default=str
         )
@@ -381,6 +382,8 @@ class TerminalSink(EventSink):
         return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def _line(self, text: str) -> None:
+        from graphchat.threads.redact import scrub_answered  # orjson: not on the warm client's path
+
         text = scrub_answered(text)  # a secret answer never shows in an activity line
         with self._lock:
             if self.spinner is not None:

@@ -16,18 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphchat.agent.session import Session
-from graphchat.asks import ScriptedAsker, host_asker, load_answers
-from graphchat.catalog.base import CallContext
-from graphchat.ci import memory_storage
-from graphchat.events import sink_for_environment
-from graphchat.llm.keys import check_key, check_model
-from graphchat.llm.runtime import preload_in_background
-from graphchat.sources import build_catalog
-from graphchat.threads.redact import settings_secrets
-from graphchat.threads.store import ThreadStore
-from graphchat.workspace import load_settings as load
-
 if TYPE_CHECKING:
     from graphchat.agent.session import Session
     from graphchat.asks import Asker
@@ -41,6 +29,7 @@ def load_settings(home: str | None, *, model: str | None = None, needs: str | No
     """The workspace's settings (`--model` overrides the configured models). `needs` names the
     model role the command will certainly call (chat, solver): no model configured for it exits
     2 now, before anything starts, and the model library starts importing in the background."""
+    from graphchat.workspace import load_settings as load
 
     settings = load(home, model_override=model)
     if needs is not None:
@@ -51,10 +40,12 @@ def load_settings(home: str | None, *, model: str | None = None, needs: str | No
 def needs_model(settings: Settings, role: str) -> None:
     """A model call for `role` is certain: exit 2 now when none is configured, and overlap
     the model library's import with the rest of the start."""
+    from graphchat.llm.keys import check_key, check_model
 
     config = settings.model_for(role)
     check_model(config)  # a misspelt provider or model: exit 2 before litellm loads (seconds)
     check_key(config)  # a missing key: the same, naming the variable; nothing is sent
+    from graphchat.llm.runtime import preload_in_background
 
     preload_in_background()
 
@@ -63,6 +54,7 @@ def answering(answers_file: str | None, here: Asker, events: EventSink | None) -
     """The one rule for `--answers`: the file first, then `here` (the terminal, the chat)."""
     if not answers_file:
         return here
+    from graphchat.asks import ScriptedAsker, load_answers
 
     return ScriptedAsker(load_answers(answers_file), fallback=here, events=events)
 
@@ -84,6 +76,10 @@ class Host:
     @property
     def threads(self) -> ThreadStore:
         if self._store is None:
+            from graphchat.ci import memory_storage
+            from graphchat.threads.redact import settings_secrets
+            from graphchat.threads.store import ThreadStore
+
             root = self.settings.threads_dir
             if memory_storage():  # GRAPHCHAT_STORAGE=memory: the turn's thread lives in a scratch
                 import tempfile  # folder removed when the command ends (graphchat.ci)
@@ -100,6 +96,7 @@ class Host:
         self, thread: Thread | None, *, model_override: str | None = None, assume_yes: bool = False
     ) -> Session:
         """A conversation over `thread` (ask: one turn; chat: many) on this host's stack."""
+        from graphchat.agent.session import Session
 
         session = Session(
             self.settings,
@@ -116,6 +113,7 @@ class Host:
 
     def context(self, *, surface: str, assume_yes: bool = False) -> CallContext:
         """The CallContext of a call made straight from the command (plan run, tools call)."""
+        from graphchat.catalog.base import CallContext
 
         return CallContext(asker=self.asker, events=self.events, assume_yes=assume_yes, surface=surface)
 
@@ -163,9 +161,13 @@ def open_host(
     terminal when there is one); `answers`: an --answers file, asked first; `approver` wraps
     the workspace's approval policy (see `build_catalog`); `catalog`: one already running (a
     warm helper's), used and left running. Cheap: nothing starts here."""
+    from graphchat.events import sink_for_environment
+    from graphchat.sources import build_catalog
 
     sink = events if events is not None else sink_for_environment()
     if here is None:
+        from graphchat.asks import host_asker
+
         here = host_asker  # the terminal when there is one
     asker = answering(answers, here(sink), sink)
     owns = catalog is None

@@ -159,11 +159,13 @@ def _quoted(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphchat.host import load_settings
-
+    # Until the turn is handed to a warm helper, import only what that needs (the warm client's
+    # budget: tests/warm/test_wire_json.py); the turn's own modules come after.
     _thread_flags(args)
     _attachments(args)
     if args.message is None and args.thread:
+        from graphchat.host import load_settings
+
         _message_taken_for_a_thread(args, load_settings(getattr(args, "home", None)))
     piped = None
     if args.message is None:  # the question can only come from stdin: a usage error before all else
@@ -177,7 +179,6 @@ def run(args: argparse.Namespace) -> int:
 
     # This workspace's warm helper, when one runs, takes the question (graphchat.warm).
     from graphchat.cli.front import TerminalFront
-    from graphchat.runs.turn import ask_turn
     from graphchat.warm.client import hand_over
 
     front = TerminalFront()
@@ -195,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
     code, message = (None, None) if logging else hand_over(args, turn_flags, read_message, front)
     if code is not None:
         return code
+    from graphchat.host import load_settings
+    from graphchat.runs.turn import ask_turn
+
     # No model configured: exit 2 before anything starts; litellm imports meanwhile.
     settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
     if message is None:
@@ -211,9 +215,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _attachments(args: argparse.Namespace) -> None:
     """`--attach SERVER:URI`: a usage error before anything starts when one is not that."""
+    refs = getattr(args, "attach", None) or []
+    if not refs:
+        return
     from graphchat.catalog.mcp.features import parse_attach
 
-    for ref in getattr(args, "attach", None) or []:
+    for ref in refs:
         parse_attach(ref)
 
 

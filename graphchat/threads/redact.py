@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 import orjson
 
 from graphchat.errors import GraphchatError
-from graphchat.llm.keys import expanded
 
 if TYPE_CHECKING:
     from graphchat.workspace import Settings
@@ -100,6 +99,8 @@ def environment_secrets(workspace: Path | None, environ: Mapping[str, str] | Non
 def settings_secrets(settings: Settings) -> set[str]:
     """Everything above, plus the `api_key` of every configured model role."""
     found = environment_secrets(settings.workspace)
+
+    from graphchat.llm.keys import expanded
 
     for model in (*settings.models.values(), *settings.named.values()):
         for entry in (model, *model.fallbacks):
