@@ -596,7 +596,7 @@ def test_chat_on_a_parked_thread_asks_the_waiting_question_first_and_the_model_g
     (result,) = tool_messages(model_server.requests[1])
     assert json.loads(result) == {"answer": "blue", "answered": True}
     assert json.loads(cli("requests", "--json").stdout)["count"] == 0
-    assert run_states(workspace) == []  # the chat took the turn over: the record went
+    assert run_states(workspace) == ["finished"]  # the chat took the turn over: its run ended
     # the next turn of the thread carries the answered call, not an "interrupted" one
     last = model_server.requests[2]["messages"]
     assert [json.loads(m["content"]) for m in last if m["role"] == "tool"] == [

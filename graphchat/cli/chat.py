@@ -146,7 +146,7 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
     from graphchat.runs.answers import settle
     from graphchat.runs.parked import RunRecord, waiting_on
     from graphchat.runs.requests import AlreadySettled, RequestStore
-    from graphchat.runs.turn import keep_frames, resumed_results
+    from graphchat.runs.turn import end_run, keep_frames, resumed_results
 
     waiting = waiting_on(thread)
     if not waiting:
@@ -207,7 +207,7 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
             results = await resumed_results(host, store, record)
         finally:
             TURN_FRAMES.reset(frames)
-        record.delete()  # the thread holds the answers from here on: the turn goes on in it
+        end_run(record, 0)  # kept as finished; the thread holds the answers: the turn goes on in it
         return await session.resume(results, on_text=ui.on_text)
 
     await app.run_live(resume)
