@@ -154,13 +154,15 @@ def open_host(
     answers: str | None = None,
     approver: Callable[[Approver], Approver] | None = None,
     record_shapes: bool = True,
+    include_plans: bool = True,
     catalog: Catalog | None = None,
 ) -> Host:
     """Assemble a command's stack. `events`: where activity goes (default: stderr lines, or
     JSONL with GRAPHCHAT_EVENTS=jsonl); `here`: who can answer questions (default: the
     terminal when there is one); `answers`: an --answers file, asked first; `approver` wraps
-    the workspace's approval policy (see `build_catalog`); `catalog`: one already running (a
-    warm helper's), used and left running. Cheap: nothing starts here."""
+    the workspace's approval policy (see `build_catalog`); `include_plans`: False for a catalog
+    of the MCP servers' tools only (`mcp tools`); `catalog`: one already running (a warm
+    helper's), used and left running. Cheap: nothing starts here."""
     from graphchat.events import sink_for_environment
     from graphchat.sources import build_catalog
 
@@ -172,7 +174,13 @@ def open_host(
     asker = answering(answers, here(sink), sink)
     owns = catalog is None
     if catalog is None:
-        catalog = build_catalog(settings, events=sink, approver=approver, record_shapes=record_shapes)
+        catalog = build_catalog(
+            settings,
+            events=sink,
+            approver=approver,
+            record_shapes=record_shapes,
+            include_plans=include_plans,
+        )
     for message in catalog.warnings:  # skipped servers, name clashes: every command says so
         sink.warning(message)
     return Host(settings, sink, asker, catalog, owns_catalog=owns)

@@ -50,11 +50,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _catalog(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """(settings, the catalog without plans, the servers meant: SERVER or every one)."""
     from graphchat.catalog.mcp.pool import McpSource
-    from graphchat.sources import build_catalog
+    from graphchat.host import open_host  # command dispatch
     from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))
-    catalog = build_catalog(settings, include_plans=False)
+    # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
+    catalog = open_host(settings, include_plans=False).catalog
     [source] = [s for s in catalog.sources if isinstance(s, McpSource)]
     names = [s.name for s in source.servers]
     wanted = getattr(args, "server", None)

@@ -27,13 +27,6 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
-def warn_catalog(catalog: Any) -> None:
-    """The catalog's warnings (skipped servers, names wanted by two sources): every command
-    that builds a catalog says them."""
-    for message in catalog.warnings:
-        warn(message)
-
-
 def note(message: str) -> None:
     from graphchat.display import safe
 

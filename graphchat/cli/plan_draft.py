@@ -113,9 +113,9 @@ def run_draft(args: argparse.Namespace) -> int:
     import asyncio
 
     from graphchat.events import sink_for_environment
+    from graphchat.host import open_host  # command dispatch
     from graphchat.plans.discovery import identifier_taken  # command dispatch
     from graphchat.plans.loader import IDENTIFIER_RE
-    from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
     if not args.goal.strip():
@@ -164,13 +164,17 @@ def run_draft(args: argparse.Namespace) -> int:
     async def go() -> Any:
         from graphchat.plans.draft import draft_plan
 
-        catalog = build_catalog(settings, events=events, record_shapes=False)
+        # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
+        host = open_host(settings, events=events, record_shapes=False)
+        catalog = host.catalog
+        said = set(catalog.warnings)
         try:
             failed = await catalog.prepare()  # the planner must see every server's tools
             for server, error in failed.items():
                 warn(f"MCP server '{server}': {error}; its tools are not offered to the planner")
-            for message in catalog.warnings:  # skipped servers, names wanted twice
-                warn(message)
+            for message in catalog.warnings:  # what the servers just started added
+                if message not in said:
+                    events.warning(message)
             from graphchat.llm.budget import budget_scope
 
             async with budget_scope(settings, "run") as _:  # the run's budgets (calls, cost, clock)
@@ -194,7 +198,7 @@ def run_draft(args: argparse.Namespace) -> int:
                 kept = salvage(result.last_doc, catalog, settings, header=header)  # graph's salvage
             return result, kept
         finally:
-            await catalog.aclose()
+            await host.aclose()
 
     header = f"Drafted by `graphchat plan draft` for: {args.goal}"
     result, kept = asyncio.run(go())

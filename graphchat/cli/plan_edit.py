@@ -147,10 +147,12 @@ def _edit(args: argparse.Namespace, edit: Any, renames: dict[str, str] | None = 
 
 
 def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
+    from graphchat.host import open_host  # command dispatch
     from graphchat.plans import authoring
-    from graphchat.sources import build_catalog
 
-    notes = authoring.catalog_notes(done.path, build_catalog(settings, record_shapes=False), settings)
+    # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
+    catalog = open_host(settings, record_shapes=False).catalog
+    notes = authoring.catalog_notes(done.path, catalog, settings)
     if args.json:
         print_json(authoring.envelope(done, notes))
         return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from graphchat.cli.output import note, warn
+from graphchat.cli.output import note
 
 
 def register_freeze(plan_sub: argparse._SubParsersAction) -> None:
@@ -36,10 +36,13 @@ def register_freeze(plan_sub: argparse._SubParsersAction) -> None:
 
 
 def run_freeze(args: argparse.Namespace) -> int:
+    from graphchat.host import open_host  # command dispatch
     from graphchat.runs.freeze import freeze_to_workspace
     from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))
+    # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
+    catalog = open_host(settings, record_shapes=False).catalog
     saved = freeze_to_workspace(
         settings,
         args.thread,
@@ -48,7 +51,7 @@ def run_freeze(args: argparse.Namespace) -> int:
         finish=args.finish,
         force=args.force,
         write=not args.stdout,
-        warn=warn,
+        catalog=catalog,
     )
     frozen = saved.frozen
     if args.stdout:

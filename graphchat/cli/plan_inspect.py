@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any
 
-from graphchat.cli.output import print_json, warn, warn_catalog
+from graphchat.cli.output import print_json, warn
 from graphchat.errors import GraphchatError
 
 
@@ -65,12 +65,11 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _catalog(settings: Any) -> Any:
-    """The catalog for resolution checks: cheap (no server start, nothing recorded)."""
-    from graphchat.sources import build_catalog
+    """The catalog for resolution checks, from the one host (its warnings said there): cheap
+    (no server start, nothing recorded)."""
+    from graphchat.host import open_host  # command dispatch
 
-    catalog = build_catalog(settings, record_shapes=False)
-    warn_catalog(catalog)
-    return catalog
+    return open_host(settings, record_shapes=False).catalog
 
 
 def _plan_summary(plan: Any) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from graphchat.cli.output import (
     read_document_arg,
     report_error,
     warn,
-    warn_catalog,
 )
 from graphchat.errors import GraphchatError
 
@@ -66,10 +65,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_test)
 
 
-def _catalog(settings: Any, events: Any = None, record_shapes: bool = False) -> Any:
-    from graphchat.sources import build_catalog
+def _catalog(settings: Any) -> Any:
+    """The catalog of `tools list` / `tools show`, from the one host (its warnings said there);
+    nothing recorded, nothing started."""
+    from graphchat.host import open_host  # command dispatch
 
-    return build_catalog(settings, events=events, record_shapes=record_shapes)
+    return open_host(settings, record_shapes=False).catalog
 
 
 def _warn(message: str) -> None:
@@ -106,6 +107,7 @@ def _first_line(text: str, limit: int = 90) -> str:
 def run_list(args: argparse.Namespace) -> int:
     settings = _settings(args)
     catalog = _catalog(settings)
+    said = set(catalog.warnings)  # the host said these
     remembered = {} if args.refresh else catalog.failed()  # not retried: said, not started
 
     async def main() -> None:
@@ -126,8 +128,9 @@ def run_list(args: argparse.Namespace) -> int:
     collisions = _collisions(catalog)
     for name, pairs in collisions.items():
         _warn(f"tool name {name} is wanted by {' and '.join(pairs)}; each got a distinct name")
-    for message in catalog.warnings:
-        _warn(message)
+    for message in catalog.warnings:  # what the servers just started added
+        if message not in said:
+            _warn(message)
     from graphchat.plans.listing import tool_listing
 
     specs = catalog.list()
@@ -259,8 +262,6 @@ def run_show(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     catalog = _catalog(settings)
-
-    warn_catalog(catalog)
     from graphchat.plans.listing import control_show, is_control_step
 
     if is_control_step(args.name):

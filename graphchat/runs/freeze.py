@@ -24,6 +24,7 @@ from graphchat.sources import build_catalog
 from graphchat.threads.store import ThreadStore
 
 if TYPE_CHECKING:
+    from graphchat.catalog.base import Catalog
     from graphchat.plans.freeze import Frozen
     from graphchat.plans.model import Plan
 
@@ -56,10 +57,12 @@ def freeze_to_workspace(
     finish: str | None = None,
     force: bool = False,
     write: bool = True,
+    catalog: Catalog | None = None,
 ) -> Saved:
     """Freeze a thread of the workspace (the latest without `thread_arg`); the plan is checked
-    before anything is written, and with `write=False` nothing is. `warn` is told the catalog's
-    warnings."""
+    before anything is written, and with `write=False` nothing is. The check reads `catalog`
+    (a host's, whose warnings it said: `plan freeze`) or one built here, whose warnings
+    `warn` is told."""
 
     if name is not None and not IDENTIFIER_RE.match(name):
         raise GraphchatError(f"--name {name!r}: use only letters, digits, `_` and `-`", EXIT_USAGE)
@@ -82,7 +85,7 @@ def freeze_to_workspace(
         servers=configured_servers(settings),
     )
     path = settings.plans_dir / f"{frozen.identifier}.yaml"
-    plan = _checked(settings, frozen, path, warn)
+    plan = _checked(settings, frozen, path, warn, catalog)
     if not write:
         return Saved(frozen, plan, None)
     if path.exists() and not force:
@@ -94,7 +97,9 @@ def freeze_to_workspace(
     return Saved(frozen, plan, path)
 
 
-def _checked(settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], None]) -> Plan:
+def _checked(
+    settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], None], catalog: Catalog | None
+) -> Plan:
     """The frozen plan loaded and validated as `plan validate` would; problems are an error."""
 
     try:
@@ -107,9 +112,10 @@ def _checked(settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], No
         raise GraphchatError(
             f"plan '{plan.identifier}' is already defined in {other.path}", hint="choose another --name"
         )
-    catalog = build_catalog(settings, record_shapes=False)
-    for message in catalog.warnings:
-        warn(message)
+    if catalog is None:
+        catalog = build_catalog(settings, record_shapes=False)
+        for message in catalog.warnings:
+            warn(message)
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")
 
     shapes = learned_shapes(

@@ -184,3 +184,15 @@ def test_every_verb_answers_with_an_envelope_under_json(greet: Path, cli) -> Non
         assert body["ok"] is True and body["savedTo"] == str(greet), (args, body)
     done = cli("plan", "run", "greet", "--input", "who=Cy")
     assert json.loads(done.stdout) == {"text": "hi Cy!!"}
+
+
+def test_an_edit_says_the_catalogs_warnings_as_every_host_does(greet: Path, cli) -> None:
+    """`plan set`/`plan step` get their catalog from `host.open_host`: a server the catalog
+    skips is said (before, an edit's catalog notes were read from a catalog built silently)."""
+    from tests.servers.support import stdio, write_servers
+
+    write_servers(greet.parent.parent, {"plan": stdio()})
+    done = cli("plan", "set", "greet", "description", "greet anyone", "--json")
+    assert done.returncode == 0, done.stderr
+    assert envelope(done)["ok"] is True
+    assert "server name 'plan' is reserved" in done.stderr and "this server is skipped" in done.stderr
