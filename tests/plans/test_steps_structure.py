@@ -101,15 +101,16 @@ def test_a_control_step_module_holds_its_grammar_and_its_run(path: Path) -> None
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     coroutines = {node.name for node in tree.body if isinstance(node, ast.AsyncFunctionDef)}
     assert {"FIELDS", "BODIES", "ONLY_IN"} <= defined
-    assert "load" in functions and "run" in coroutines
+    assert {"load", "result", "tools"} <= functions and "run" in coroutines
     control = CONTROL[path.stem]
     assert set(control.BODIES) <= set(control.FIELDS)
     assert control.ONLY_IN is None or control.ONLY_IN in CONTROL
 
 
-@pytest.mark.parametrize("module", ["loader", "grammar", "runtime", "model"])
+@pytest.mark.parametrize("module", ["loader", "grammar", "runtime", "model", "validate", "splice_types"])
 def test_the_loader_names_no_control_step(module: str) -> None:
-    """The loader (and what it is built on) knows control steps only through the table.
+    """The loader (and what it is built on) and `plan validate` know control steps only through
+    the table: what a step may call and its result are declared in its module.
     (The executor is not scanned: an outcome's kind `exit` is a word, not a dispatch.)"""
     tree = ast.parse((PLANS / f"{module}.py").read_text(encoding="utf-8"))
     named = {

@@ -53,6 +53,11 @@ class ControlStep(Protocol):
         false`); `known` gives the schemas of its bodies' results and of `over`'s elements."""
         ...
 
+    def tools(self, step: Step) -> tuple[str, ...] | None:
+        """The tool names or `*` globs the step may call (None: any tool of the catalog; `()`:
+        none), for `plan validate` and the plan tools' reach."""
+        ...
+
     async def run(self, runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
         """Run the step; its result has the shape the plan language documents for it."""
         ...

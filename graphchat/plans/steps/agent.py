@@ -40,6 +40,14 @@ def result(step: Step, known: Results) -> Schema:
     )
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """The names and `*` globs of its `tools` (None: omitted, the whole catalog)."""
+    patterns = step.input.get("tools")
+    if patterns is None:
+        return None
+    return tuple(str(p) for p in patterns) if isinstance(patterns, list) else ()
+
+
 AGENT_SYSTEM = (
     "You are carrying out one task inside an automated workflow. Use the tools you are given "
     "when they help, calling independent tools together in one turn, and finish in as few turns "

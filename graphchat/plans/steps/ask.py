@@ -34,6 +34,11 @@ def result(step: Step, known: Results) -> Schema:
     )
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`prompt`; a flat `output_schema` (the ask-schema rules below); `when_unanswered`
     fail | default, and a `default` answer that fits the schema."""

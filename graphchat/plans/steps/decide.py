@@ -27,6 +27,11 @@ def result(step: Step, known: Results) -> Schema:
     )
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`if` (a logical gate) or `infer`; a `then` body and an optional `else` body, which
     see the plan's scope."""

@@ -26,6 +26,11 @@ def result(step: Step, known: Results) -> Schema:
     )
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`when` (a logical gate) or `infer` (a question for the judge), or neither; `status`;
     an optional `message` and `output` map."""

@@ -37,6 +37,11 @@ def result(step: Step, known: Results) -> Schema:
     )
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`over`; `where` (a logical gate over `{{item}}`/`{{index}}`) or `infer`; `concurrency`."""
     site.one_of("where", "infer", required=True)

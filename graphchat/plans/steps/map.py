@@ -31,6 +31,11 @@ def result(step: Step, known: Results) -> Schema:
     return closed({"count": {"type": "integer"}, "results": array_of(known.body("do"))})
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`over`; a `do` body run per item with `{{item}}`/`{{index}}`; `concurrency`."""
     site.positive_int("concurrency")

@@ -20,6 +20,11 @@ def result(step: Step, known: Results) -> Schema:
     return closed({"count": {"type": "integer"}, "result": {} if "initial" in step.input else or_null(body)})
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`over`, `initial`; a `do` body run per item with `{{item}}`/`{{index}}`/`{{accumulator}}`."""
     site.over("over", ("item", "index", "accumulator"))
