@@ -20,6 +20,8 @@ from graphchat.plans.runtime import PARKING_AT, Frame, StepFailed, StepRunner, p
 FIELDS = ("prompt", "output_schema", "tools", "max_iterations", "model", "system_prompt")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
+PER_ITEM: tuple[str, ...] = ()
+PER_ITEM_FIELDS: tuple[str, ...] = ()
 if TYPE_CHECKING:
     from graphchat.agent.loop import WaitingRound
 
@@ -53,6 +55,11 @@ AGENT_SYSTEM = (
     "when they help, calling independent tools together in one turn, and finish in as few turns "
     "as you can. Your final answer must be a JSON object matching this schema:\n{schema}"
 )
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """None: every field is rendered whenever the step runs."""
+    return ()
 
 
 def load(site: Site) -> None:
