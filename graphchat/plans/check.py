@@ -198,30 +198,29 @@ class _Checker:
         if control is None:
             self.tool_step(step, label, env, cap)
             return self.tool_result(step, label)
+        # what the step's module declares: its per-item fields and names, its sometimes-fields
         scope = env
-        if tool in ("map", "filter", "reduce"):
+        if control.PER_ITEM:
             self.templates(step.input.get("over"), env, label, "input.over", cap)
             if "initial" in step.input:
                 self.templates(step.input.get("initial"), env, label, "input.initial", cap)
-            item = self.over_item(step, env)
-            extra: dict[str, tuple[Schema | None, Source]] = {
-                "item": item,
+            named: dict[str, tuple[Schema | None, Source]] = {
+                "item": self.over_item(step, env),
                 "index": ({"type": "integer"}, Source("control", f"{label}'s index")),
             }
-            if tool == "reduce":
-                extra["accumulator"] = (None, Source("control", f"{label}'s accumulator"))
-            scope = env.child(**extra)
-        gated = tool == "exit" and ("when" in step.input or "infer" in step.input)
+            scope = env.child(
+                **{n: named.get(n, (None, Source("control", f"{label}'s {n}"))) for n in control.PER_ITEM}
+            )
+        sometimes = control.sometimes(step)
         for key, value in step.input.items():
             if key in ("over", "initial"):
                 continue
-            where = scope if tool == "filter" and key in ("where", "infer") else env
-            sometimes = (gated and key in ("message", "output")) or (tool == "ask" and key == "default")
-            self.templates(value, where, label, f"input.{key}", EVIDENCE if sometimes else cap)
+            where = scope if key in control.PER_ITEM_FIELDS else env
+            self.templates(value, where, label, f"input.{key}", EVIDENCE if key in sometimes else cap)
         bodies: dict[str, Schema | None] = {}
         for name, body in step.bodies.items():
-            body_cap = EVIDENCE if tool == "decide" else cap  # only the chosen branch runs
-            bodies[name] = self.body(body, f"{label}/{name}", scope, body_cap)
+            where = scope if name in control.PER_ITEM_FIELDS else env
+            bodies[name] = self.body(body, f"{label}/{name}", where, EVIDENCE if name in sometimes else cap)
         known = _Known(bodies, self.over_item(step, env)[0] if "over" in step.input else None)
         try:
             declared = control.result(step, known)

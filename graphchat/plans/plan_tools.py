@@ -209,15 +209,16 @@ class _Families:
         every = [*self.others, *(PLAN_TOOL_PREFIX + i for i in self.plans)]
         for step in plan.all_steps():
             tool = step.tool_name
-            if tool == "agent":  # the one control step that calls tools: those its `tools` allow
-                patterns = step.input.get("tools")
-                if patterns is None:
-                    names.update(every)
-                else:
-                    for pattern in patterns:
-                        names.update(n for n in every if fnmatchcase(n, str(pattern)))
-            elif tool not in CONTROL:
+            control = CONTROL.get(tool)
+            if control is None:
                 names.add(tool)
+                continue
+            patterns = control.tools(step)  # what the step's module says it may call
+            if patterns is None:
+                names.update(every)
+            else:
+                for pattern in patterns:
+                    names.update(n for n in every if fnmatchcase(n, pattern))
         return names
 
 

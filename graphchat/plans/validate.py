@@ -129,12 +129,12 @@ def validate_against_catalog(
         problem = _model_problem(step.input.get("model"), settings)
         if problem:
             problems.append(f"step {label}: model: {problem}")
-        if tool in CONTROL:
-            if tool == "agent" and isinstance(step.input.get("tools"), list):
-                for pattern in step.input["tools"]:
-                    problem = _pattern_problem(str(pattern), catalog, info, excused)
-                    if problem:
-                        problems.append(f"step {label}: input.tools: {problem}")
+        control = CONTROL.get(tool)
+        if control is not None:
+            for pattern in control.tools(step) or ():
+                problem = _pattern_problem(pattern, catalog, info, excused)
+                if problem:
+                    problems.append(f"step {label}: input.tools: {problem}")
             continue
         problem = tool_problem(tool, catalog, info, plans=plans, excused=excused, self_id=plan.identifier)
         if problem:

@@ -122,6 +122,21 @@ def test_specs_schema_description_and_family() -> None:
     assert catalog_of(NEEDS_TIME, servers={"time"}).get("plan__clock") is not None
 
 
+def test_family_of_an_agent_follows_its_tools() -> None:
+    """An agent reaches only what its `tools` name (names and `*` globs, as its step module
+    declares): the whole catalog without `tools`."""
+    limited = AGENT.replace("roams", "reads").replace(
+        "output_schema: {type: object}}", "output_schema: {type: object}, tools: [t__echo, t__d*]}"
+    )
+    globbed = AGENT.replace("roams", "globs").replace(
+        "output_schema: {type: object}}", "output_schema: {type: object}, tools: [t__f*]}"
+    )
+    catalog = catalog_of(AGENT, limited, globbed)
+    assert catalog.get("plan__reads").family == "read"  # type: ignore[union-attr]
+    assert catalog.get("plan__globs").family == "write"  # type: ignore[union-attr]  # t__fail
+    assert catalog.get("plan__roams").family == "write"  # type: ignore[union-attr]
+
+
 def test_family_follows_sub_plans() -> None:
     composed = COMPOSED.replace("plan__doubler", "plan__writer")
     catalog = catalog_of(WRITER, composed)

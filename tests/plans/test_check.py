@@ -174,6 +174,32 @@ def test_a_decide_branch_and_a_gated_exit_message_are_evidence_not_certain() -> 
     assert tiers == [EVIDENCE, EVIDENCE]
 
 
+def test_per_item_fields_and_sometimes_fields_follow_the_step_modules() -> None:
+    """What each step module declares: `filter`'s `where` sees `{{item}}` (the `over` list's
+    element), `reduce`'s body sees `{{accumulator}}` (unknown) and `{{index}}`, the plan's
+    inputs stay certain there; `ask`'s `default` is used only when nobody answers (evidence)."""
+    text = HEAD + (
+        "input_schema: {type: object, properties: {n: {type: integer}}}\n"
+        "steps:\n"
+        "  - id: E0\n    tool_name: filter\n    input:\n"
+        "      over: [{a: 1}]\n      where: {value: '{{item.b}}', op: eq, to: '{{input.q}}'}\n"
+        "  - id: E1\n    tool_name: reduce\n    input:\n"
+        "      over: [1, 2]\n      initial: 0\n"
+        "      do: {tool_name: s__x, input: {acc: '{{accumulator.any}}', i: '{{index}}', v: '{{input.r}}'}}\n"
+        "  - id: E2\n    tool_name: ask\n    input:\n"
+        "      prompt: 'n?'\n      output_schema: {type: object, properties: {x: {type: string}}}\n"
+        "      when_unanswered: default\n      default: {x: '{{input.d}}'}\n"
+        "output: {n: '{{input.n}}'}\n"
+    )
+    assert [(tier, text.split(":")[0] + ":" + text.split(":")[1]) for tier, text in _findings(text)] == [
+        (EVIDENCE, "step E0: input.where.value"),
+        (ERROR, "step E0: input.where.to"),
+        (ERROR, "step E1/do: input.v"),
+        (EVIDENCE, "step E2: input.default.x"),
+    ]
+    assert "(item is E0's `over` list {a})" in _findings(text)[0][1]
+
+
 def test_a_section_test_is_never_a_finding_but_a_rooted_path_inside_is() -> None:
     text = HEAD + (
         "input_schema: {type: object, properties: {people: {type: array}}}\n"

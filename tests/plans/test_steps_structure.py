@@ -101,15 +101,20 @@ def test_a_control_step_module_holds_its_grammar_and_its_run(path: Path) -> None
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     coroutines = {node.name for node in tree.body if isinstance(node, ast.AsyncFunctionDef)}
     assert {"FIELDS", "BODIES", "ONLY_IN"} <= defined
-    assert "load" in functions and "run" in coroutines
+    assert {"load", "result", "tools", "sometimes"} <= functions and "run" in coroutines
+    assert {"PER_ITEM", "PER_ITEM_FIELDS"} <= defined
     control = CONTROL[path.stem]
     assert set(control.BODIES) <= set(control.FIELDS)
     assert control.ONLY_IN is None or control.ONLY_IN in CONTROL
 
 
-@pytest.mark.parametrize("module", ["loader", "grammar", "runtime", "model"])
+@pytest.mark.parametrize(
+    "module", ["loader", "grammar", "runtime", "model", "validate", "splice_types", "check"]
+)
 def test_the_loader_names_no_control_step(module: str) -> None:
-    """The loader (and what it is built on) knows control steps only through the table.
+    """The loader (and what it is built on), `plan validate` and the data-flow checker know
+    control steps only through the table: what a step may call, which fields run per item or
+    on some runs only, and its result are declared in its module.
     (The executor is not scanned: an outcome's kind `exit` is a word, not a dispatch.)"""
     tree = ast.parse((PLANS / f"{module}.py").read_text(encoding="utf-8"))
     named = {
@@ -144,7 +149,9 @@ async def test_a_new_control_step_is_one_module_and_one_table_entry(monkeypatch:
     async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
         return {"echo": render_text(step, step.input["text"], scope) * step.input.get("times", 1)}
 
-    echo.__dict__.update(FIELDS=("text", "times"), BODIES=(), ONLY_IN=None, load=load, run=run)
+    echo.__dict__.update(
+        FIELDS=("text", "times"), BODIES=(), ONLY_IN=None, PER_ITEM=(), PER_ITEM_FIELDS=(), load=load, run=run
+    )
     monkeypatch.setitem(CONTROL, "echo", echo)
 
     def plan(step_input: dict[str, Any]) -> dict[str, Any]:

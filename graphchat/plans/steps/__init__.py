@@ -43,6 +43,22 @@ class ControlStep(Protocol):
         any body that allows nesting)."""
         ...
 
+    @property
+    def PER_ITEM(self) -> tuple[str, ...]:  # noqa: N802
+        """The names a per-item field sees beside the plan's scope, for each item of `over`
+        (`item`, `index`, ...); `()` for a step that does not go through `over`."""
+        ...
+
+    @property
+    def PER_ITEM_FIELDS(self) -> tuple[str, ...]:  # noqa: N802
+        """Which of FIELDS are rendered once per item (and see PER_ITEM)."""
+        ...
+
+    def sometimes(self, step: Step) -> tuple[str, ...]:
+        """Which of FIELDS (bodies included) are rendered on some runs only (a branch, a gated
+        message, a default): the data-flow checker reports what they splice as evidence."""
+        ...
+
     def load(self, site: Site) -> None:
         """Check the step's normalised `input` and load its bodies, reporting every problem."""
         ...
@@ -51,6 +67,11 @@ class ControlStep(Protocol):
         """The JSON Schema of the step's result (what docs/plans.md gives for it), for the
         data-flow checker, `splice_types` and the docs: a closed object (`additionalProperties:
         false`); `known` gives the schemas of its bodies' results and of `over`'s elements."""
+        ...
+
+    def tools(self, step: Step) -> tuple[str, ...] | None:
+        """The tool names or `*` globs the step may call (None: any tool of the catalog; `()`:
+        none), for `plan validate` and the plan tools' reach."""
         ...
 
     async def run(self, runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:

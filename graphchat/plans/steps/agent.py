@@ -20,6 +20,8 @@ from graphchat.plans.runtime import PARKING_AT, Frame, StepFailed, StepRunner, p
 FIELDS = ("prompt", "output_schema", "tools", "max_iterations", "model", "system_prompt")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
+PER_ITEM: tuple[str, ...] = ()
+PER_ITEM_FIELDS: tuple[str, ...] = ()
 if TYPE_CHECKING:
     from graphchat.agent.loop import WaitingRound
 
@@ -40,11 +42,24 @@ def result(step: Step, known: Results) -> Schema:
     )
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """The names and `*` globs of its `tools` (None: omitted, the whole catalog)."""
+    patterns = step.input.get("tools")
+    if patterns is None:
+        return None
+    return tuple(str(p) for p in patterns) if isinstance(patterns, list) else ()
+
+
 AGENT_SYSTEM = (
     "You are carrying out one task inside an automated workflow. Use the tools you are given "
     "when they help, calling independent tools together in one turn, and finish in as few turns "
     "as you can. Your final answer must be a JSON object matching this schema:\n{schema}"
 )
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """None: every field is rendered whenever the step runs."""
+    return ()
 
 
 def load(site: Site) -> None:

@@ -17,6 +17,8 @@ from graphchat.threads.redact import hold_answered
 FIELDS = ("prompt", "hint", "output_schema", "when_unanswered", "default", "timeout")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
+PER_ITEM: tuple[str, ...] = ()
+PER_ITEM_FIELDS: tuple[str, ...] = ()
 ASK_TYPES = ("string", "number", "integer", "boolean")
 
 
@@ -32,6 +34,16 @@ def result(step: Step, known: Results) -> Schema:
         },
         required=("answer", "answered"),
     )
+
+
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """`default`: rendered only when nobody answers."""
+    return ("default",)
 
 
 def load(site: Site) -> None:

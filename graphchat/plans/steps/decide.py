@@ -11,6 +11,8 @@ from graphchat.plans.runtime import Frame, StepRunner
 FIELDS = ("if", "infer", "model", "then", "else")
 BODIES: tuple[str, ...] = ("then", "else")
 ONLY_IN: str | None = None
+PER_ITEM: tuple[str, ...] = ()
+PER_ITEM_FIELDS: tuple[str, ...] = ()
 
 
 def result(step: Step, known: Results) -> Schema:
@@ -25,6 +27,16 @@ def result(step: Step, known: Results) -> Schema:
             "result": branch_result,
         }
     )
+
+
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """Its branches: only the chosen one runs."""
+    return BODIES
 
 
 def load(site: Site) -> None:

@@ -12,6 +12,8 @@ from graphchat.plans.runtime import ExitFired, Frame, StepRunner, render, render
 FIELDS = ("when", "infer", "model", "status", "message", "output")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = "decide"
+PER_ITEM: tuple[str, ...] = ()
+PER_ITEM_FIELDS: tuple[str, ...] = ()
 DEFAULT_MESSAGES = {"success": "plan exited early", "error": "plan asserted failure"}
 
 
@@ -24,6 +26,16 @@ def result(step: Step, known: Results) -> Schema:
             "reason": {"type": ["string", "null"]},
         }
     )
+
+
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """`message` and `output` behind a gate: rendered only when it fires."""
+    return ("message", "output") if "when" in step.input or "infer" in step.input else ()
 
 
 def load(site: Site) -> None:

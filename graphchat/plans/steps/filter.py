@@ -22,6 +22,8 @@ from graphchat.template import EmptyData, TemplateError
 FIELDS = ("over", "where", "infer", "model", "concurrency")
 BODIES: tuple[str, ...] = ()
 ONLY_IN: str | None = None
+PER_ITEM: tuple[str, ...] = ("item", "index")
+PER_ITEM_FIELDS: tuple[str, ...] = ("where", "infer")
 
 
 def result(step: Step, known: Results) -> Schema:
@@ -37,10 +39,20 @@ def result(step: Step, known: Results) -> Schema:
     )
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """None: every field is rendered whenever the step runs."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`over`; `where` (a logical gate over `{{item}}`/`{{index}}`) or `infer`; `concurrency`."""
     site.one_of("where", "infer", required=True)
-    gate_scope = site.scope.child(pseudo=("item", "index"))
+    gate_scope = site.scope.child(pseudo=PER_ITEM)
     if "where" in site.spec:
         site.gate("where", gate_scope)
     site.infer(gate_scope)

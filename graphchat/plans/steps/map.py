@@ -24,6 +24,8 @@ from graphchat.plans.steps.pool import run_pool
 FIELDS = ("over", "do", "concurrency")
 BODIES: tuple[str, ...] = ("do",)
 ONLY_IN: str | None = None
+PER_ITEM: tuple[str, ...] = ("item", "index")
+PER_ITEM_FIELDS: tuple[str, ...] = ("do",)
 
 
 def result(step: Step, known: Results) -> Schema:
@@ -31,11 +33,21 @@ def result(step: Step, known: Results) -> Schema:
     return closed({"count": {"type": "integer"}, "results": array_of(known.body("do"))})
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """None: every field is rendered whenever the step runs."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`over`; a `do` body run per item with `{{item}}`/`{{index}}`; `concurrency`."""
     site.positive_int("concurrency")
     site.over("over", ("item", "index", "accumulator"))
-    site.body("do", site.scope.child(pseudo=("item", "index")))
+    site.body("do", site.scope.child(pseudo=PER_ITEM))
 
 
 def concurrency_of(runner: StepRunner, step: Step, scope: dict[str, Any]) -> int:

@@ -11,6 +11,8 @@ from graphchat.plans.runtime import Frame, Progress, StepRunner, render, render_
 FIELDS = ("over", "do", "initial")
 BODIES: tuple[str, ...] = ("do",)
 ONLY_IN: str | None = None
+PER_ITEM: tuple[str, ...] = ("item", "index", "accumulator")
+PER_ITEM_FIELDS: tuple[str, ...] = ("do",)
 
 
 def result(step: Step, known: Results) -> Schema:
@@ -20,11 +22,21 @@ def result(step: Step, known: Results) -> Schema:
     return closed({"count": {"type": "integer"}, "result": {} if "initial" in step.input else or_null(body)})
 
 
+def tools(step: Step) -> tuple[str, ...] | None:
+    """No tool: the step calls none itself (its bodies' steps are steps of their own)."""
+    return ()
+
+
+def sometimes(step: Step) -> tuple[str, ...]:
+    """None: every field is rendered whenever the step runs."""
+    return ()
+
+
 def load(site: Site) -> None:
     """`over`, `initial`; a `do` body run per item with `{{item}}`/`{{index}}`/`{{accumulator}}`."""
     site.over("over", ("item", "index", "accumulator"))
     site.over("initial", ("item", "index", "accumulator"))
-    site.body("do", site.scope.child(pseudo=("item", "index", "accumulator")))
+    site.body("do", site.scope.child(pseudo=PER_ITEM))
 
 
 async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Frame) -> Any:
