@@ -185,7 +185,6 @@ class ScriptedAsker(Asker):
 
 def load_answers(path: str) -> dict[str, Any]:
     """Read an --answers file (YAML or JSON mapping); errors are one clear line (exit 2)."""
-
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"--answers {path}: no such file")
@@ -441,7 +440,6 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
     """Ask a question line by line: fields one at a time, re-asking a bad value up to 3 times;
     a blank line on a required field declines at once. Everything shown is escaped
     (`graphchat.display.safe`): prompts and options may come from a model or a server."""
-
     reader.say(f"? {safe(question.prompt)}")
     if question.hint:
         reader.say(f"  {safe(question.hint)}")
@@ -537,7 +535,6 @@ def host_asker(events: EventSink | None = None, *, interactive: bool | None = No
     """The asker of a command-line host: the terminal when stdin and stderr are terminals,
     else unavailable. GRAPHCHAT_EVENTS=jsonl turns every question off. (An --answers file is
     asked before it: see `graphchat.host.answering`.)"""
-
     if jsonl_events():
         return UnavailableAsker(events)
     if interactive if interactive is not None else terminal_available():

@@ -85,7 +85,6 @@ def effective_config(
     settings: Settings, environ: Mapping[str, str] | None = None
 ) -> tuple[dict[str, Any], list[str], dict[str, str]]:
     """(the merged configuration with secrets masked, the files read, dotted key -> its source)."""
-
     env = os.environ if environ is None else environ
     config: dict[str, Any] = {}
     origins: dict[str, str] = {}

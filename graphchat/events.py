@@ -542,7 +542,6 @@ def _model_spent(row: dict[str, Any]) -> str:
 
 def sink_for_environment(*, quiet: bool = False) -> EventSink:
     """JSONL when GRAPHCHAT_EVENTS=jsonl (or graph's GRAPH_EVENTS), else terminal lines on stderr."""
-
     if jsonl_events():
         return JsonlSink()
     return TerminalSink(quiet=quiet)

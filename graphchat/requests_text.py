@@ -98,7 +98,6 @@ def approval_lines(request: dict[str, Any]) -> list[str]:
     """An approval's tool and every argument, in full (indented JSON, control characters
     escaped); for a server's own question during a tool call (sampling, elicitation) the server
     and the tool, and a sampling request's token cap and prompt in full; nothing for a question."""
-
     source = request.get("source") or {}
     if source.get("park_as"):
         lines = [f"server: {safe(str(source.get('server') or '?'), newlines=False)}"]

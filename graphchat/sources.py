@@ -104,7 +104,6 @@ def build_catalog(
 
     `approver` wraps the workspace's approval policy when a host has its own notion of
     consent (`mcp serve`: the client's call of a plan is its consent)."""
-
     policy = PolicyApprover(settings)  # also approves MCP servers' sampling requests
     catalog = Catalog(approver=approver(policy) if approver is not None else policy)
     switches: dict[str, Any] = {"include_mcp": include_mcp, "include_plans": include_plans}

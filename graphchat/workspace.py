@@ -97,7 +97,6 @@ def is_workspace(path: Path) -> bool:
 
 def find_workspace(home: str | os.PathLike[str] | None = None) -> Path:
     """The workspace folder (see module doc). Never fails; creates the per-user folder if used."""
-
     root = _find_workspace(home)
     set_workspace(root)  # a failed write names its path relative to it
     return root

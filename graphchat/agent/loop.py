@@ -310,7 +310,6 @@ async def _final_output(
     llm: ModelClient, history: list[dict[str, Any]], content: str, schema: dict[str, Any], site: str
 ) -> Any:
     """The text answer as the schema's object: parsed directly when it fits, else one structured call."""
-
     try:
         value = parse_json_reply(content)
     except ValueError:

@@ -128,7 +128,6 @@ class Session:
     def _offered(self, tools: list[dict[str, Any]], message: str) -> list[dict[str, Any]]:
         """At most `settings.max_tools_offered` tools, the most relevant to `message` first;
         a warning says how many were left out."""
-
         limit = self.settings.max_tools_offered
         offered, left_out = offered_tools(tools, message, limit)
         if left_out and self.events is not None:
@@ -220,7 +219,6 @@ class Session:
         graphchat.llm.budget). `message`: the person's message when the caller has it (a
         resumed turn finds it in the thread), what the offered tools are ranked against;
         `resumed`: makes the results of a resumed turn's waiting calls (see `resume`)."""
-
         async with budget_scope(self.settings, "turn", fresh=True) as (budget, _owned):
             return await self._rounds(thread, on_text, on_tools, message, budget, resumed)
 
@@ -330,7 +328,6 @@ class Session:
 
     def _history(self, thread: Thread, llm: LLM, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The thread replayed for the model, trimmed to its context window (oldest turns first)."""
-
         messages = to_model_messages(
             thread.events(), max_tool_result_chars=self.settings.max_tool_result_chars
         )

@@ -330,7 +330,6 @@ def make_approver(settings: Settings) -> Approver:
 def remember_allow(settings: Settings, tool: str) -> Path:
     """Add `tool` to `approvals.allow` of the workspace graphchat.yaml, keeping everything else
     (comments, order, formatting) as it is. Creates the file when there is none."""
-
     path = settings.config_path or (settings.workspace / CONFIG_NAME)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     new_text = add_allow_entry(text, tool)

@@ -470,7 +470,6 @@ def similar_tools(name: str, names: Iterable[str]) -> list[str]:
     """Catalog names a mistyped or bare tool name may have meant, at most three: those whose
     tool part is `name` (`lookup` -> `probe__lookup`), then the close ones (difflib, cutoff
     0.6) by whole name or by tool part. Nothing is corrected."""
-
     known = builtins.list(dict.fromkeys(names))
     found = [n for n in known if n.endswith(f"__{name}")]
     parts: dict[str, builtins.list[str]] = {}
@@ -483,7 +482,6 @@ def similar_tools(name: str, names: Iterable[str]) -> list[str]:
 
 def unknown_tool(name: str, names: Iterable[str]) -> str:
     """`unknown tool: x`, with the names it may have meant."""
-
     guess = did_you_mean(name, (), close=similar_tools(name, names))
     return f"unknown tool: {name}" + (f" ({guess})" if guess else "")
 

@@ -50,7 +50,6 @@ class TimedOut(Exception):
 def run_dir(settings: Settings) -> Path:
     """Where tool programs run: the workspace, unless it is the per-user data folder (then the
     asking process's working directory)."""
-
     try:
         if settings.workspace.resolve() != user_data_dir().resolve():
             return settings.workspace

@@ -107,7 +107,6 @@ def tool_dirs(settings: Settings) -> list[Path]:
 
 def load_tool_file(path: Path) -> ToolDoc:
     """One tool file; raises ToolFileError (`<file>[:<line>]: <problem>`)."""
-
     try:
         doc = load_yaml_file(path)
     except ConfigError as exc:
@@ -224,7 +223,6 @@ def _parse_reshape(tool: ToolDoc, data: dict[str, Any]) -> None:
 
 def _check_templates(value: Any, keys: tuple[str | int, ...], what: str) -> None:
     """Templates in a tool may read only `input` (steps do not exist inside a tool)."""
-
     try:
         roots = references(value)
     except TemplateError as err:
@@ -254,7 +252,6 @@ def apply_defaults(schema: dict[str, Any] | None, arguments: dict[str, Any]) -> 
 
 def expand_env(value: str) -> str:
     """`${VAR}` from the turn's environment; an unset variable is an error (ValueError)."""
-
     environ = turn_environ()
 
     def sub(match: re.Match[str]) -> str:

@@ -115,7 +115,6 @@ class ChatApp:
 
     def show_waiting_requests(self) -> None:
         """Requests parked by other runs of this workspace wait for a person: say so at start."""
-
         count = len(waiting_requests(self))
         if count:
             self.ui.print(f"{count} request{'s wait' if count != 1 else ' waits'}: /requests", style="yellow")
@@ -159,7 +158,6 @@ class ChatApp:
     ) -> Any:
         """Run `work()` with a turn's live display (tool lines, Ctrl-C cancels it); its result, or
         None when it failed or was cancelled (said on screen, never raised)."""
-
         ui = self.ui
         ui.begin_turn()
         task = asyncio.ensure_future(work())

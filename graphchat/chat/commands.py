@@ -282,7 +282,6 @@ async def _yes(app: ChatApp, prompt: str) -> bool:
 
 async def _run_once(app: ChatApp, plan: Any) -> None:
     """Run the new plan as the model would call it: `plan__<id>` through the catalog."""
-
     app.catalog.reload()
     session = app.session
     ctx = CallContext(

@@ -59,7 +59,6 @@ def _ref(app: ChatApp, command: str, arg: str) -> tuple[str, str] | None:
 
 async def _request(app: ChatApp, command: str, server: str, method: str, uri: str) -> bool:
     """`method` (subscribe_resource / unsubscribe_resource) on `server`; False (said) when it failed."""
-
     try:
         source = _mcp_source(app.catalog)
         source.on_resource_update = lambda s, u: app.subscriptions.updated(app.ui, s, u)

@@ -72,7 +72,6 @@ def make_key_bindings() -> Any:
 def _private_history(file_history: Any, path: Path) -> Any:
     """prompt_toolkit's FileHistory, private (mode 0600: people paste keys) and scrubbed of the
     known secrets before anything is written (the workspace's, as threads are)."""
-
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     os.close(fd)
     os.chmod(path, 0o600)  # an older history file may be world-readable

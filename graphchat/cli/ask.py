@@ -123,7 +123,6 @@ def _read_with_notice(stdin: Any, read: Any) -> str:
 def _thread_flags(args: argparse.Namespace) -> None:
     """`-c` is `--thread` without an id. `ask --thread "and the docs?"` (the message taken for a
     thread id) is told so, naming -c, before anything starts."""
-
     if args.continue_latest:
         if args.thread:
             raise GraphchatError(

@@ -89,7 +89,6 @@ class TerminalFront:
 
     def plan_outcome(self, plan: Any, outcome: Any, flags: Any, streamed: list[str]) -> int:
         """A plan run's deliverable on stdout (graph's --json envelope), notes on stderr."""
-
         shown = safe if sys.stdout.isatty() else str  # a terminal: escaped; a pipe: byte-exact
         if flags.json and outcome.kind not in ("failed", "input"):  # as graph: no envelope then
             print_json(envelope(outcome))

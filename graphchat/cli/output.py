@@ -52,7 +52,6 @@ def read_piped_text(stream: Any = None, what: str = "piped stdin", limit: int | 
     """All of a piped stream as text (newlines normalized, as text mode reads them). Binary
     data (a NUL byte, or bytes that are not UTF-8) is a usage error naming where it starts;
     more than `limit` bytes is one too (never more than the limit is held in memory)."""
-
     stream = sys.stdin if stream is None else stream
     buffer = getattr(stream, "buffer", None)
     source = buffer if buffer is not None else stream
@@ -90,7 +89,6 @@ def parse_json_document(text: str, source: str) -> Any:
 
 def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
     """`JSON`, `@file` or `-` (stdin) → a JSON value (None when arg is None)."""
-
     if arg is None:
         return None
     if arg == "-":

@@ -173,7 +173,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 async def _afind(catalog: Any, settings: Any, name: str) -> Any:
     """The spec of `name`, starting uncached MCP servers if that is the only way to know it."""
-
     spec = catalog.get(name)
     if spec is not None:
         return spec
@@ -331,7 +330,6 @@ def _refuse_control_step(name: str) -> None:
 def run_test(args: argparse.Namespace) -> int:
     """graph's `tools test`: the call completed, so a tool that reports an error still exits 0;
     `isError` carries the difference to a machine caller."""
-
     result = _invoke(args)
     if args.json:
         print_json({"tool": args.name, "isError": result.is_error, "result": result.value})

@@ -50,7 +50,6 @@ def question_schema(question: Question) -> tuple[dict[str, Any], str | None]:
 def elicitation_message(question: Question) -> str:
     """The message of a question's elicitation: the prompt, then its detail (an approval's
     arguments) in full — the client shows what it is asked to approve, never a cut of it."""
-
     message = safe(question.prompt)
     if question.hint:  # a plan ask step's hint, under the question
         message += f"\n{safe(question.hint)}"

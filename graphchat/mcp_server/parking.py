@@ -86,7 +86,6 @@ class ServedParking:
 
 def fresh(settings: Settings, plan: Any, inputs: Any, events: EventSink | None) -> ServedParking:
     """The parking of a fresh plan call (its record is written only if the run parks)."""
-
     flags = RunFlags(home=str(settings.workspace))  # `graphchat answer` may resume it too
     return ServedParking(parking_for(settings, plan, inputs, flags, events))
 
@@ -120,7 +119,6 @@ def finish(parking: ServedParking, result: ToolResult) -> Any:
 
 def served(store: Any, request: Any) -> Any:
     """The run record of `request` when a `mcp serve` started its run, else None."""
-
     record = RunRecord.load(store, request.run) if request.run else None
     return record if record is not None and record.data.get("origin") == ORIGIN else None
 
@@ -138,7 +136,6 @@ def list_requests(settings: Settings) -> dict[str, Any]:
 def settle(settings: Settings, arguments: dict[str, Any]) -> tuple[Any, Any, Any]:
     """Check and record an answer: (store, request, record). A GraphchatError says why not, and
     the request stays open."""
-
     request_id, value = arguments.get("id"), arguments.get("value")
     if not isinstance(request_id, str) or not request_id:
         raise GraphchatError(f"{ANSWER_TOOL}: `id` must be a request id (a string)")
@@ -176,7 +173,6 @@ def still_waiting(store: Any, record: Any) -> list[dict[str, Any]]:
 
 def resumed(store: Any, record: Any, events: EventSink | None, request_id: str) -> ServedParking:
     """The parking of a parked run resumed in this server (held by this process meanwhile)."""
-
     record.lock(request_id)
     return ServedParking(PlanParking(store, record, events, resumed=True))
 

@@ -337,7 +337,6 @@ def _progress_reporter(ctx: Any) -> Any:
 
 def plans_signature(plans_dir: Any) -> tuple[tuple[str, int, int], ...]:
     """What changes when a plan file is added, edited or removed (names, sizes, mtimes)."""
-
     out = []
     for path in plan_files(plans_dir):
         try:

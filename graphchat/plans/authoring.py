@@ -416,7 +416,6 @@ def apply_edit(
     renames: dict[str, str] | None = None,
 ) -> Edited:
     """Read `path`, apply `edit`, write it back if it adds no static problem (else EditRejected)."""
-
     data = read_document(path)
     old_identifier = data.get("identifier")
     summary, after = edit_document(data, edit, renames=renames)
@@ -434,7 +433,6 @@ def apply_edit(
 
 def locate(plans_dir: Path, target: str) -> Path:
     """NAME (a plan of the workspace, loading or not) or PATH → the file to edit."""
-
     if _looks_like_path(target):
         path = Path(target).expanduser()
         if not path.is_file():
@@ -476,7 +474,6 @@ def rejection(exc: EditRejected) -> dict[str, Any]:
 
 def catalog_notes(path: Path, catalog: Any, settings: Any) -> list[str]:
     """What the catalog says of an edited plan (an unknown tool…): reported, never a rejection."""
-
     try:
         plan = load_plan(path)
     except PlanLoadError:
@@ -496,7 +493,6 @@ def catalog_notes(path: Path, catalog: Any, settings: Any) -> list[str]:
 
 def new_plan(path: Path, identifier: str, name: str | None, description: str | None) -> Edited:
     """A new plan file holding only its header (no steps yet: a problem it may start with)."""
-
     if not _IDENTIFIER.match(identifier):
         raise AuthoringError(f"identifier {identifier!r} must use only [a-zA-Z0-9_-]")
     if path.exists():

@@ -439,7 +439,6 @@ def _strict_paths(nodes: tuple[Any, ...], roots: Mapping[str, Any], *, in_sectio
     """Paths resolved strictly at run time: value tags outside sections, and inside sections
     those that start at a root (a bare name there reads the element; section tests are
     conditionals)."""
-
     for node in nodes:
         if isinstance(node, TPath):
             if node.kind != DATA or not node.segs:

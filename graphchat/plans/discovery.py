@@ -25,7 +25,6 @@ _cache: dict[Path, tuple[tuple[int, int], Plan | PlanLoadError]] = {}
 
 def load_cached(path: Path) -> Plan:
     """`load_plan` with a per-process cache keyed by (path, mtime, size)."""
-
     try:
         st = path.stat()
         key = (st.st_mtime_ns, st.st_size)

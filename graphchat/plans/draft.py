@@ -270,7 +270,6 @@ def _plan_entry(plan: Plan) -> str:
 
 def catalog_digest(catalog: Catalog, settings: Settings, *, plans: Mapping[str, Plan] | None = None) -> str:
     """The catalog as the planner sees it (tools with their shapes), then the workspace's plans."""
-
     if plans is None:
         plans = workspace_plans(settings)
     shapes = ShapeStore(settings.catalog_dir / "shapes")
@@ -300,7 +299,6 @@ def thread_exchange(
     """A thread's conversation as text: user and assistant messages, tool calls with their
     arguments, and their results (each cut to `max_result_chars`). A longer conversation than
     `max_chars` keeps its first message and its latest part."""
-
     out: list[str] = []
     for event in events:
         kind = event.get("kind")
@@ -510,7 +508,6 @@ def check_document(
 ) -> tuple[Plan | None, list[str]]:
     """A plan file's text checked as `plan validate` checks a plan: load, catalog resolution and
     data flow — every problem of every tier at once, so one retry can fix them all."""
-
     if plans is None:
         plans = workspace_plans(settings)
     servers = known_servers(catalog, settings.catalog_dir / "servers.yaml")

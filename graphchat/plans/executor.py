@@ -120,7 +120,6 @@ class PlanOutcome:
 
     def tool_result(self) -> ToolResult:
         """The result of the `plan__<id>` tool (spec: plans as tools)."""
-
         if self.kind == "parked":  # the run waits for a person: not an error (mcp serve, issue 19)
             return ToolResult({"parked": True, "requests": self.requests}, note="waiting for a person")
         if self.kind == "ok":
@@ -321,7 +320,6 @@ class Runner:
         self, step: Step, logical: Any, infer: Any, model: Any, scope: Mapping[str, Any]
     ) -> tuple[bool, str | None]:
         """Evaluate a step's gate: a logical one (reason null) or an inferred one."""
-
         label = step.label
         try:
             if infer is not None:

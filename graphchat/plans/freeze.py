@@ -903,7 +903,6 @@ def _rename_ids(value: Any, names: dict[str, str]) -> Any:
 
 def _ask_schema(call: Call) -> tuple[dict[str, Any], bool] | None:
     """The `ask` output_schema for an ask_user call, and whether its answer is wrapped in one field."""
-
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     schema = arguments.get("schema")
     if isinstance(schema, dict) and schema:

@@ -123,7 +123,6 @@ class Site:
 
     def gate(self, field: str, scope: Scope | None = None) -> None:
         """A logical gate (an inferred one is written as `infer:` beside it)."""
-
         gate = self.spec[field]
         if isinstance(gate, Mapping) and is_infer(gate):
             self.report(field, f"an inferred gate is written as `infer:` beside `{field}`, not inside it")
@@ -246,7 +245,6 @@ def template_strings(value: Any, where: str) -> list[tuple[str, str]]:
 
 def roots_of(value: Any) -> set[str]:
     """The roots every template in `value` reads (templates that do not parse are skipped)."""
-
     roots: set[str] = set()
     for text, _ in template_strings(value, ""):
         try:

@@ -35,7 +35,6 @@ def unknown_input_keys(schema: Mapping[str, Any] | None, keys: Iterable[str]) ->
 def input_keys_read(plan: Any) -> set[str] | None:
     """The top-level input keys the plan's templates read (`{{input.x…}}`, sections included),
     anywhere: steps, bodies, the finish. None when some template reads the whole `{{input}}`."""
-
     keys: set[str] = set()
     whole = False
 

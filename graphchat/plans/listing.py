@@ -43,7 +43,6 @@ def _camel(field: str) -> str:
 
 def control_spec(name: str) -> dict[str, Any]:
     """A control step as a tool definition: its description and the fields of its `input`."""
-
     module = CONTROL[name]
     doc = (getattr(module, "__doc__", None) or f"`{name}`").strip()
     description = " ".join(doc.split())

@@ -31,7 +31,6 @@ EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 def configured_servers(settings: Any) -> set[str]:
     """Names of the MCP servers of the workspace (a broken servers.yaml counts as none)."""
-
     try:
         return {server.name for server in load_servers(settings.catalog_dir, settings.workspace, warnings=[])}
     except GraphchatError:
@@ -224,7 +223,6 @@ class _Families:
 
 def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
     """MCP servers the steps of `plan` name, and those of the plans it calls (transitively)."""
-
     plans: dict[str, Plan] = {}
     for source in catalog.sources:
         if isinstance(source, PlanSource):

@@ -160,7 +160,6 @@ async def plan_and_execute(
 
     The planner's calls and the runs' share one budget (graphchat.llm.budget): the enclosing
     turn's, else this run's own; a budget this run owns ends it with `error` naming the setting."""
-
     run = PlannerRun(goal=goal)
     owned = False
     try:
@@ -280,7 +279,6 @@ def planner_frame(attempt: int, parking: Any = None) -> tuple[Any, str] | None:
     """Where the plan of this attempt lives in a run that may park: (its parking, the address
     `<calling step>#plan<attempt>`); its steps are kept under `<address>/`. Called by a turn
     (`parking`: the call's own record, `runs/frames.py`): `#plan<attempt>`. None: no parking."""
-
     at = PARKING_AT.get()
     if at is None:
         return None if parking is None else (parking, f"#plan{attempt}")
@@ -291,7 +289,6 @@ async def drafted(frame: tuple[Any, str] | None, draft: Callable[[], Awaitable[D
     """The planner's draft — or, in a resumed run, the plan it was running when the run parked
     (kept at the frame's address): the planner model is not asked again, so an approval given
     inside it runs exactly the call the person saw."""
-
     if frame is None:
         return await draft()
     parking, key = frame

@@ -64,7 +64,6 @@ def _say(types: frozenset[str]) -> str:
 
 def learned_shapes(directory: Path) -> Shapes:
     """The shape cache under `directory` (the workspace's `catalog/shapes`) as a `Shapes`."""
-
     store = ShapeStore(directory)
 
     def doc_of(tool: str) -> dict[str, Any] | None:

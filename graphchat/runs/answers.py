@@ -31,7 +31,6 @@ def settle(
 def check_resumable(store: RequestStore, request: Request) -> None:
     """A parked plan whose file changed cannot resume: refused, naming the change (the request
     stays open)."""
-
     if request.run is None:
         return
     record = RunRecord.load(store, request.run)
@@ -41,7 +40,6 @@ def check_resumable(store: RequestStore, request: Request) -> None:
 
 def still_waiting(store: RequestStore, request: Request) -> list[str]:
     """The other requests the run of `request` still waits on (open ones)."""
-
     if request.run is None:
         return []
     record = RunRecord.load(store, request.run)

@@ -99,7 +99,6 @@ def claim(path: Path, settlement: dict[str, Any], still_open: Callable[[], bool]
     """Claim `path` for this process, recording `settlement`. Raises Held when a live process
     holds it, or when the request was settled meanwhile (`still_open()` false). Returns the
     stale claim taken over (None: the claim was free)."""
-
     tmp = path.with_name(f".{path.name}.{os.getpid()}.new")
     try:
         with writing(path):  # a full disk names the claim, not its temp file

@@ -60,7 +60,6 @@ class TurnFrames:
     @staticmethod
     def keeps(name: str) -> bool:
         """Whether a call of tool `name` keeps frames (a plan tool, `plan_and_execute`)."""
-
         return plan_identifier(name) is not None or name == PLAN_AND_EXECUTE
 
     def record_id(self, call_id: str) -> str:
@@ -68,7 +67,6 @@ class TurnFrames:
 
     def record(self, call_id: str) -> RunRecord | None:
         """The kept record of call `call_id` (None: it never parked, or it finished)."""
-
         record = RunRecord.load(self.store, self.record_id(call_id), folder=self.folder)
         return None if record is None or record.ended() else record
 
@@ -82,7 +80,6 @@ class TurnFrames:
         """Make the plan call `call_id` (again): a fresh one journals its steps, one that parked
         before resumes where it stopped. A plan that parks raises `asks.Parked` (the turn parks
         on its requests); its record stays until the call finishes."""
-
         record = self.record(call_id)
         resumed = record is not None
         if record is None:

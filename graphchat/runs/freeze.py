@@ -63,7 +63,6 @@ def freeze_to_workspace(
     before anything is written, and with `write=False` nothing is. The check reads `catalog`
     (a host's, whose warnings it said: `plan freeze`) or one built here, whose warnings
     `warn` is told."""
-
     if name is not None and not IDENTIFIER_RE.match(name):
         raise GraphchatError(f"--name {name!r}: use only letters, digits, `_` and `-`", EXIT_USAGE)
     store = ThreadStore(settings.threads_dir)
@@ -101,7 +100,6 @@ def _checked(
     settings: Any, frozen: Frozen, path: Path, warn: Callable[[str], None], catalog: Catalog | None
 ) -> Plan:
     """The frozen plan loaded and validated as `plan validate` would; problems are an error."""
-
     try:
         plan = load_plan_text(frozen.text, str(path))
     except PlanLoadError as err:  # a bug in the freezer: say so rather than save it

@@ -441,7 +441,6 @@ class PlanParking:
 
     def _write(self, line: bytes) -> None:
         """One journal line, a held secret answer redacted (an ended run's journal is kept)."""
-
         if self._journal is None:
             self._journal = open(self.record.journal, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
         self._journal.write(scrub(line) + b"\n")
@@ -619,7 +618,6 @@ class PlanParking:
         """The run ended (any way but parked or interrupted): its record is kept as finished or
         failed (`graphchat runs`), its secret answers are sealed, and now and then the runs
         ended longer than `settings.keep_runs` ago are pruned (runs/retention.py)."""
-
         self.close_journal()
         if self.record.data.get("requests"):  # it parked once: its requests may hold secrets
             seal(self.store, self.record.id)
@@ -635,7 +633,6 @@ class PlanParking:
 
 def waiting_on(thread: Any) -> list[str]:
     """The requests a thread's parked turn waits on (none: its last turn is not parked)."""
-
     waiting: list[str] = []
     for event in thread.events():
         if event.get("kind") == ev.TURN_PARKED:
@@ -754,7 +751,6 @@ def park_at_step(question: Question, asked: collections.Counter[str]) -> Answer 
     the call — a server may ask several times in one call, the second and later `#2`, `#3`
     (counted in `asked`, by key: the call made again on resume asks in the same order; issue
     25). A plain tool step's approval: `<step>#approval`."""
-
     at = PARKING_AT.get()
     call = TOOL_CALL.get()
     server_question = question.context.get("park_as")  # sampling:SERVER, elicitation:SERVER

@@ -139,7 +139,6 @@ def _failure(outcome: Any) -> str | None:
 def check_tools_resolve(plan: Any, catalog: Any, settings: Any, note: Any) -> None:
     """Before any step runs: every tool the plan names must resolve (no server is started);
     what is only doubtful goes to `note`."""
-
     index = discover(settings.plans_dir, warn=lambda _message: None)
     # Servers never started here have no cached tool list yet: they count as configured (and
     # are started by the run itself), only unconfigured ones are problems.
@@ -170,7 +169,6 @@ def _located(plan: Any, problems: list[str]) -> list[str]:
 
 def plan_of(record: Any, warn: Any = None) -> Any:
     """The parked run's plan, loaded again; a changed plan file is refused, naming the change."""
-
     saved = record.data["plan"]
     if not saved.get("path"):
         raise GraphchatError(f"plan '{saved.get('identifier')}' has no file to resume from")
@@ -186,7 +184,6 @@ def plan_of(record: Any, warn: Any = None) -> Any:
 
 def resume_plan(store: Any, record: Any, front: Front) -> int:
     """Resume a parked `plan run` in this process."""
-
     data = record.data
     flags = RunFlags(**data["flags"])
     settings = load_settings(data["workspace"], model=flags.model)

@@ -203,7 +203,6 @@ class RequestStore:
         """Claim the request and settle it (answered, declined, expired, cancelled) exactly once:
         a second claim, from any process, raises AlreadySettled. A claim whose process is gone
         while the request is still open is taken over (`graphchat.runs.claims`)."""
-
         assert state in FINISHED
         request = self._raw(request_id)
         if request.state != "open":
@@ -238,7 +237,6 @@ class RequestStore:
     def recover(self, request_id: str) -> Request:
         """The request; when it is still open under a stale claim that recorded its settlement
         (its claimer died before writing it), that settlement is finished now."""
-
         request = self._raw(request_id)
         if request.state != "open":
             return request
@@ -289,7 +287,6 @@ class RequestStore:
     def _run_waits(self, run_id: str) -> bool:
         """The run has not ended: its record is there (parked, or being resumed) and not kept
         as finished or failed (runs/retention.py)."""
-
         if not _valid_id(run_id):
             return True
         if not (self.dir / "runs" / f"{run_id}.json").exists():
@@ -319,7 +316,6 @@ class RequestStore:
 
 def _unwritten(exc: OSError, request_id: str) -> GraphchatError:
     """A settlement the disk refused, in one line: what failed, and that the request is open."""
-
     return GraphchatError(f"{failed_write_message(exc)} (request {request_id} stays open)")
 
 
@@ -377,7 +373,6 @@ def read_form(schema: dict[str, Any], text: str) -> dict[str, Any]:
 
 def form_problems(schema: dict[str, Any], value: dict[str, Any]) -> list[str]:
     """Each problem names its field: `field 'count': expected integer, got string`."""
-
     props: dict[str, Any] = schema.get("properties") or {}
     problems = []
     for name in schema.get("required") or []:

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 def resume(store: RequestStore, request: Request, front: Front) -> int:
     """Resume the parked run `request` belongs to, in this process."""
-
     record = RunRecord.load(store, request.run) if request.run else None
     if record is None:
         raise GraphchatError(
@@ -43,7 +42,6 @@ def resume(store: RequestStore, request: Request, front: Front) -> int:
 def resume_run(store: RequestStore, run_id: str, front: Front) -> int:
     """`graphchat resume RUN_ID`: continue an interrupted (or answered, parked) run in this
     process; nothing that finished runs again."""
-
     record = RunRecord.load(store, run_id)
     if record is None:
         raise GraphchatError(
@@ -78,7 +76,6 @@ def run_known(store: RequestStore, run_id: str) -> bool:
 
 def record_for(store: RequestStore, some_id: str) -> RunRecord:
     """The parked run `some_id` names: a run id, a request id, or a parked turn's thread id."""
-
     record = RunRecord.load(store, some_id) if some_id.isalnum() else None
     if record is not None:
         return record
@@ -103,7 +100,6 @@ def cancel(store: RequestStore, some_id: str) -> tuple[RunRecord, list[str]]:
     and a parked `ask` turn's thread records the cancellation (its waiting calls get a
     "cancelled" result and the turn closes as failed, so the thread can go on). Returns the
     record and the requests cancelled."""
-
     record = record_for(store, some_id)
     if record.ended():
         raise GraphchatError(f"run {record.id} has ended ({record.data['state']}); nothing to cancel")
@@ -129,7 +125,6 @@ def cancel(store: RequestStore, some_id: str) -> tuple[RunRecord, list[str]]:
 def _thread_records_cancel(record: RunRecord, ids: list[str]) -> None:
     """The parked turn's thread: each waiting call gets a "cancelled" result, and the turn
     closes as failed (left out of what the model is sent next; the thread can go on)."""
-
     workspace = Path(record.data["workspace"])
     try:
         from graphchat.host import load_settings
@@ -160,7 +155,6 @@ def _thread_records_cancel(record: RunRecord, ids: list[str]) -> None:
 
 def _drop_frames(store: RequestStore, thread_id: str) -> None:
     """The frames the cancelled turn's plan calls kept (`runs/frames.py`) go with it."""
-
     folder = TurnFrames(store, thread_id).folder
     for path in sorted(folder.glob(f"{thread_id}.*.json")) if folder.is_dir() else []:
         RunRecord(folder, path.stem, {}).delete()

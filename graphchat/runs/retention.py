@@ -52,7 +52,6 @@ def prune_now_and_then(store: RequestStore) -> None:
 
 def keep_runs(store: RequestStore) -> float:
     """The workspace's `settings.keep_runs` (its default when the settings cannot be read)."""
-
     try:
         return float(load_settings(str(store.dir.parent)).keep_runs)
     except GraphchatError:

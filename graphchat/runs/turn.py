@@ -37,7 +37,6 @@ def open_turn_host(
     """The host of `ask`; headless (nobody can answer here), its asker parks what it cannot
     answer (issue 9). Returns (host, the parking asker or None). `catalog`: a catalog kept by
     a warm helper (the host uses it and leaves it running)."""
-
     if not flags.get("park"):
         return open_host(
             settings, events=front.sink(), here=front.here, answers=flags.get("answers"), catalog=catalog
@@ -60,7 +59,6 @@ def refuse_parked_thread(thread: Any, workspace: Any = None, home: str | None = 
     """`ask --thread ID` / `ask -c` on a thread whose turn waits for a person: exit 1 naming the
     request, its question and the exact command that answers it (an answered one: the command
     that resumes it). A new message would leave the waiting call without its answer."""
-
     waiting = waiting_on(thread)
     if not waiting:
         return
@@ -131,7 +129,6 @@ async def ask_turn(
 def keep_frames(settings: Any, thread_id: str) -> Any:
     """While this turn runs, a plan it calls keeps its frames (`runs/frames.py`); the token
     that gives the previous value back."""
-
     return TURN_FRAMES.set(TurnFrames(RequestStore(settings.workspace), thread_id))
 
 
@@ -145,7 +142,6 @@ async def run_turn(
     cwd: str | None = None,
 ) -> int:
     """Run (or resume) the turn and present it: the answer on stdout; a parked turn exit 5."""
-
     streaming = not (flags["json"] or flags["no_stream"])
     front.begin(streaming)
     try:
@@ -180,7 +176,6 @@ async def run_turn(
 
 def end_run(record: Any, exit_code: int, error: str | None = None) -> None:
     """A resumed turn ended: its record is kept as finished or failed until pruned."""
-
     try:
         record.end(exit_code, error)
     except OSError:  # a full disk: it stays listed, and `resume` says the thread went on
@@ -200,7 +195,6 @@ def park_turn(
 ) -> int:
     """Keep a parked turn's position (the calls, which wait, the others' results) and report
     it (exit 5)."""
-
     store = RequestStore(host.settings.workspace)
     round = parked.round
     data = {

@@ -27,7 +27,6 @@ def is_valid_id(text: str) -> bool:
 
 def normalize_user_id(text: str) -> str:
     """The id a user typed, trimmed and lower-cased; raises GraphchatError (exit 2) when it is not one."""
-
     candidate = text.strip().lower()
     if not is_valid_id(candidate):
         raise GraphchatError(

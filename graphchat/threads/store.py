@@ -272,7 +272,6 @@ class Thread:
         One turn at a time a thread: two processes replaying and appending at once would pair
         one's results with the other's calls. The lock is an flock on `turn.lock`, so it is
         released when its holder ends, however it ends."""
-
         if self._turn_fd is not None:
             return True
         try:
@@ -312,7 +311,6 @@ class Thread:
     ) -> AsyncIterator[None]:
         """Hold the turn lock for the block. When another process holds it: wait (telling
         `on_wait` once), or with `wait=False` raise a GraphchatError naming the holder."""
-
         if not self.try_lock_turn():
             if not wait:
                 raise GraphchatError(
@@ -499,7 +497,6 @@ class ThreadStore:
 
     def resolve(self, id_or_prefix: str) -> str:
         """The full id a user meant: exact, or the one thread it is a prefix of (≥ 6 characters)."""
-
         wanted = normalize_user_id(id_or_prefix)
         if (self.root / wanted).is_dir():
             return wanted

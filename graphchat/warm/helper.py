@@ -242,7 +242,6 @@ class Helper:
 
     async def start(self) -> dict[str, Any]:
         """Load, import, start the servers, listen. Returns what `graphchat warm` prints."""
-
         settings = load_settings(workspace=self.workspace)
         if settings.warm == "off":
             where = settings.config_path or self.workspace / "graphchat.yaml"
@@ -338,7 +337,6 @@ class Helper:
     def _start_successor(self) -> None:
         """The configuration changed on disk: a helper for the new one takes over (it checks
         the new configuration itself; one that cannot start says why in its log)."""
-
         try:
             identity = ident.identify(self.workspace)
             reply = control.spawn(self.workspace, ident.paths(identity), wait=False)
@@ -446,7 +444,6 @@ class Helper:
     def _take_roots(self, request: dict[str, Any]) -> list[Any] | None:
         """The MCP roots of the request's folder for the helper's servers (McpSource.take_roots):
         the servers to tell, or None when another turn runs under other roots."""
-
         tell: list[Any] = []
         for source in getattr(self.catalog, "sources", []):
             if isinstance(source, McpSource):
@@ -517,7 +514,6 @@ class Helper:
 
     async def _turn(self, conn: Conn, request: dict[str, Any]) -> None:
         """Run one turn for `conn` and end with its exit code, as `graphchat.cli.main` would."""
-
         _current.set(conn)
         CLIENT_REASON.set(conn.interrupted_by)  # the thread records the client's Ctrl-C/SIGTERM
         WORKING_DIR.set(str(request.get("cwd") or "") or None)

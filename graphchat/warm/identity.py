@@ -146,7 +146,6 @@ def differences(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]
 
 def identify(workspace: Path, environ: Mapping[str, str] | None = None) -> Identity:
     """The identity of a helper for `workspace` under `environ` (default: this process's)."""
-
     env = os.environ if environ is None else environ
     digest = hashlib.sha256()
     for part in (

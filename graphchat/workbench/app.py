@@ -115,7 +115,6 @@ class WorkbenchApp(App[None]):
 
     def plan_rows(self) -> list[str]:
         """What the plan tab's tree shows: the step tree, or the YAML while it does not load."""
-
         plan = self.bench.draft.plan()
         if plan is None:
             return self.bench.draft.text.splitlines()
@@ -123,7 +122,6 @@ class WorkbenchApp(App[None]):
 
     def step_marks(self, labels: list[str]) -> dict[str, str] | None:
         """Beside each top-level step: its status in the last (or current) run, its breakpoint."""
-
         status, breakpoints = self.bench.step_status, self.bench.breakpoints
         if not status and not breakpoints:
             return None
@@ -249,7 +247,6 @@ class WorkbenchApp(App[None]):
 
     def start_run(self, *, debug: bool) -> None:
         """A run of the draft; a plan with required inputs first opens the inputs editor."""
-
         if self.bench.running:
             self.notify("a run is going on", severity="warning")
             return

@@ -165,7 +165,6 @@ class Bench:
 
     async def turn(self, message: str) -> str:
         """One chat turn: the person's message, the agent's rounds, its answer."""
-
         self.say(f"you> {message}")
         self.events.append(dict(ev.user(message)))
         messages = [{"role": "system", "content": self.system_prompt()}, *to_model_messages(self.events)]
@@ -295,7 +294,6 @@ class Bench:
         draft (protected like `load_plan`, one undo away). Not fresh, the draft keeps its
         identity and the planner sees it. A draft that never validates publishes its valid first
         steps (graph's salvage) and says so as an error."""
-
         if not goal.strip():
             raise DraftError("draft_plan needs a goal: what the plan should do")
         draft = self.draft
@@ -313,7 +311,6 @@ class Bench:
 
         def check(plan: Plan) -> list[str]:
             """A new identifier taken by another plan would not save: back to the planner."""
-
             other = discover(self.settings.plans_dir).plans.get(plan.identifier)
             if other is None or other.path is None or (draft.path and other.path == draft.path):
                 return []
@@ -373,7 +370,6 @@ class Bench:
     def open_thread(self, thread: str | None) -> str:
         """Freeze a chat's thread (`plan freeze`'s deterministic freezer; the latest thread
         without an id) and open the plan as an unsaved draft. Returns the plan's identifier."""
-
         saved = freeze_to_workspace(self.settings, thread, write=False, warn=self.say)
         frozen = saved.frozen
         where = f"thread {thread}" if thread else "the latest thread"
@@ -390,7 +386,6 @@ class Bench:
         """What the plan tab says a step's tool returns: its declared output schema, else the
         shape learned from its earlier calls (the shape cache), else that it is not known yet —
         what the planner is shown too (`plans.draft.output_shape`). "" for a control step."""
-
         if tool in CONTROL:
             return ""
         spec = self.catalog.get(tool)
@@ -424,7 +419,6 @@ class Bench:
 
     async def run(self, inputs: dict[str, Any], *, debug: bool = False) -> dict[str, Any]:
         """A run of the draft (a debug run with `debug`), its transcript in the run tab."""
-
         return await run_draft(self, inputs, debug=debug)
 
     def save(self) -> str:

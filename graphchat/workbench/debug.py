@@ -165,7 +165,6 @@ class Debugger:
     ) -> Decision | None:
         """A pause before a model call under a breakpoint: the decision when it is a skip (the
         call does not run; the typed result is its answer), else None (it runs)."""
-
         step = CURRENT_STEP.get() or ""
         if self.aborted:
             raise asyncio.CancelledError("aborted at a pause")

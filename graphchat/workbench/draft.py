@@ -73,7 +73,6 @@ class Draft:
 
     def plan(self) -> Plan | None:
         """The draft as a loaded plan, or None while it has static problems."""
-
         try:
             return load_plan_data(authoring.plain(self.data), str(self.path or "<draft>"))
         except PlanLoadError:

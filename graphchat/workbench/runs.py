@@ -148,7 +148,6 @@ def prefilled_inputs(schema: Any) -> dict[str, Any]:
 
 def inputs_problems(schema: Any, text: str) -> tuple[dict[str, Any] | None, list[str]]:
     """The typed inputs, or the problems with them: not JSON, not an object, not the schema's."""
-
     value, problem = parse_json(text)
     if problem is not None:
         return None, [problem]
@@ -158,7 +157,6 @@ def inputs_problems(schema: Any, text: str) -> tuple[dict[str, Any] | None, list
 
 def spent_line(tool_calls: int, usage: Usage) -> str:
     """`spent: 3 tool calls · 1 model call · 42 in / 17 out tokens · $0.0001` (cost when known)."""
-
     plural = "" if tool_calls == 1 else "s"
     parts = [f"{tool_calls} tool call{plural}", f"{usage.calls} model call{'' if usage.calls == 1 else 's'}"]
     parts.append(f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens")

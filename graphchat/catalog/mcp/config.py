@@ -137,7 +137,6 @@ class ServerConfig:
     def expanded_to_start(self) -> Expanded:
         """`expanded()`, checked for what would otherwise fail with a misleading message (a
         missing `cwd` makes the process start fail as if the command were not found)."""
-
         expanded = self.expanded()
         if expanded.cwd is not None and not os.path.isdir(expanded.cwd):
             what = "is not a folder" if os.path.exists(expanded.cwd) else "does not exist"
@@ -390,7 +389,6 @@ def load_servers(
     whose entry is bad is skipped instead, and `<file>:<line>: <problem> (skipped)` is added
     there; the other servers work.
     """
-
     path = catalog_dir / SERVERS_FILE
     if not path.is_file():
         return []

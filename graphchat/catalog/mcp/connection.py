@@ -748,7 +748,6 @@ class Connection:
 
 def _progress_reporter(ctx: CallContext) -> Callable[[float, float | None, str | None], Any]:
     """A call's progress notifications as `tool_progress` events of the call they belong to."""
-
     current = CURRENT_CALL.get()
 
     async def report(progress: float, total: float | None, message: str | None) -> None:

@@ -30,7 +30,6 @@ READ_RESOURCE = "builtin__read_resource"
 def roots_of(settings: Settings, cwd: str | None = None) -> list[tuple[str, str]]:
     """(file:// URI, name) of each root: settings.mcp_roots (relative to the workspace), else the
     workspace and the folder graphchat runs in (`cwd`, else the turn's), when that is another one."""
-
     if settings.mcp_roots is not None:
         folders = [Path(p).expanduser() for p in settings.mcp_roots]
         folders = [p if p.is_absolute() else settings.workspace / p for p in folders]
@@ -178,7 +177,6 @@ async def read_resource(
 
 def parse_attach(ref: str) -> tuple[str, str]:
     """`SERVER:URI` → (server, uri); GraphchatError (a usage error) when it is not one."""
-
     server, sep, uri = ref.partition(":")
     if not sep or not server or not uri:
         raise GraphchatError(
@@ -272,7 +270,6 @@ def prompt_as_message(messages: list[dict[str, Any]]) -> str:
 async def prompt_message(catalog: Any, server: str, name: str, arguments: dict[str, str]) -> str:
     """`/SERVER:NAME k=v …` in chat: the prompt's messages as one message (GraphchatError when
     the server cannot give it)."""
-
     source = _mcp_source(catalog)
     try:
         result = await source.request(server, "get_prompt", name, arguments or None)

@@ -148,7 +148,6 @@ class _SdkLog(logging.handlers.RotatingFileHandler):
 def sdk_log_handler(log_dir: Path) -> logging.Handler:
     """The handler of the MCP SDK's own log lines: client.log, capped, rotated, de-duplicated
     (GRAPHCHAT_STORAGE=memory: none, no file)."""
-
     if memory_storage():
         return logging.NullHandler()
     try:

@@ -212,7 +212,6 @@ class McpSource(ToolSource):
 
     async def sample(self, server: str, params: Any, ctx: CallContext | None) -> Any:
         """A server's sampling request, served by the person's model once approved (mcp_sampling)."""
-
         if self._policy is None:
             self._policy = PolicyApprover(self.settings)
         return await serve_sampling(server, params, ctx, settings=self.settings, policy=self._policy)

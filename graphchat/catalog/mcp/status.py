@@ -21,7 +21,6 @@ def server_rows(
     """One row per configured server. `check`: start every server now (and stop it again);
     a row's state is then `running` or `failed` with the error of this start. `warnings` gets
     the server entries that were skipped (a bad entry of servers.yaml)."""
-
     source = McpSource(settings)
     if warnings is not None:
         warnings.extend(source.warnings())
@@ -78,7 +77,6 @@ def server_rows(
 def _expanded_where(config: Any, redactor: Any) -> str | None:
     """The command line or URL as it will start, `${VAR}`s expanded (secrets redacted); None
     when a variable is unset (the start would fail, and `target` shows what is written)."""
-
     try:
         expanded = config.expanded()
     except GraphchatError:
@@ -90,7 +88,6 @@ def _expanded_where(config: Any, redactor: Any) -> str | None:
 def fresh_log(settings: Settings, server: str, since: float) -> str | None:
     """The workspace-relative path of the server's log when a start wrote to it since `since`
     (a failure before any process started, e.g. an unset ${VAR}, writes none)."""
-
     log = ServerFiles(settings.catalog_dir).log_path(server)
     try:
         fresh = log.is_file() and log.stat().st_mtime >= since - 1

@@ -122,7 +122,6 @@ class GithubPackSource(ToolSource):
 
     async def repo(self) -> tuple[str, str]:
         """(owner, name) of the repository: $GITHUB_REPOSITORY, else the `origin` remote."""
-
         named = turn_environ().get("GITHUB_REPOSITORY", "")
         folder = run_dir(self.settings)
         key = (named, str(folder))  # a warm helper's turns differ in both
@@ -508,7 +507,6 @@ def tag_name(tag: str) -> str:
 
 def shown(text: str, limit: int = 80) -> str:
     """A value from outside, quoted for a one-line message: control characters escaped, cut."""
-
     cut = text if len(text) <= limit else text[:limit] + "…"
     return "'" + safe(cut, newlines=False) + "'"
 

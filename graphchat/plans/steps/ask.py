@@ -265,7 +265,6 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
 def hold_secrets(schema: Any, answer: Any) -> None:
     """The values of a form's `secret: true` fields are never written from now on (threads,
     events, shapes, a parked run's record: `[redacted]`); the step gets them as typed."""
-
     if isinstance(answer, Mapping):
         hold_answered(str(answer[name]) for name in secret_fields(schema) if answer.get(name))
 
