@@ -72,7 +72,8 @@ def unset_variables(value: str | None) -> list[str]:
     """The `${VAR}` names (without a `:-default`) in `value` that the environment lacks."""
     if not value or "${" not in value:
         return []
-    return [m.group(1) for m in _VAR.finditer(value) if m.group(2) is None and not os.environ.get(m.group(1))]
+    environ = turn_environ()  # as `expanded` reads them: a warm helper's turn has its own
+    return [m.group(1) for m in _VAR.finditer(value) if m.group(2) is None and not environ.get(m.group(1))]
 
 
 def provider_of(model: str) -> str:
@@ -103,8 +104,7 @@ def check_key(config: ModelConfig) -> None:
     """Exit 2 now (ConfigError) when the model's provider needs a key that is not set, or
     its `api_key`/`api_base` names a `${VAR}` that is not set."""
     for field in ("api_key", "api_base"):
-        if unset_variables(getattr(config, field)):
-            expanded(config, field)  # raises the one-line error naming the variable and file
+        expanded(config, field)  # an unset `${VAR}`: the one-line error naming it and the file
     variables = missing_key(config)
     if variables is None:
         return
