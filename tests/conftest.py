@@ -98,18 +98,23 @@ def spawn_graphchat(workspace: Path) -> GraphchatSpawner:
     def start(
         *args: str, env: dict[str, str] | None = None, home: Path | None = None
     ) -> subprocess.Popen[str]:
-        ws = home or workspace
-        return subprocess.Popen(
-            [sys.executable, "-m", "graphchat", "--home", str(ws), *args],
-            env=clean_env(env, ws.parent),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=str(ws),
-        )
+        return spawn_in(home or workspace, *args, env=env)
 
     return start
+
+
+def spawn_in(workspace: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """The real command started in `workspace` and returned at once (stdin closed, stdout and
+    stderr pipes): what `spawn_graphchat` does, for a test whose workspace is another fixture."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "graphchat", "--home", str(workspace), *args],
+        env=clean_env(env, workspace.parent),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=str(workspace),
+    )
 
 
 @pytest.fixture

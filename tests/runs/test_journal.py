@@ -9,13 +9,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import GraphchatRunner, clean_env
+from tests.conftest import GraphchatRunner, spawn_in
 from tests.runs.test_frames import counts, shop  # noqa: F401 - the fixture
 
 LONG = """identifier: long
@@ -45,18 +44,6 @@ output:
 """
 
 
-def spawn(workspace: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), *args],
-        env=clean_env(None, workspace.parent),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=str(workspace),
-    )
-
-
 def wait_for(workspace: Path, item: str, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while counts(workspace)[item] == 0:
@@ -70,7 +57,7 @@ def test_a_run_killed_mid_map_is_listed_and_resumed_without_rerunning_what_finis
     shop: Path,  # noqa: F811
 ) -> None:
     (shop / "plans" / "long.yaml").write_text(LONG)
-    run = spawn(shop, "plan", "run", "long")
+    run = spawn_in(shop, "plan", "run", "long")
     try:
         wait_for(shop, "item-1")
         time.sleep(0.7)  # item 1's lookup has finished (and is journaled); its wait is in flight
@@ -170,7 +157,7 @@ def test_killed_at_random_moments_again_and_again_it_finishes_and_nothing_finish
     command: tuple[str, ...] = ("plan", "run", "killed")
     finished = None
     for attempt in range(40):
-        process = spawn(shop, *command)
+        process = spawn_in(shop, *command)
         try:
             out, err = process.communicate(timeout=rng.uniform(0.5, 3.0) * (1 + attempt / 4))
         except subprocess.TimeoutExpired:
@@ -230,7 +217,7 @@ def test_the_journal_is_written_in_batches_as_the_run_goes_and_whole_at_sigterm(
     (shop / "plans" / "big.yaml").write_text(BIG)
     items = 100_000  # settings.max_map_items
     (shop / "xs.json").write_text(json.dumps({"xs": list(range(items))}))
-    run = spawn(shop, "plan", "run", "big", f"@{shop / 'xs.json'}")
+    run = spawn_in(shop, "plan", "run", "big", f"@{shop / 'xs.json'}")
     try:
         deadline = time.monotonic() + 90
         journal = None

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import GraphchatRunner, clean_env
+from tests.conftest import GraphchatRunner, spawn_in
 from tests.runs.test_frames import CATALOG_SERVER, counts
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
@@ -151,18 +150,6 @@ DEPTHS: dict[str, tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]] 
 }
 
 
-def spawn(workspace: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), *args],
-        env=clean_env(env, workspace.parent),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=str(workspace),
-    )
-
-
 def killed_once_there(process: subprocess.Popen[str], called: Path) -> None:
     """SIGKILL the process once its slow call has reached the server (the steps before it are
     journaled by then)."""
@@ -197,7 +184,7 @@ def test_the_resuming_process_killed_at_a_later_step_resumes_and_nothing_finishe
     (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
 
     called = shop / "called"
-    killed_once_there(spawn(shop, env, "answer", request["id"], "yes"), called)
+    killed_once_there(spawn_in(shop, "answer", request["id"], "yes", env=env), called)
     assert counts(shop) == {"before-0": 1, "mid-0": 1}
     in_flight = called.read_text()
     called.unlink()
