@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import GraphchatRunner
-from tests.runs.test_frames import counts
+from tests.runs.test_frames import counts, waiting
 from tests.runs.test_frames import shop as shop  # noqa: F401 - the fixture
 from tests.scripted_server import ScriptedModelServer
 
@@ -104,7 +104,7 @@ def test_an_approval_inside_an_agent_step_resumes_the_agent_where_it_was(
     run = cli("plan", "run", "helper", env=model_server.env())
     assert run.returncode == 5, run.stderr
     assert counts(shop) == {"before-0": 1} and not target.exists()
-    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    (request,) = waiting(cli)
     assert request["source"]["arguments"] == {"path": str(target), "text": "agent"}
     permitted = cli("permit", request["id"], env=model_server.env())
     assert permitted.returncode == 0, permitted.stderr
@@ -126,7 +126,7 @@ def test_a_denied_call_inside_an_agent_step_is_a_refusal_the_agent_goes_on_from(
     (shop / "plans" / "helper.yaml").write_text(yaml.safe_dump(AGENT))
     agent_script(model_server, target)
     assert cli("plan", "run", "helper", env=model_server.env()).returncode == 5
-    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    (request,) = waiting(cli)
     denied = cli("deny", request["id"], "--reason", "not today", env=model_server.env())
     assert denied.returncode == 0, denied.stderr  # the agent went on
     assert json.loads(denied.stdout) == {"agent": {"ok": True}}
@@ -151,7 +151,7 @@ def test_a_models_ask_user_inside_an_agent_step_parks_and_the_agent_gets_the_ans
     run = cli("plan", "run", "helper", env=model_server.env())
     assert run.returncode == 5, run.stderr
     assert counts(shop) == {"before-0": 1}
-    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    (request,) = waiting(cli)
     assert request["kind"] == "question" and request["question"] == "Which colour?"
     answered = cli("answer", request["id"], "blue", env=model_server.env())
     assert answered.returncode == 0, answered.stderr
@@ -188,7 +188,7 @@ def test_two_approvals_in_one_agent_step_are_two_requests_each_permitted_call_ru
         {"json": {"ok": True}},
     )
     assert cli("plan", "run", "helper", env=model_server.env()).returncode == 5
-    requests = json.loads(cli("requests", "--json").stdout)["requests"]
+    requests = waiting(cli)
     assert sorted(r["source"]["arguments"]["text"] for r in requests) == ["one", "two"]
     assert len({r["id"] for r in requests}) == 2
     one = cli("permit", requests[0]["id"], env=model_server.env())
@@ -196,7 +196,7 @@ def test_two_approvals_in_one_agent_step_are_two_requests_each_permitted_call_ru
     assert not first.exists() and not second.exists()  # nothing runs before both are settled
     again = cli("permit", requests[1]["id"], env=model_server.env())
     assert again.returncode == 5, again.stderr  # the next round's call waits in turn
-    (last,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    (last,) = waiting(cli)
     assert last["source"]["arguments"]["text"] == "three"
     done = cli("permit", last["id"], env=model_server.env())
     assert done.returncode == 0, done.stderr

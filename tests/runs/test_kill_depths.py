@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import GraphchatRunner, spawn_in
-from tests.runs.test_frames import CATALOG_SERVER, counts
+from tests.runs.test_frames import CATALOG_SERVER, counts, waiting
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
 
@@ -181,7 +181,7 @@ def test_the_resuming_process_killed_at_a_later_step_resumes_and_nothing_finishe
     first = cli(*command, env=env)
     assert first.returncode == 5, first.stderr
     assert counts(shop) == {"before-0": 1}
-    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    (request,) = waiting(cli)
 
     called = shop / "called"
     killed_once_there(spawn_in(shop, "answer", request["id"], "yes", env=env), called)

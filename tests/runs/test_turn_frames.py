@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import GraphchatRunner
-from tests.runs.test_frames import counts
+from tests.runs.test_frames import counts, waiting
 from tests.runs.test_frames import shop as shop  # noqa: F401 - the fixture
 from tests.scripted_server import ScriptedModelServer
 
@@ -74,7 +74,7 @@ def tool_results(body: dict[str, Any]) -> list[Any]:
 
 
 def only_request(cli: GraphchatRunner) -> dict[str, Any]:
-    (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
+    (request,) = waiting(cli)
     return dict(request)
 
 
@@ -148,7 +148,7 @@ def test_cancelling_a_turn_parked_inside_a_plan_call_drops_the_plans_frames_too(
     assert not list((shop / "requests" / "runs").rglob("*.json")) and not list(
         (shop / "requests" / "runs").rglob("*.journal")
     )
-    assert json.loads(cli("requests", "--json").stdout)["requests"] == []
+    assert waiting(cli) == []
 
 
 def test_plan_and_execute_called_from_a_headless_ask_resumes_inside_the_plan_it_was_running(
