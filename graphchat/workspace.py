@@ -20,6 +20,7 @@ CONFIG_NAME = "graphchat.yaml"
 ROLES = ("default", "chat", "solver", "judge", "planner", "sampling", "repair")
 NAMED_KEY = "named"  # models.named.<name>: graph's [models.named.<name>]
 APPROVAL_MODES = ("ask", "auto", "deny")
+KEEP_RUNS_DAYS = 7  # settings.keep_runs: days an ended run is kept (graphchat.runs.retention)
 SETTINGS_KEYS = (
     "max_agent_iterations",
     "max_tool_result_chars",
@@ -202,7 +203,7 @@ class Settings:
     max_output_tokens: int = 100_000  # of one answer
     max_map_items: int = 100_000
     max_run_seconds: float | None = None  # wall clock of a turn or run; off unless set
-    keep_runs: int = 7  # days an ended run's record and journal are kept (graphchat.runs.retention)
+    keep_runs: int = KEEP_RUNS_DAYS  # days an ended run's record and journal are kept
     named: dict[str, ModelConfig] = field(default_factory=dict)  # models.named
     prompt_caching: bool = True  # settings.prompt_caching: cache_control where the provider takes it
     # plans.paths / tools.paths: more folders read beside the workspace's plans/ and tools/
@@ -796,7 +797,7 @@ def load_settings(
         max_output_tokens=parsed.get("max_output_tokens", 100_000),
         max_map_items=parsed.get("max_map_items", 100_000),
         max_run_seconds=parsed.get("max_run_seconds"),
-        keep_runs=parsed.get("keep_runs", 7),
+        keep_runs=parsed.get("keep_runs", KEEP_RUNS_DAYS),
         named=named,
         prompt_caching=parsed.get("prompt_caching", True),
         plan_paths=folders("plans", "paths"),

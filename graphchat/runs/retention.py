@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 from graphchat.errors import GraphchatError
 from graphchat.host import load_settings
+from graphchat.workspace import KEEP_RUNS_DAYS
 
 if TYPE_CHECKING:
     from graphchat.runs.parked import RunRecord
     from graphchat.runs.requests import RequestStore
 
 DAY = 86400.0
-KEEP_RUNS_DEFAULT = 7  # days (settings.keep_runs)
 
 
 def prune(store: RequestStore, older_than_days: float) -> list[RunRecord]:
@@ -55,4 +55,4 @@ def keep_runs(store: RequestStore) -> float:
     try:
         return float(load_settings(str(store.dir.parent)).keep_runs)
     except GraphchatError:
-        return KEEP_RUNS_DEFAULT
+        return KEEP_RUNS_DAYS
