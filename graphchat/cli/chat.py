@@ -5,45 +5,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from graphchat.asks import TURN_FRAMES, Question, ask_by_lines
+from graphchat.catalog.approvals import OPTIONS, argument_text
+from graphchat.chat.app import ChatApp, close_quietly, print_resume_hint
+from graphchat.chat.asker import ChatAsker, ChatLineReader
+from graphchat.chat.sink import ChatSink
+from graphchat.chat.ui import ChatUI
 from graphchat.errors import EXIT_USAGE, GraphchatError
+from graphchat.host import load_settings, open_host
+from graphchat.runs.answers import settle
+from graphchat.runs.parked import RunRecord, waiting_on
+from graphchat.runs.requests import AlreadySettled, RequestStore
+from graphchat.runs.turn import end_run, keep_frames, resumed_results
+from graphchat.threads.lines import text_of
 
 HISTORY_FILE = ".graphchat_history"
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "chat",
-        help="interactive session: history, multi-line input, slash commands, inline questions",
-        description=(
-            "Talk with the model; it calls tools and plans, showing each call live. Enter sends, "
-            "Alt-Enter adds a line, /help lists the commands. Ctrl-C cancels the running turn, "
-            "Ctrl-D leaves."
-        ),
-    )
-    p.add_argument(
-        "-c",
-        "--continue",
-        dest="continue_latest",
-        action="store_true",
-        help="continue the most recent thread",
-    )
-    p.add_argument(
-        "--thread",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="ID",
-        help="continue thread ID (a bare --thread continues the most recent one, like -c)",
-    )
-    p.add_argument("-m", "--model", metavar="M", help="model for this session (litellm model string)")
-    p.add_argument("--yes", action="store_true", help="approve every sensitive tool call for this session")
-    p.add_argument(
-        "--answers",
-        metavar="F",
-        help="answer questions from a YAML/JSON map whose keys are a question's exact text "
-        "(or a plan ask step's id); others are asked inline",
-    )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,8 +43,6 @@ def run(args: argparse.Namespace) -> int:
 def recap_lines(events: list[dict], width: int = 100, lines: int = 3) -> list[str]:
     """The last exchange of a thread, shortened: `you: …` and `model: …` (a resumed chat
     starts where the person left it)."""
-    from graphchat.threads.lines import text_of
-
     last_user = max((i for i, e in enumerate(events) if e.get("kind") == "user"), default=None)
     if last_user is None:
         return []
@@ -93,12 +67,6 @@ def recap_lines(events: list[dict], width: int = 100, lines: int = 3) -> list[st
 
 async def _chat(args: argparse.Namespace) -> int:
     import asyncio
-
-    from graphchat.chat.app import ChatApp, close_quietly, print_resume_hint
-    from graphchat.chat.asker import ChatAsker
-    from graphchat.chat.sink import ChatSink
-    from graphchat.chat.ui import ChatUI
-    from graphchat.host import load_settings, open_host
 
     # No model configured: exit 2 before the screen is taken; litellm imports while the person types.
     settings = load_settings(getattr(args, "home", None), model=args.model, needs="chat")
@@ -140,14 +108,6 @@ async def answer_waiting(app: Any, host: Any, session: Any, thread: Any) -> None
     waiting question first, take the answer inline, and go on with the turn here — the model
     receives the answer. Not answered (Ctrl-D, a blank line): the request stays open and the
     chat goes on in a new thread, so the waiting call never gets a made-up result."""
-    from graphchat.asks import TURN_FRAMES, Question, ask_by_lines
-    from graphchat.catalog.approvals import OPTIONS, argument_text
-    from graphchat.chat.asker import ChatLineReader
-    from graphchat.runs.answers import settle
-    from graphchat.runs.parked import RunRecord, waiting_on
-    from graphchat.runs.requests import AlreadySettled, RequestStore
-    from graphchat.runs.turn import end_run, keep_frames, resumed_results
-
     waiting = waiting_on(thread)
     if not waiting:
         return

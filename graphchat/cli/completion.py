@@ -22,22 +22,7 @@ from typing import Any
 from graphchat.cli.main import build_parser
 from graphchat.cli.models import chat_models, model_string
 
-SHELLS = ("bash", "zsh", "fish")
-
 Completer = Callable[..., Any]
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "completion",
-        help="print the shell completion script: bash, zsh or fish",
-        description="Print the script that makes Tab complete graphchat's commands, flags, plan "
-        'names, thread ids, tool names and models. bash: eval "$(graphchat completion bash)" in '
-        '~/.bashrc; zsh: eval "$(graphchat completion zsh)" in ~/.zshrc (after compinit); fish: '
-        "graphchat completion fish > ~/.config/fish/completions/graphchat.fish",
-    )
-    p.add_argument("shell", choices=SHELLS, help="the shell to print the script for")
-    p.set_defaults(func=run_completion)
 
 
 def run_completion(args: argparse.Namespace) -> int:

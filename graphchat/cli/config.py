@@ -8,31 +8,8 @@ from typing import Any
 
 from graphchat.cli.init import run_init
 from graphchat.cli.output import print_json
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "config",
-        help="show the merged configuration or the files it is read from",
-        description="The configuration as graphchat merges it: defaults, the user's "
-        "$XDG_CONFIG_HOME/graphchat/config.yaml, graphchat.yaml, catalog/servers.yaml, the environment.",
-    )
-    commands = parser.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
-    p = commands.add_parser("show", help="the merged configuration, secrets masked, each value's source")
-    p.add_argument(
-        "--json", action="store_true", help="print graph's {config, sources} (with value_sources beside)"
-    )
-    p.set_defaults(func=run_show)
-    p = commands.add_parser(
-        "init", help="create a workspace (the same as `graphchat init`; --from-graph carries a graph project)"
-    )
-    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the workspace folder (default: .)")
-    p.add_argument("--force", action="store_true", help="overwrite files that exist")
-    p.add_argument("--from-graph", action="store_true", help="DIR is a graph project (.graph/config.toml)")
-    p.set_defaults(func=_run_init)
-    p = commands.add_parser("path", help="the configuration files, and whether each exists")
-    p.add_argument("--json", action="store_true", help="print graph's {files: [{path, exists}], count}")
-    p.set_defaults(func=run_path)
+from graphchat.config_view import config_files, effective_config
+from graphchat.workspace import load_settings
 
 
 def _run_init(args: argparse.Namespace) -> int:
@@ -40,14 +17,10 @@ def _run_init(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from graphchat.workspace import load_settings
-
     return load_settings(getattr(args, "home", None))  # a bad graphchat.yaml is exit 2, as everywhere
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from graphchat.config_view import effective_config
-
     config, files, origins = effective_config(_settings(args))
     if args.json:
         # graph's {config, sources} (config_cmd.rs `show`); `value_sources`: each value's layer
@@ -88,8 +61,6 @@ def _render(config: dict[str, Any], origins: dict[str, str]) -> str:
 
 
 def run_path(args: argparse.Namespace) -> int:
-    from graphchat.config_view import config_files
-
     files = [{"path": str(p), "exists": p.is_file()} for p in config_files(_settings(args))]
     if args.json:
         print_json({"files": files, "count": len(files)})  # graph's config_cmd.rs `path`

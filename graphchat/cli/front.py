@@ -4,16 +4,18 @@ else there, activity and errors on stderr, questions on the terminal when there 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import host_asker
-from graphchat.ci import annotate
+from graphchat.ci import annotate, jsonl_events
 from graphchat.cli.ask import StdoutWriter
 from graphchat.cli.output import note, print_json, report_error, warn
-from graphchat.cli.plan import envelope, exit_code, report_parked
 from graphchat.display import safe
-from graphchat.errors import GraphchatError
+from graphchat.errors import EXIT_WAITING, GraphchatError
 from graphchat.events import sink_for_environment
+
+if TYPE_CHECKING:
+    from graphchat.plans.executor import PlanOutcome
 
 
 class TerminalFront:
@@ -120,3 +122,47 @@ class TerminalFront:
         if plan.finish == "silent":
             note(f"✓ plan '{plan.identifier}' completed ({outcome.steps_executed} steps)")
         return 0
+
+
+def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | None = None) -> int:
+    """A parked run: each request, its question, what the answer may be and the exact command
+    that answers it on stderr (`--json`: the `{parked, requests, resume}` object on stdout);
+    exit 5."""
+    from graphchat.requests_text import answer_command, answer_help, approval_lines
+
+    jsonl = jsonl_events()  # request_opened said it
+    for request in [] if jsonl else requests:
+        note(f"⏸ waiting for a person: request {request['id']}: {request['question']}")
+        if request.get("hint"):
+            note(f"    {request['hint']}")
+        for line in approval_lines(request):
+            note(f"    {line}")
+        for i, option in enumerate(request.get("options") or [], 1):
+            note(f"    {i}. {option}")
+        note(f"  answer it: {answer_command(request, home)}")
+        for line in answer_help(request, home):
+            note(f"    {line}")
+    if json:
+        resume = answer_command(requests[0], home) if requests else ""
+        print_json({"parked": True, "requests": requests, "resume": resume})
+    return EXIT_WAITING
+
+
+def exit_code(outcome: PlanOutcome) -> int:
+    """The exit code of `plan run` for a run's outcome (0 ok, 1 failed, 3 input, 4 exit error,
+    5 parked)."""
+    if outcome.kind == "parked":
+        return 5
+    if outcome.kind == "ok":
+        return 0
+    if outcome.kind == "exit":
+        return 0 if outcome.exit and outcome.exit["status"] == "success" else 4
+    if outcome.kind == "input":
+        return 3
+    return 1
+
+
+def envelope(outcome: PlanOutcome) -> dict[str, Any]:
+    """The `--json` envelope of `plan run`: graph's result body (`PlanOutcome.body`).
+    A failed run (exit 1) and a run that needs input (exit 3) print no envelope."""
+    return outcome.body()

@@ -11,6 +11,10 @@ from typing import Any
 from graphchat.cli.models import key_status, provider_of
 from graphchat.cli.output import print_json
 from graphchat.errors import GraphchatError
+from graphchat.fsutil import write_atomic
+from graphchat.graph_import import translate
+from graphchat.llm.keys import unset_variables
+from graphchat.workspace import ROLES, load_settings
 
 CONFIG = """\
 # graphchat workspace settings. Every key is optional; the comments show the defaults.
@@ -82,33 +86,6 @@ FILES = {
 }
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "init",
-        help="create a workspace: graphchat.yaml, catalog/servers.yaml and an example plan",
-        description="Create a commented workspace in DIR (default: the current folder). "
-        "Existing files are left alone unless --force is given.",
-    )
-    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the workspace folder (default: .)")
-    p.add_argument("--force", action="store_true", help="overwrite files that exist")
-    p.add_argument(
-        "--from-graph",
-        action="store_true",
-        help="DIR is a graph project (.graph/config.toml): carry its configuration over, and read "
-        "its plans and tools in place",
-    )
-    p.set_defaults(func=run_init)
-    w = sub.add_parser(
-        "where",
-        help="which workspace, models (API base, keys) and servers are in use",
-        description="Print the workspace in use, its configuration file, the model of each role "
-        "with its API base and whether the key its provider needs is set, and the configured MCP "
-        "servers.",
-    )
-    w.add_argument("--json", action="store_true", help="print a JSON object")
-    w.set_defaults(func=run_where)
-
-
 def run_init(args: argparse.Namespace) -> int:
     root = Path(args.dir).expanduser()
     if root.exists() and not root.is_dir():
@@ -123,7 +100,6 @@ def run_init(args: argparse.Namespace) -> int:
         )
     for sub in ("catalog", "plans", "threads"):
         (root / sub).mkdir(parents=True, exist_ok=True)
-    from graphchat.fsutil import write_atomic
 
     for name, text in FILES.items():
         write_atomic(root / name, text.encode())
@@ -142,9 +118,6 @@ def run_init(args: argparse.Namespace) -> int:
 def _init_from_graph(root: Path, *, force: bool) -> int:
     """`init --from-graph`: graphchat.yaml and catalog/servers.yaml from graph's configuration
     (graphchat.graph_import); the same files again is a no-op, different ones need --force."""
-    from graphchat.fsutil import write_atomic
-    from graphchat.graph_import import translate
-
     result = translate(root)
     files = {
         "graphchat.yaml": "\n".join(result.config) + "\n",
@@ -179,8 +152,6 @@ def _init_from_graph(root: Path, *, force: bool) -> int:
 
 def where_report(settings: Any) -> dict[str, Any]:
     """What `where` prints: workspace, config file, model per role, servers, counts."""
-    from graphchat.workspace import ROLES
-
     models: dict[str, str | None] = {}
     access: dict[str, dict[str, Any]] = {}
     for role in ROLES:
@@ -218,8 +189,6 @@ def model_access(config: Any) -> dict[str, Any]:
     """How a role's model is reached: its provider, the API base, and whether the key (or
     other variables) its provider needs is set, as litellm would decide (litellm not imported)."""
     import os
-
-    from graphchat.llm.keys import unset_variables
 
     provider = provider_of(config.model)
     unset = unset_variables(config.api_key)  # `api_key: ${VAR}` with VAR not set
@@ -268,8 +237,6 @@ def _access_text(access: dict[str, Any]) -> str:
 
 
 def run_where(args: argparse.Namespace) -> int:
-    from graphchat.workspace import load_settings
-
     settings = load_settings(getattr(args, "home", None))
     report = where_report(settings)
     if args.json:

@@ -69,7 +69,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"graphchat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in (only,) if only else GROUPS:
-        import_module(f"graphchat.cli.{group}").register(sub)
+        import_module(f"graphchat.cli.parsers.{group}").register(sub)
     _global_options_everywhere(parser)
     return parser
 

@@ -8,61 +8,19 @@ import json
 import sys
 from typing import Any
 
-from graphchat.cli import mcp_tools
+from graphchat.catalog.base import CallContext
+from graphchat.catalog.mcp.connection import ServerUnavailable, describe
+from graphchat.catalog.mcp.features import prompt_messages, prompt_rows, read_resource, resource_rows
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.catalog.mcp.status import server_rows
 from graphchat.cli.output import print_json, warn
+from graphchat.display import safe
 from graphchat.errors import GraphchatError, did_you_mean
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "mcp",
-        help="list the configured MCP servers; serve plans over MCP",
-        description="MCP servers are configured in the workspace's catalog/servers.yaml (mcpServers).",
-    )
-    commands = parser.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
-
-    p = commands.add_parser("list", help="servers: transport, state, tool count, last error")
-    p.add_argument("--json", action="store_true", help="print graph's {servers, count}")
-    p.add_argument("--check", action="store_true", help="start every server now and report what happens")
-    p.set_defaults(func=run_list)
-
-    p = commands.add_parser("prompts", help="the prompts MCP servers offer (all servers, or SERVER's)")
-    p.add_argument("server", nargs="?", metavar="SERVER")
-    p.add_argument("--json", action="store_true", help="print {prompts, count}")
-    p.set_defaults(func=run_prompts)
-
-    p = commands.add_parser("prompt", help="get one prompt of a server and print its messages")
-    p.add_argument("server", metavar="SERVER")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--arg", action="append", metavar="k=v", help="one prompt argument (repeatable)")
-    p.add_argument("--json", action="store_true", help="print {server, prompt, description, messages}")
-    p.set_defaults(func=run_prompt)
-
-    p = commands.add_parser("resources", help="the resources and resource templates MCP servers offer")
-    p.add_argument("server", nargs="?", metavar="SERVER")
-    p.add_argument("--json", action="store_true", help="print {resources, templates, count}")
-    p.set_defaults(func=run_resources)
-
-    p = commands.add_parser("read", help="read one resource of a server")
-    p.add_argument("server", metavar="SERVER")
-    p.add_argument("uri", metavar="URI")
-    p.add_argument("--json", action="store_true", help="print {server, contents}")
-    p.set_defaults(func=run_read)
-
-    mcp_tools.register(commands)  # mcp tools / test / probe
-
-    p = commands.add_parser(
-        "serve",
-        help="serve the workspace's plans over MCP stdio (plan_<identifier> tools)",
-        description="An MCP stdio server: stdout is the JSON-RPC wire; logs and events go to stderr.",
-    )
-    p.set_defaults(func=run_serve)
+from graphchat.mcp_server import serve
+from graphchat.workspace import load_settings
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp.status import server_rows
-    from graphchat.workspace import load_settings
-
     settings = load_settings(getattr(args, "home", None))
     skipped: list[str] = []
     rows = server_rows(settings, check=args.check, warnings=skipped)
@@ -81,7 +39,6 @@ def run_list(args: argparse.Namespace) -> int:
     if not rows:
         print(empty, file=sys.stderr)
         return 0
-    from graphchat.display import safe
 
     rows = [
         {k: safe(v, newlines=False) if isinstance(v, str) else v for k, v in r.items()} for r in rows
@@ -103,8 +60,6 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from graphchat.mcp_server import serve
-
     return serve(getattr(args, "home", None))
 
 
@@ -114,9 +69,6 @@ def run_serve(args: argparse.Namespace) -> int:
 def _with_servers(args: argparse.Namespace, work: Any) -> Any:
     """Run `work(source, names)` against the configured servers (SERVER, or every one)."""
     import asyncio
-
-    from graphchat.catalog.mcp.pool import McpSource
-    from graphchat.workspace import load_settings
 
     settings = load_settings(getattr(args, "home", None))
     source = McpSource(settings)
@@ -139,8 +91,6 @@ def _with_servers(args: argparse.Namespace, work: Any) -> Any:
 
 
 def _failure(server: str, exc: BaseException) -> str:
-    from graphchat.catalog.mcp.connection import ServerUnavailable, describe
-
     why = str(exc) if isinstance(exc, ServerUnavailable) else describe(exc)
     return f"MCP server '{server}': {why}"
 
@@ -159,8 +109,6 @@ def _offers(exc: BaseException) -> bool:
 
 
 def run_prompts(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp.features import prompt_rows
-
     async def work(source: Any, names: list[str]) -> tuple[list[dict[str, Any]], int]:
         rows: list[dict[str, Any]] = []
         failed = 0
@@ -180,7 +128,6 @@ def run_prompts(args: argparse.Namespace) -> int:
     if not rows:
         sys.stderr.write("no prompts\n")
         return failed
-    from graphchat.display import safe
 
     for row in rows:
         arguments = " ".join(a["name"] + ("" if a["required"] else "?") for a in row["arguments"])
@@ -192,8 +139,6 @@ def run_prompts(args: argparse.Namespace) -> int:
 
 
 def run_prompt(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp.features import prompt_messages
-
     arguments: dict[str, str] = {}
     for pair in args.arg or []:
         key, eq, value = pair.partition("=")
@@ -221,7 +166,6 @@ def run_prompt(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    from graphchat.display import safe
 
     for message in messages:
         content = message["content"]
@@ -231,8 +175,6 @@ def run_prompt(args: argparse.Namespace) -> int:
 
 
 def run_resources(args: argparse.Namespace) -> int:
-    from graphchat.catalog.mcp.features import resource_rows
-
     async def work(source: Any, names: list[str]) -> tuple[dict[str, list[Any]], int]:
         out: dict[str, list[Any]] = {"resources": [], "templates": []}
         failed = 0
@@ -258,7 +200,6 @@ def run_resources(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**found, "count": len(found["resources"])})
         return failed
-    from graphchat.display import safe
 
     for row in found["resources"]:
         line = f"{row['server']}:{row['uri']}  {row['name']}" + (
@@ -274,9 +215,6 @@ def run_resources(args: argparse.Namespace) -> int:
 
 
 def run_read(args: argparse.Namespace) -> int:
-    from graphchat.catalog.base import CallContext
-    from graphchat.catalog.mcp.features import read_resource
-
     async def work(source: Any, names: list[str]) -> Any:
         limit = source.settings.max_tool_result_chars
         return await read_resource(source, {"server": args.server, "uri": args.uri}, CallContext(), limit)
@@ -287,7 +225,6 @@ def run_read(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.value)
         return 0
-    from graphchat.display import safe
 
     for item in result.value["contents"]:
         if item.get("binary"):

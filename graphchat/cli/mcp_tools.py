@@ -20,39 +20,21 @@ import sys
 import time
 from typing import Any
 
+from graphchat.catalog.base import CallContext
+from graphchat.catalog.mcp.pool import McpSource
+from graphchat.ci import memory_storage
 from graphchat.cli.output import note, print_json, report_error, warn
+from graphchat.display import safe
 from graphchat.errors import GraphchatError, did_you_mean
-
-
-def register(commands: argparse._SubParsersAction) -> None:
-    p = commands.add_parser(
-        "tools", help="the tools MCP servers offer (all servers, or SERVER's, listed now)"
-    )
-    p.add_argument("server", nargs="?", metavar="SERVER")
-    p.add_argument("--json", action="store_true", help="print graph's {tools, count, sources}")
-    p.set_defaults(func=run_tools)
-
-    p = commands.add_parser("test", help="start SERVER, list its tools, report the time taken or the error")
-    p.add_argument("server", metavar="SERVER")
-    p.add_argument(
-        "--json", action="store_true", help="print {server, ok, tools, declareOutputSchema, elapsedMs}"
-    )
-    p.set_defaults(func=run_test)
-
-    p = commands.add_parser(
-        "probe", help="learn result shapes: call each read-only tool that needs no argument once"
-    )
-    p.add_argument("server", nargs="?", metavar="SERVER")
-    p.add_argument("--json", action="store_true", help="print {probed, skipped, learned, count}")
-    p.set_defaults(func=run_probe)
+from graphchat.events import sink_for_environment
+from graphchat.host import open_host
+from graphchat.plans.listing import read_only, source_of, tool_listing
+from graphchat.shapes import ShapeStore
+from graphchat.workspace import load_settings
 
 
 def _catalog(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """(settings, the catalog without plans, the servers meant: SERVER or every one)."""
-    from graphchat.catalog.mcp.pool import McpSource
-    from graphchat.host import open_host  # command dispatch
-    from graphchat.workspace import load_settings
-
     settings = load_settings(getattr(args, "home", None))
     # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
     catalog = open_host(settings, include_plans=False).catalog
@@ -93,8 +75,6 @@ def _warn_failed(errors: dict[str, str]) -> None:
 
 
 def run_tools(args: argparse.Namespace) -> int:
-    from graphchat.plans.listing import tool_listing
-
     _, catalog, names = _catalog(args)
     one = args.server is not None
 
@@ -119,9 +99,6 @@ def run_tools(args: argparse.Namespace) -> int:
 def render(specs: list[Any]) -> str:
     """graph's grouped listing (listing.rs `render_tool_listing`): one section a server, its
     header with the count, each tool's bare name (`[read-only]` marked) over its first line."""
-    from graphchat.display import safe
-    from graphchat.plans.listing import read_only, source_of
-
     groups: dict[str, list[Any]] = {}
     for spec in specs:
         groups.setdefault(source_of(spec.name), []).append(spec)
@@ -181,8 +158,6 @@ def run_test(args: argparse.Namespace) -> int:
 def probe_skip_reason(spec: Any) -> str | None:
     """Why `mcp probe` does not call this tool, or None: only read-only tools whose input
     schema requires nothing are called."""
-    from graphchat.plans.listing import read_only
-
     if not read_only(spec):
         return f"not read-only ({spec.family})"
     required = (spec.input_schema or {}).get("required") or []
@@ -192,12 +167,7 @@ def probe_skip_reason(spec: Any) -> str | None:
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    from graphchat.catalog.base import CallContext
-    from graphchat.ci import memory_storage
-    from graphchat.events import sink_for_environment
-
     settings, catalog, names = _catalog(args)
-    from graphchat.shapes import ShapeStore
 
     shapes = ShapeStore(settings.catalog_dir / "shapes")
     events = sink_for_environment(quiet=args.json)

@@ -10,49 +10,22 @@ from typing import Any
 
 from graphchat.cli.output import print_json, report_error, warn
 from graphchat.errors import EXIT_USAGE, GraphchatError
+from graphchat.events import sink_for_environment
+from graphchat.fsutil import write_atomic
+from graphchat.host import open_host
+from graphchat.llm import LLM, preload_in_background
+from graphchat.plans.discovery import find_plan, identifier_taken
+from graphchat.plans.draft import draft_plan, thread_exchange
+from graphchat.plans.loader import IDENTIFIER_RE
+from graphchat.threads.store import ThreadStore
+from graphchat.workspace import load_settings
 
 ATTEMPTS = 3  # model calls at most (issue 8: after the third failed draft nothing is saved)
-
-
-def register_draft(plan_sub: argparse._SubParsersAction) -> None:
-    p = plan_sub.add_parser(
-        "draft",
-        help="have the planner model write a plan for a goal",
-        description="The `planner` model role writes a plan for GOAL over the catalog; every draft is "
-        "validated like `plan validate` and the problems are sent back (3 attempts). The plan is "
-        "saved to plans/<ID>.yaml and its path printed.",
-    )
-    p.add_argument("goal", metavar="GOAL", help="what the plan should do")
-    start = p.add_mutually_exclusive_group()
-    start.add_argument("--from-thread", metavar="ID", help="start from this thread's exchange")
-    start.add_argument("--from-plan", metavar="NAME", help="start from this plan (name or path)")
-    start.add_argument(
-        "--from",
-        dest="redraft",
-        metavar="PLAN",
-        help="redraft into this plan's identity (identifier, name, description, input_schema; "
-        "every step replaced) and write it where that plan is (as graph's --from)",
-    )
-    p.add_argument("--name", metavar="ID", help="the plan's identifier (and file name)")
-    p.add_argument("--output", metavar="PATH", help="write the plan here instead of plans/<ID>.yaml")
-    p.add_argument("--stdout", action="store_true", help="print the plan's YAML; write nothing")
-    p.add_argument(
-        "--salvage",
-        action="store_true",
-        help="when no draft validates, write the valid first steps of the last one (graph's salvage)",
-    )
-    p.add_argument("--json", action="store_true", help="print {ok, plan, path, attempts, problems}")
-    p.add_argument("--force", action="store_true", help="overwrite an existing plan file")
-    p.add_argument("-m", "--model", metavar="M", help="use this model instead of the planner role's")
-    p.set_defaults(func=run_draft)
 
 
 def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
     """The thread or plan to start from, as a context section for the planner."""
     if args.from_thread:
-        from graphchat.plans.draft import thread_exchange
-        from graphchat.threads.store import ThreadStore
-
         store = ThreadStore(settings.threads_dir)
         thread = store.open(args.from_thread)
         events = thread.events()
@@ -66,8 +39,6 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
         )
         return {title: text}
     if args.from_plan:
-        from graphchat.plans.discovery import find_plan
-
         plan = find_plan(args.from_plan, settings.plans_dir, warn=warn)
         text = plan.path.read_text(encoding="utf-8") if plan.path else ""
         return {f"The plan to start from ({plan.identifier})": text}
@@ -77,8 +48,6 @@ def _starting_points(args: argparse.Namespace, settings: Any) -> dict[str, str]:
 def _redrafted(args: argparse.Namespace, settings: Any) -> Any:
     """The plan `--from` names (loaded once)."""
     if getattr(args, "_redrafted", None) is None:
-        from graphchat.plans.discovery import find_plan
-
         args._redrafted = find_plan(args.redraft, settings.plans_dir, warn=warn)
     return args._redrafted
 
@@ -103,20 +72,12 @@ def _target(args: argparse.Namespace, settings: Any, identifier: str) -> Path:
 
 
 def _write(path: Path, text: str) -> None:
-    from graphchat.fsutil import write_atomic
-
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text)
 
 
 def run_draft(args: argparse.Namespace) -> int:
     import asyncio
-
-    from graphchat.events import sink_for_environment
-    from graphchat.host import open_host  # command dispatch
-    from graphchat.plans.discovery import identifier_taken  # command dispatch
-    from graphchat.plans.loader import IDENTIFIER_RE
-    from graphchat.workspace import load_settings
 
     if not args.goal.strip():
         raise GraphchatError("GOAL is empty: say what the plan should do", EXIT_USAGE)
@@ -128,7 +89,6 @@ def run_draft(args: argparse.Namespace) -> int:
         raise GraphchatError("--stdout writes no file: give --stdout or --output, not both", EXIT_USAGE)
     settings = load_settings(args.home, model_override=args.model)
     config = settings.model_for("planner")  # no model configured: exit 2 before anything else
-    from graphchat.llm import LLM, preload_in_background
 
     preload_in_background()
     saving = not args.stdout
@@ -162,8 +122,6 @@ def run_draft(args: argparse.Namespace) -> int:
             events.info(f"✗ draft {n}: {count}; sent back to the planner")
 
     async def go() -> Any:
-        from graphchat.plans.draft import draft_plan
-
         # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
         host = open_host(settings, events=events, record_shapes=False)
         catalog = host.catalog

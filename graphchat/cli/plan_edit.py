@@ -13,105 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from graphchat.cli.output import print_json, read_document_arg
+from graphchat.cli.parsers.plan import VALUE_HELP
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
-
-VALUE_HELP = "inline JSON, @file or - (stdin)"
-
-
-def register_edit(plan_sub: argparse._SubParsersAction) -> None:
-    """Add new/set/unset/step to the `plan` group's sub-parsers."""
-
-    def json_flag(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--json", action="store_true", help="print graph's envelope on stdout")
-
-    new = plan_sub.add_parser("new", help="start a plan file with its header and no steps")
-    new.add_argument("id", metavar="ID", help="the plan's identifier ([a-zA-Z0-9_-])")
-    new.add_argument("--name", help="display name (default: from the id)")
-    new.add_argument("--description", help="what the plan does (it routes the model to the plan)")
-    new.add_argument("--output", metavar="PATH", help="where to write (default: plans/ID.yaml)")
-    json_flag(new)
-    new.set_defaults(func=run_new)
-
-    set_ = plan_sub.add_parser("set", help="set one plan attribute")
-    set_.add_argument("target", metavar="NAME|PATH")
-    set_.add_argument("attribute", help="name, description, identifier, exemplars, requires_servers, "
-                      "input_schema, solver or output")  # fmt: skip
-    set_.add_argument(
-        "values",
-        nargs="+",
-        metavar="VALUE",
-        help=f"a string (several for lists); JSON attributes take {VALUE_HELP}",
-    )
-    json_flag(set_)
-    set_.set_defaults(func=run_set)
-
-    unset = plan_sub.add_parser("unset", help="remove one optional plan attribute")
-    unset.add_argument("target", metavar="NAME|PATH")
-    unset.add_argument("attribute")
-    json_flag(unset)
-    unset.set_defaults(func=run_unset)
-
-    step = plan_sub.add_parser("step", help="add, update, rename, unset or remove one step")
-    step_sub = step.add_subparsers(dest="step_command", metavar="SUBCOMMAND")
-    add = step_sub.add_parser("add", help="add a step (appended, or --before/--after a step)")
-    add.add_argument("target", metavar="NAME|PATH")
-    add.add_argument("id", metavar="ID")
-    add.add_argument("tool", metavar="TOOL")
-    add.add_argument("input", metavar="INPUT", help=f"the step's input object: {VALUE_HELP}")
-    add.add_argument("--reasoning")
-    where = add.add_mutually_exclusive_group()
-    where.add_argument("--before", metavar="ID")
-    where.add_argument("--after", metavar="ID")
-    json_flag(add)
-    add.set_defaults(func=run_step_add)
-
-    update = step_sub.add_parser("update", help="set a step's tool, input or reasoning")
-    update.add_argument("target", metavar="NAME|PATH")
-    update.add_argument("id", metavar="ID")
-    update.add_argument("attribute", choices=["tool", "input", "reasoning"])
-    update.add_argument("value", metavar="VALUE", help=f"input takes {VALUE_HELP}")
-    json_flag(update)
-    update.set_defaults(func=run_step_update)
-
-    rename = step_sub.add_parser("rename", help="rename a step and every reference to it")
-    rename.add_argument("target", metavar="NAME|PATH")
-    rename.add_argument("id", metavar="ID")
-    rename.add_argument("new_id", metavar="NEW_ID")
-    json_flag(rename)
-    rename.set_defaults(func=run_step_rename)
-
-    unset_step = step_sub.add_parser("unset", help="remove a step's optional attribute (reasoning)")
-    unset_step.add_argument("target", metavar="NAME|PATH")
-    unset_step.add_argument("id", metavar="ID")
-    unset_step.add_argument("attribute")
-    json_flag(unset_step)
-    unset_step.set_defaults(func=run_step_unset)
-
-    rm = step_sub.add_parser("rm", help="remove a step (refused while a later step reads it)")
-    rm.add_argument("target", metavar="NAME|PATH")
-    rm.add_argument("id", metavar="ID")
-    json_flag(rm)
-    rm.set_defaults(func=run_step_rm)
-
-    def no_step_verb(args: argparse.Namespace) -> int:
-        step.print_usage(sys.stderr)
-        raise GraphchatError("plan step: choose one of add, update, rename, unset, rm", EXIT_USAGE)
-
-    step.set_defaults(func=no_step_verb)
-
+from graphchat.host import open_host
+from graphchat.plans import authoring
+from graphchat.workspace import load_settings
 
 # --- resolving the file --------------------------------------------------------------------------
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from graphchat.workspace import load_settings
-
     return load_settings(getattr(args, "home", None))
 
 
 def plan_file(settings: Any, target: str) -> Path:
-    from graphchat.plans import authoring
-
     try:
         return authoring.locate(settings.plans_dir, target)
     except authoring.AuthoringError as exc:
@@ -129,8 +44,6 @@ def _value(text: str, what: str) -> Any:
 
 
 def _edit(args: argparse.Namespace, edit: Any, renames: dict[str, str] | None = None) -> int:
-    from graphchat.plans import authoring
-
     settings = _settings(args)
     path = plan_file(settings, args.target)
     try:
@@ -147,9 +60,6 @@ def _edit(args: argparse.Namespace, edit: Any, renames: dict[str, str] | None = 
 
 
 def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
-    from graphchat.host import open_host  # command dispatch
-    from graphchat.plans import authoring
-
     # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
     catalog = open_host(settings, record_shapes=False).catalog
     notes = authoring.catalog_notes(done.path, catalog, settings)
@@ -169,8 +79,6 @@ def _accepted(args: argparse.Namespace, settings: Any, done: Any) -> int:
 
 
 def _rejected(args: argparse.Namespace, exc: Any) -> int:
-    from graphchat.plans import authoring
-
     if args.json:
         print_json(authoring.rejection(exc))
         return EXIT_FAILURE
@@ -217,8 +125,6 @@ def _steps(count: int) -> str:
 
 
 def run_new(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     settings = _settings(args)
     path = Path(args.output).expanduser() if args.output else settings.plans_dir / f"{args.id}.yaml"
     try:
@@ -248,8 +154,6 @@ def run_new(args: argparse.Namespace) -> int:
 
 
 def run_set(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     if args.attribute in authoring.JSON_ATTRIBUTES:
         if len(args.values) != 1:
             raise GraphchatError(f"{args.attribute} takes one value ({VALUE_HELP})", EXIT_USAGE)
@@ -260,14 +164,10 @@ def run_set(args: argparse.Namespace) -> int:
 
 
 def run_unset(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     return _edit(args, lambda data: authoring.unset_attribute(data, args.attribute))
 
 
 def run_step_add(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     inputs = _value(args.input, "input")
     return _edit(
         args,
@@ -278,27 +178,19 @@ def run_step_add(args: argparse.Namespace) -> int:
 
 
 def run_step_update(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     value: Any = _value(args.value, "input") if args.attribute == "input" else args.value
     return _edit(args, lambda data: authoring.update_step(data, args.id, args.attribute, value))
 
 
 def run_step_rename(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     return _edit(
         args, lambda data: authoring.rename_step(data, args.id, args.new_id), renames={args.id: args.new_id}
     )
 
 
 def run_step_unset(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     return _edit(args, lambda data: authoring.unset_step(data, args.id, args.attribute))
 
 
 def run_step_rm(args: argparse.Namespace) -> int:
-    from graphchat.plans import authoring
-
     return _edit(args, lambda data: authoring.remove_step(data, args.id))

@@ -14,37 +14,22 @@ from typing import Any
 
 from graphchat.cli.output import note, print_json, report_error, warn
 from graphchat.errors import EXIT_USAGE, GraphchatError
-
-
-def register_go(plan_sub: argparse._SubParsersAction) -> None:
-    p = plan_sub.add_parser(
-        "go",
-        help="have the planner write a plan for a goal and run it",
-        description="The `planner` model role drafts a plan for GOAL over the catalog and it runs "
-        "at once; a step that breaks (a bad reference, a tool error) is repaired by the planner, "
-        "keeping the steps that already ran (settings.planning_attempts replans).",
-    )
-    p.add_argument("goal", metavar="GOAL", help="what to do")
-    p.add_argument("--json", action="store_true", help="print {answer, degraded, steps_executed, plan, …}")
-    p.add_argument(
-        "--answers", metavar="FILE", help="answers to ask steps (YAML/JSON: step id or prompt → answer)"
-    )
-    p.add_argument("--save", metavar="ID", help="write the final plan to plans/<ID>.yaml")
-    p.add_argument("--force", action="store_true", help="with --save: overwrite an existing plan file")
-    p.add_argument("--yes", action="store_true", help="approve every sensitive tool call of this run")
-    p.add_argument("-m", "--model", metavar="M", help="use this model instead of the configured ones")
-    p.set_defaults(func=run_go)
+from graphchat.events import sink_for_environment
+from graphchat.fsutil import write_atomic
+from graphchat.host import open_host
+from graphchat.llm import preload_in_background
+from graphchat.plans.discovery import identifier_taken
+from graphchat.plans.draft import plan_yaml
+from graphchat.plans.loader import IDENTIFIER_RE, PLAN_FIELDS
+from graphchat.plans.planner import PLAN_AND_EXECUTE, plan_and_execute
+from graphchat.threads import lines as ev
+from graphchat.threads.redact import settings_secrets
+from graphchat.threads.store import ThreadStore
+from graphchat.workspace import load_settings
 
 
 def run_go(args: argparse.Namespace) -> int:
     import asyncio
-
-    from graphchat.events import sink_for_environment
-    from graphchat.host import open_host  # command dispatch
-    from graphchat.plans.discovery import identifier_taken  # command dispatch
-    from graphchat.plans.loader import IDENTIFIER_RE
-    from graphchat.plans.planner import plan_and_execute
-    from graphchat.workspace import load_settings
 
     if not args.goal.strip():
         raise GraphchatError("GOAL is empty: say what to do", EXIT_USAGE)
@@ -57,7 +42,6 @@ def run_go(args: argparse.Namespace) -> int:
         taken = identifier_taken(settings.plans_dir, args.save, args.force)
         if taken:
             raise GraphchatError(taken, hint="choose another identifier, or --force to replace it")
-    from graphchat.llm import preload_in_background
 
     preload_in_background()
     events = sink_for_environment()
@@ -144,11 +128,6 @@ class GoThread:
     def __init__(self, settings: Any, goal: str) -> None:
         import orjson
 
-        from graphchat.plans.planner import PLAN_AND_EXECUTE
-        from graphchat.threads import lines as ev
-        from graphchat.threads.redact import settings_secrets
-        from graphchat.threads.store import ThreadStore
-
         self.model = settings.model_for("planner").model
         store = ThreadStore(settings.threads_dir, secrets=settings_secrets(settings))
         self.thread = store.create()
@@ -160,9 +139,6 @@ class GoThread:
 
     def finished(self, run: Any, streamed: str) -> None:
         import orjson
-
-        from graphchat.plans.planner import PLAN_AND_EXECUTE
-        from graphchat.threads import lines as ev
 
         result = run.tool_result()
         content = orjson.dumps(result.value, default=str).decode()
@@ -187,8 +163,6 @@ class GoThread:
         self.thread.close()
 
     def failed(self, exc: BaseException) -> None:
-        from graphchat.threads import lines as ev
-
         interrupted = isinstance(exc, KeyboardInterrupt)
         error = "interrupted (Ctrl-C)" if interrupted else (str(exc) or type(exc).__name__)
         self.thread.append(dict(ev.turn_failed(error, interrupted=interrupted)))
@@ -197,10 +171,6 @@ class GoThread:
 
 def save_plan(settings: Any, identifier: str, doc: dict[str, Any], goal: str) -> Any:
     """plans/<identifier>.yaml: the final plan, its identifier forced to `identifier`."""
-    from graphchat.fsutil import write_atomic
-    from graphchat.plans.draft import plan_yaml
-    from graphchat.plans.loader import PLAN_FIELDS
-
     body = {k: v for k, v in doc.items() if k != "identifier"}
     ordered = {"identifier": identifier, **body}
     ordered = {k: ordered[k] for k in PLAN_FIELDS if k in ordered} | {

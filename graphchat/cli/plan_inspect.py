@@ -11,64 +11,35 @@ from typing import Any
 
 from graphchat.cli.output import print_json, warn
 from graphchat.errors import GraphchatError
-
-
-def register_inspect(plan_sub: argparse._SubParsersAction) -> None:
-    """Add list/show/validate to the `plan` group's sub-parsers."""
-    p_list = plan_sub.add_parser(
-        "list", help="list the workspace's plans", description="List the plans under plans/."
-    )
-    p_list.add_argument("--json", action="store_true", help="machine-readable output")
-    p_list.set_defaults(func=run_list)
-
-    p_show = plan_sub.add_parser(
-        "show",
-        help="show a plan as loaded",
-        description="Show a plan, normalised, with its tool name and schema.",
-    )
-    p_show.add_argument("plan", metavar="NAME|PATH")
-    p_show.add_argument("--json", action="store_true", help="machine-readable output")
-    picture = p_show.add_mutually_exclusive_group()
-    picture.add_argument("--tree", action="store_true", help="draw the step tree (what each step reads)")
-    picture.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart of the data flow")
-    p_show.set_defaults(func=run_show)
-
-    p_val = plan_sub.add_parser(
-        "validate",
-        help="check plans without running them",
-        description="Check structure, templates, gates, bodies, ask schemas and that every tool resolves. "
-        "Without NAME, every plan of the workspace is checked.",
-    )
-    p_val.add_argument("plan", nargs="?", metavar="NAME|PATH")
-    p_val.add_argument("--json", action="store_true", help="machine-readable output")
-    p_val.add_argument(
-        "--offline",
-        action="store_true",
-        help="start no MCP server: tools of servers whose tool list was never cached go unchecked (said in a note)",
-    )
-    p_val.add_argument(
-        "--strict",
-        action="store_true",
-        help="the checker's notes are problems (exit 1): a tool name that could not be checked, a "
-        "field a learned shape never saw, an argument an open input schema does not name",
-    )
-    p_val.set_defaults(func=run_validate)
-
+from graphchat.host import open_host
+from graphchat.plans.discovery import (
+    _looks_like_path,
+    discover,
+    find_plan,
+    load_cached,
+    located_problems,
+    relative_problems,
+    summary,
+)
+from graphchat.plans.loader import locate, plan_to_dict
+from graphchat.plans.model import PlanLoadError, plan_identifier
+from graphchat.plans.picture import mermaid, tree
+from graphchat.plans.plan_tools import configured_servers
+from graphchat.plans.splice_types import learned_shapes
+from graphchat.plans.validate import known_servers, partial_problems, step_labels, validate_against_catalog
+from graphchat.workspace import load_settings
+from graphchat.yamlfile import yaml12_dumper
 
 # --- helpers -----------------------------------------------------------------------------------
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from graphchat.workspace import load_settings
-
     return load_settings(getattr(args, "home", None))
 
 
 def _catalog(settings: Any) -> Any:
     """The catalog for resolution checks, from the one host (its warnings said there): cheap
     (no server start, nothing recorded)."""
-    from graphchat.host import open_host  # command dispatch
-
     return open_host(settings, record_shapes=False).catalog
 
 
@@ -106,8 +77,6 @@ def _columns() -> int | None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from graphchat.plans.discovery import discover, relative_problems, summary
-
     settings = _settings(args)
     index = discover(settings.plans_dir)
     plans = sorted(index.plans.values(), key=lambda p: p.identifier)
@@ -121,7 +90,6 @@ def run_list(args: argparse.Namespace) -> int:
         # graph's envelope (plan_edit.rs `list_as_json`): `plans` (the catalog), `skipped`
         # ({path, reason}), `hidden` ({identifier, missingServers}); `count` as graph's other
         # listings; `failed` and `duplicates` are graphchat's additions.
-        from graphchat.plans.plan_tools import configured_servers
 
         configured = configured_servers(settings)
         hidden = []
@@ -182,14 +150,9 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from graphchat.plans.discovery import find_plan
-    from graphchat.plans.loader import plan_to_dict
-
     settings = _settings(args)
     plan = find_plan(args.plan, settings.plans_dir, warn=warn)
     if getattr(args, "tree", False) or getattr(args, "mermaid", False):
-        from graphchat.plans.picture import mermaid, tree
-
         sys.stdout.write(mermaid(plan) if args.mermaid else "\n".join(tree(plan)) + "\n")
         return 0
     data = plan_to_dict(plan)
@@ -203,8 +166,6 @@ def run_show(args: argparse.Namespace) -> int:
         )
         return 0
     import yaml
-
-    from graphchat.yamlfile import yaml12_dumper
 
     out = sys.stdout
     out.write(f"# {plan.tool_name} — {plan.name} ({plan.finish} finish)\n")
@@ -229,8 +190,6 @@ def _validate_one(
     shapes: Any = None,
     strict: bool = False,
 ) -> tuple[list[str], list[str]]:
-    from graphchat.plans.validate import validate_against_catalog
-
     found: list[str] = []  # the data-flow checker's notes
     problems = validate_against_catalog(
         plan, catalog, servers=servers, plans=plans, soft_required_servers=by_path, shapes=shapes, notes=found
@@ -239,8 +198,6 @@ def _validate_one(
         problems += found
         found = []
     elif found and plan.path is not None:
-        from graphchat.plans.loader import locate
-
         found = locate(plan.path, found)
     notes = list(plan.warnings) + found  # fields the loader ignored, as graph does: not fatal
     if by_path:
@@ -253,18 +210,6 @@ def _validate_one(
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from graphchat.plans.discovery import (
-        _looks_like_path,
-        discover,
-        load_cached,
-        located_problems,
-        relative_problems,
-    )
-    from graphchat.plans.loader import locate
-    from graphchat.plans.model import PlanLoadError, plan_identifier
-    from graphchat.plans.splice_types import learned_shapes
-    from graphchat.plans.validate import known_servers, partial_problems
-
     settings = _settings(args)
     index = discover(settings.plans_dir)
     reports: list[dict[str, Any]] = []
@@ -418,8 +363,6 @@ def run_validate(args: argparse.Namespace) -> int:
 
 def _server_prefixes(plan: Any) -> set[str]:
     """The MCP servers a plan's tool steps name (`server__tool`), bodies included."""
-    from graphchat.plans.validate import step_labels
-
     out = set()
     for _, step in step_labels(plan):
         prefix, sep, _ = step.tool_name.partition("__")

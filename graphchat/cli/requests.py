@@ -7,110 +7,22 @@ import argparse
 import sys
 from typing import Any
 
+from graphchat.asks import Question, StderrLineReader, ask_by_lines, terminal_available
+from graphchat.cli.front import TerminalFront
 from graphchat.cli.output import note, print_json
+from graphchat.cli.parsers.requests import RUNS_SHOWN
+from graphchat.display import safe
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "requests",
-        help="questions and approvals waiting for a person",
-        description="List the requests parked runs wait on (exit 5 of plan run and ask).",
-    )
-    parser.add_argument("--all", action="store_true", help="also answered, declined, expired ones")
-    parser.add_argument("--json", action="store_true", help="print {requests: [...], count}")
-    parser.add_argument("--run", metavar="ID", help="only the requests of one run (a run id or a thread id)")
-    parser.set_defaults(func=list_command)
-    req_sub = parser.add_subparsers(dest="requests_command", metavar="SUBCOMMAND")
-    prune = req_sub.add_parser("prune", help="remove finished requests older than DAYS")
-    prune.add_argument("--older-than", type=float, default=30, metavar="DAYS", help="default 30")
-    prune.set_defaults(func=prune_command)
-
-    answer = sub.add_parser(
-        "answer",
-        help="answer a question a parked run waits on, and resume it",
-        description="Answer a request. A form takes a JSON object (or, with one field, its bare "
-        "value); an options request takes an option's exact text, its number, or a free answer; "
-        "a text request takes the text as typed. Without VALUE it is asked on the terminal.",
-    )
-    answer.add_argument("id", metavar="ID")
-    answer.add_argument("value", nargs="?", metavar="VALUE")
-    answer.add_argument("--no-resume", action="store_true", help="only record the answer")
-    answer.set_defaults(func=answer_command)
-
-    permit = sub.add_parser("permit", help="approve a tool call a parked run waits on, and resume it")
-    permit.add_argument("id", metavar="ID")
-    permit.add_argument("--always", action="store_true", help="and remember the approval for this tool")
-    permit.add_argument("--no-resume", action="store_true", help="only record the approval")
-    permit.set_defaults(func=permit_command)
-
-    deny = sub.add_parser("deny", help="refuse a tool call a parked run waits on, and resume it")
-    deny.add_argument("id", metavar="ID")
-    deny.add_argument("--reason", metavar="R", help="passed on as the refusal's reason")
-    deny.add_argument("--no-resume", action="store_true", help="only record the refusal")
-    deny.set_defaults(func=deny_command)
-
-    decline = sub.add_parser("decline", help="decline a question a parked run waits on, and resume it")
-    decline.add_argument("id", metavar="ID")
-    decline.add_argument("--reason", metavar="R")
-    decline.add_argument("--no-resume", action="store_true", help="only record the decline")
-    decline.set_defaults(func=decline_command)
-
-    cancel = sub.add_parser(
-        "cancel",
-        help="cancel a parked run: its requests become cancelled, its record goes",
-        description="Cancel a parked run (ID: its run id, the id of one of its requests, or its "
-        "thread's id). Its open requests become cancelled, its record is removed, and a parked "
-        "ask turn's thread records the cancellation.",
-    )
-    cancel.add_argument("id", metavar="ID")
-    cancel.set_defaults(func=cancel_command)
-
-    resume = sub.add_parser("resume", help="resume an interrupted run, or the run of an answered request")
-    resume.add_argument("id", metavar="ID", help="a run id (`graphchat runs`) or a request id")
-    resume.set_defaults(func=resume_command)
-
-    runs = sub.add_parser(
-        "runs",
-        help="the journaled runs: running, interrupted, parked, and ended ones until pruned",
-        description="List the workspace's runs, most recent first: running, interrupted, parked, "
-        "finished and failed (an ended run is kept for settings.keep_runs days).",
-    )
-    runs.add_argument("--json", action="store_true", help="print {runs: [...], count}")
-    runs.add_argument("--state", choices=RUN_STATES, help="only the runs in this state")
-    runs.add_argument("--all", action="store_true", help=f"all of them (text: the {RUNS_SHOWN} most recent)")
-    runs.set_defaults(func=runs_command)
-    runs_sub = runs.add_subparsers(dest="runs_command", metavar="SUBCOMMAND")
-    runs_prune = runs_sub.add_parser(
-        "prune",
-        help="remove the finished and failed runs that ended more than DAYS ago",
-        description="Remove the record and journal of each finished or failed run that ended more "
-        "than DAYS ago (default: settings.keep_runs). A running, parked or interrupted run is "
-        "never removed.",
-    )
-    runs_prune.add_argument("--older-than", type=_days, metavar="DAYS", help="default settings.keep_runs")
-    runs_prune.set_defaults(func=runs_prune_command)
-
-
-RUN_STATES = ("running", "interrupted", "parked", "finished", "failed")
-RUNS_SHOWN = 20  # the text list of `graphchat runs` without --all
-
-
-def _days(text: str) -> float:
-    """`--older-than DAYS`: a number of days, 0 or more."""
-    try:
-        days = float(text)
-    except ValueError:
-        days = -1.0
-    if not days >= 0 or days == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of days (0 or more), got {text!r}")
-    return days
+from graphchat.host import load_settings
+from graphchat.runs.answers import settle, still_waiting
+from graphchat.runs.parked import RunRecord, all_runs
+from graphchat.runs.requests import AlreadySettled, RequestStore, read_answer
+from graphchat.runs.resume import cancel, resume_run, run_known
+from graphchat.runs.retention import prune
+from graphchat.workspace import find_workspace
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from graphchat.runs.requests import RequestStore
-    from graphchat.workspace import find_workspace
-
     return RequestStore(find_workspace(args.home))
 
 
@@ -118,8 +30,6 @@ def _store(args: argparse.Namespace) -> Any:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from graphchat.runs.resume import run_known
-
     store = _store(args)
     found = store.all(finished=args.all)
     if getattr(args, "run", None):
@@ -135,7 +45,6 @@ def list_command(args: argparse.Namespace) -> int:
     if not found:
         note("no requests wait" if not args.all else "no requests")
         return 0
-    from graphchat.display import safe
     from graphchat.requests_text import answer_command, answer_help, approval_lines
 
     home = getattr(args, "home", None)
@@ -170,8 +79,6 @@ def prune_command(args: argparse.Namespace) -> int:
 
 def _open_request(store: Any, request_id: str, *, approval: bool) -> Any:
     """The request, checked to be of the kind this command answers (exit 2 naming the right one)."""
-    from graphchat.runs.requests import AlreadySettled
-
     request = store.get(request_id)
     if approval and request.kind != "approval":
         raise GraphchatError(
@@ -191,8 +98,6 @@ def _open_request(store: Any, request_id: str, *, approval: bool) -> Any:
 
 
 def answer_command(args: argparse.Namespace) -> int:
-    from graphchat.runs.requests import read_answer
-
     store = _store(args)
     request = _open_request(store, args.id, approval=False)
     if args.value is None:
@@ -211,8 +116,6 @@ def answer_command(args: argparse.Namespace) -> int:
 
 def _settle(store: Any, args: argparse.Namespace, state: str, value: Any, reason: str | None = None) -> int:
     """Record the answer (through `runs.answers.settle`, as every answer), then resume."""
-    from graphchat.runs.answers import settle
-
     settle(store, args.id, state, value, reason, resumable=not getattr(args, "no_resume", False))
     return _after(store, args.id, args)
 
@@ -220,8 +123,6 @@ def _settle(store: Any, args: argparse.Namespace, state: str, value: Any, reason
 def _ask_on_terminal(request: Any) -> Any:
     """No VALUE: ask on the terminal with the usual prompt (a form field by field)."""
     import asyncio
-
-    from graphchat.asks import Question, StderrLineReader, ask_by_lines, terminal_available
 
     if not terminal_available():
         raise GraphchatError(f"give the answer: graphchat answer {request.id} VALUE", EXIT_USAGE)
@@ -250,8 +151,6 @@ def decline_command(args: argparse.Namespace) -> int:
 
 def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
     """The answer is recorded: resume the run now, unless --no-resume or others still wait."""
-    from graphchat.runs.answers import still_waiting
-
     request = store.get(request_id)
     waiting = still_waiting(store, request)
     if waiting:
@@ -267,10 +166,6 @@ def _after(store: Any, request_id: str, args: argparse.Namespace) -> int:
 def resume_command(args: argparse.Namespace) -> int:
     store = _store(args)
     if store.find(args.id) is None:  # not a request: a run id (`graphchat runs`)
-        from graphchat.cli.front import TerminalFront
-        from graphchat.runs.parked import RunRecord
-        from graphchat.runs.resume import resume_run
-
         if RunRecord.load(store, args.id) is not None:
             return resume_run(store, args.id, TerminalFront())
     store.get(args.id)  # an unknown id: exit 1 naming it
@@ -280,7 +175,6 @@ def resume_command(args: argparse.Namespace) -> int:
             f"request {args.id} is still open",
             hint=f"answer it: {'graphchat permit' if request.kind == 'approval' else 'graphchat answer'} {args.id}",
         )
-    from graphchat.runs.answers import still_waiting
 
     waiting = still_waiting(store, request)
     if waiting:
@@ -290,7 +184,6 @@ def resume_command(args: argparse.Namespace) -> int:
 
 def resume(store: Any, request: Any) -> int:
     """Resume the parked run `request` belongs to, in this process, on this terminal."""
-    from graphchat.cli.front import TerminalFront
     from graphchat.runs.resume import resume as resume_run
 
     return resume_run(store, request, TerminalFront())
@@ -299,9 +192,6 @@ def resume(store: Any, request: Any) -> int:
 def runs_command(args: argparse.Namespace) -> int:
     """`graphchat runs [--json] [--state S] [--all]`: every journaled run, most recent first
     (issue 19)."""
-    from graphchat.display import safe
-    from graphchat.runs.parked import all_runs
-
     store = _store(args)
     found = [record.summary(store) for record in reversed(all_runs(store))]
     if args.state:
@@ -329,10 +219,6 @@ def runs_command(args: argparse.Namespace) -> int:
 
 def runs_prune_command(args: argparse.Namespace) -> int:
     """`graphchat runs prune [--older-than DAYS]` (runs.retention)."""
-    from graphchat.display import safe
-    from graphchat.host import load_settings
-    from graphchat.runs.retention import prune
-
     store = _store(args)
     # settings.keep_runs by default: a bad value is the one-line configuration error (exit 2)
     days = args.older_than if args.older_than is not None else load_settings(args.home).keep_runs
@@ -352,8 +238,6 @@ def runs_prune_command(args: argparse.Namespace) -> int:
 
 def cancel_command(args: argparse.Namespace) -> int:
     """`graphchat cancel ID` (runs.resume.cancel)."""
-    from graphchat.runs.resume import cancel
-
     record, cancelled = cancel(_store(args), args.id)
     thread_id = record.data.get("thread")
     what = (

@@ -8,30 +8,11 @@ from typing import Any
 
 from graphchat.cli.output import print_json
 from graphchat.errors import GraphchatError
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "shapes",
-        help="the learned output shapes of tools",
-        description="After every successful call a tool's output shape is merged into catalog/shapes/.",
-    )
-    commands = parser.add_subparsers(dest="shapes_command", metavar="SUBCOMMAND")
-
-    p = commands.add_parser("list", help="tools with a recorded shape")
-    p.add_argument("--json", action="store_true", help="print graph's {shapes, count}")
-    p.set_defaults(func=run_list)
-
-    p = commands.add_parser("show", help="one tool's merged schema and example")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--json", action="store_true", help="print the stored document")
-    p.set_defaults(func=run_show)
+from graphchat.shapes import ShapeStore
+from graphchat.workspace import find_workspace
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from graphchat.shapes import ShapeStore
-    from graphchat.workspace import find_workspace
-
     return ShapeStore(find_workspace(getattr(args, "home", None)) / "catalog" / "shapes")
 
 

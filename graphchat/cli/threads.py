@@ -7,6 +7,11 @@ import sys
 from typing import Any
 
 from graphchat.cli.output import print_json
+from graphchat.display import safe
+from graphchat.threads import lines as ev
+from graphchat.threads.export import to_markdown, usage_line
+from graphchat.threads.store import ThreadStore
+from graphchat.workspace import find_workspace
 
 SHOW_RESULT_CHARS = 600
 SHOW_RESULT_LINES = 12
@@ -16,37 +21,7 @@ SHOW_ARGS_CHARS = 300
 SHOW_MESSAGE_CHARS = 50_000
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "threads",
-        help="list, show, export or remove conversation threads",
-        description="Every ask and chat turn is kept as a thread in the workspace's threads/ folder.",
-    )
-    commands = parser.add_subparsers(dest="threads_command", metavar="SUBCOMMAND")
-
-    p = commands.add_parser("list", help="threads, newest first")
-    p.add_argument("--json", action="store_true", help="print {threads: [...], count}")
-    p.set_defaults(func=run_list)
-
-    p = commands.add_parser("show", help="a thread's messages, tool calls and results")
-    p.add_argument("id", metavar="ID", help="thread id (or a unique prefix of at least 6 characters)")
-    p.add_argument("--json", action="store_true", help="print the events as a JSON array")
-    p.set_defaults(func=run_show)
-
-    p = commands.add_parser("rm", help="delete a thread")
-    p.add_argument("id", metavar="ID", help="thread id (or a unique prefix of at least 6 characters)")
-    p.set_defaults(func=run_rm)
-
-    p = commands.add_parser("export", help="a thread as Markdown or JSON, on stdout")
-    p.add_argument("id", metavar="ID", help="thread id (or a unique prefix of at least 6 characters)")
-    p.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
-    p.set_defaults(func=run_export)
-
-
 def _store(args: argparse.Namespace) -> Any:
-    from graphchat.threads.store import ThreadStore
-    from graphchat.workspace import find_workspace
-
     return ThreadStore(find_workspace(getattr(args, "home", None)) / "threads")
 
 
@@ -67,7 +42,6 @@ def run_list(args: argparse.Namespace) -> int:
     if not infos:
         print("no threads yet", file=sys.stderr)
         return 0
-    from graphchat.display import safe
 
     rows = [
         f"{i.id}  {_local_time(i.updated_at):16}  {i.message_count:>5}  {safe(i.title or '(no title)', newlines=False)}"
@@ -100,8 +74,6 @@ def run_export(args: argparse.Namespace) -> int:
     if args.format == "json":
         print_json({**info.to_json(), "created_at": info.created_at, "events": events})
         return 0
-    from graphchat.display import safe
-    from graphchat.threads.export import to_markdown
 
     sys.stdout.write(safe(to_markdown(info, events)))  # a document for people: no control characters
     return 0
@@ -131,10 +103,6 @@ def _render(info: Any, events: list[dict[str, Any]]) -> None:
     from rich.markdown import Markdown
     from rich.rule import Rule
     from rich.text import Text
-
-    from graphchat.display import safe
-    from graphchat.threads import lines as ev
-    from graphchat.threads.export import usage_line
 
     console = Console(highlight=False, soft_wrap=False)
     console.print(Text(safe(info.title or "(no title)"), style="bold"))

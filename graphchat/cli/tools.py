@@ -7,6 +7,8 @@ import sys
 import time
 from typing import Any
 
+from graphchat.catalog.base import similar_tools
+from graphchat.catalog.mcp.status import fresh_log
 from graphchat.cli.output import (
     apply_input_flags,
     note,
@@ -15,61 +17,28 @@ from graphchat.cli.output import (
     report_error,
     warn,
 )
+from graphchat.display import safe
 from graphchat.errors import GraphchatError
+from graphchat.events import TerminalSink, sink_for_environment
+from graphchat.host import open_host
+from graphchat.plans.listing import (
+    CONTROL_SOURCE,
+    control_entries,
+    control_show,
+    is_control_step,
+    read_only,
+    source_of,
+    tool_listing,
+)
+from graphchat.shapes import ShapeStore
+from graphchat.workspace import load_settings
 
 NO_TOOLS = "no tools (configure MCP servers in catalog/servers.yaml)"
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "tools",
-        help="list, show or call the tools of the catalog",
-        description="Every tool in one namespace: MCP servers (server__tool), plans (plan__name), natives.",
-    )
-    commands = parser.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
-
-    p = commands.add_parser("list", help="every tool: name, source, family, description")
-    p.add_argument("--json", action="store_true", help="print graph's {tools, count, sources}")
-    p.add_argument("--refresh", action="store_true", help="start every MCP server to refresh its tool list")
-    p.set_defaults(func=run_list)
-
-    p = commands.add_parser("show", help="one tool: input schema, output shape, example")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="print graph's {name, source, description, readOnly, inputSchema, outputSchema, outputExample}",
-    )
-    p.set_defaults(func=run_show)
-
-    p = commands.add_parser("call", help="call one tool and print its result")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("input", nargs="?", metavar="JSON|@file|-", help="the arguments (a JSON object)")
-    p.add_argument(
-        "--input", dest="pairs", action="append", metavar="k=v", help="set one argument (v parsed as JSON)"
-    )
-    p.add_argument("--json", action="store_true", help="print {value, is_error, ms}")
-    p.add_argument("--yes", action="store_true", help="approve the call without asking")
-    p.set_defaults(func=run_call)
-
-    p = commands.add_parser(
-        "test", help="call one tool as graph's `tools test` does: a tool's error is its result (exit 0)"
-    )
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("input", nargs="?", metavar="JSON|@file|-", help="the arguments (a JSON object)")
-    p.add_argument(
-        "--input", dest="pairs", action="append", metavar="k=v", help="set one argument (v parsed as JSON)"
-    )
-    p.add_argument("--json", action="store_true", help="print graph's {tool, isError, result}")
-    p.add_argument("--yes", action="store_true", help="approve the call without asking")
-    p.set_defaults(func=run_test)
 
 
 def _catalog(settings: Any) -> Any:
     """The catalog of `tools list` / `tools show`, from the one host (its warnings said there);
     nothing recorded, nothing started."""
-    from graphchat.host import open_host  # command dispatch
-
     return open_host(settings, record_shapes=False).catalog
 
 
@@ -79,8 +48,6 @@ def _warn(message: str) -> None:
 
 async def _fill_cache(catalog: Any, settings: Any, *, refresh: bool) -> None:
     """Start the MCP servers whose tools are unknown (all with --refresh), concurrently."""
-    from graphchat.catalog.mcp.status import fresh_log
-
     names = catalog.groups() if refresh else catalog.unprepared()
     if not names:
         return
@@ -131,7 +98,6 @@ def run_list(args: argparse.Namespace) -> int:
     for message in catalog.warnings:  # what the servers just started added
         if message not in said:
             _warn(message)
-    from graphchat.plans.listing import tool_listing
 
     specs = catalog.list()
     if args.json:
@@ -145,7 +111,6 @@ def run_list(args: argparse.Namespace) -> int:
     ]
     if not rows:
         print(NO_TOOLS, file=sys.stderr)
-    from graphchat.plans.listing import CONTROL_SOURCE, control_entries
 
     rows += [  # step vocabulary, listed as graph lists it: never offered to a model, never callable
         {"name": c["name"], "source": CONTROL_SOURCE, "family": "control", "description": c["description"]}
@@ -153,7 +118,6 @@ def run_list(args: argparse.Namespace) -> int:
     ]
     width = min(max(len(r["name"]) for r in rows), 64)
     src_width = min(max(len(r["source"]) for r in rows), 24)
-    from graphchat.display import safe
 
     lines = [
         safe(
@@ -190,7 +154,6 @@ async def _afind(catalog: Any, settings: Any, name: str) -> Any:
         if spec is not None:
             return spec
         raise GraphchatError(catalog.unavailable(name) or f"unknown tool: {name}", 1)
-    from graphchat.catalog.base import similar_tools
 
     close = similar_tools(name, [s.name for s in catalog.list()])
     hint = f"did you mean: {', '.join(close)}?" if close else "see `graphchat tools list`"
@@ -216,9 +179,6 @@ def _find(catalog: Any, settings: Any, name: str) -> Any:
 
 def describe_tool(catalog: Any, spec: Any, settings_dir: Any) -> dict[str, Any]:
     """Everything `tools show` says about a tool, as JSON."""
-    from graphchat.plans.listing import read_only, source_of
-    from graphchat.shapes import ShapeStore
-
     # graph's keys, every one always present (null when absent; `outputSchema` and
     # `outputExample` are what the tool declares), then graphchat's beside them.
     doc: dict[str, Any] = {
@@ -261,7 +221,6 @@ def run_show(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     catalog = _catalog(settings)
-    from graphchat.plans.listing import control_show, is_control_step
 
     if is_control_step(args.name):
         doc = control_show(args.name)
@@ -304,21 +263,16 @@ def run_show(args: argparse.Namespace) -> int:
         ]
     if "example" in doc:
         out += ["", "example:", json.dumps(doc["example"], indent=2, ensure_ascii=False)]
-    from graphchat.display import safe
 
     sys.stdout.write(safe("\n".join(out)) + "\n")  # names and descriptions come from servers
     return 0
 
 
 def _settings(args: argparse.Namespace) -> Any:
-    from graphchat.workspace import load_settings
-
     return load_settings(getattr(args, "home", None))
 
 
 def _refuse_control_step(name: str) -> None:
-    from graphchat.plans.listing import is_control_step
-
     if is_control_step(name):  # listed like a tool, so a caller will try: say what it is
         raise GraphchatError(
             f"'{name}' is a control step, not a callable tool: the plan executor evaluates it",
@@ -337,8 +291,6 @@ def run_test(args: argparse.Namespace) -> int:
     if result.is_error:
         print("tool returned an error:", file=sys.stderr)
     if isinstance(result.value, str):
-        from graphchat.display import safe
-
         text = safe(result.value) if sys.stdout.isatty() else result.value  # a pipe: byte-exact
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     else:
@@ -356,7 +308,6 @@ def _invoke(args: argparse.Namespace) -> Any:
 
     arguments = apply_input_flags(read_document_arg(args.input, what="tool input"), args.pairs)
     settings = load_settings(getattr(args, "home", None))
-    from graphchat.events import TerminalSink, sink_for_environment
 
     events = sink_for_environment()
     if isinstance(events, TerminalSink):
@@ -383,8 +334,6 @@ def run_call(args: argparse.Namespace) -> int:
         report_error(result.error_message)  # the `✗ tool` line left it out: said once, in full
         return 1
     if isinstance(result.value, str):
-        from graphchat.display import safe
-
         text = safe(result.value) if sys.stdout.isatty() else result.value  # a pipe: byte-exact
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     else:

@@ -8,30 +8,12 @@ from typing import Any
 
 from graphchat.cli.output import note, print_json
 from graphchat.errors import EXIT_USAGE, ConfigError, GraphchatError
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser(
-        "warm",
-        help="keep a helper running so that `ask` answers at once",
-        description="Start this workspace's warm helper: it keeps the model library imported and the "
-        "MCP servers running, and `graphchat ask` hands its questions to it. Returns once it is ready "
-        "and prints its pid. It leaves after settings.warm_idle (default 15m) without a question, when "
-        "the configuration changes, or on --stop. GRAPHCHAT_WARM=0 turns it off; `settings.warm: auto` "
-        "starts it after the first ask.",
-    )
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument(
-        "--status", action="store_true", help="show the helper: pid, uptime, servers, idle time left"
-    )
-    what.add_argument("--stop", action="store_true", help="stop the helper(s) of this workspace")
-    parser.add_argument("--json", action="store_true", help="with --status: print it as JSON")
-    parser.set_defaults(func=run)
+from graphchat.host import load_settings
+from graphchat.warm import control
+from graphchat.warm import identity as ident
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphchat.warm import identity as ident
-
     if args.json and not args.status:
         raise GraphchatError("--json goes with --status", EXIT_USAGE)
     home = getattr(args, "home", None)
@@ -46,10 +28,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _start(home: str | None) -> int:
-    from graphchat.host import load_settings
-    from graphchat.warm import control
-    from graphchat.warm import identity as ident
-
     if ident.disabled():
         raise GraphchatError(
             "GRAPHCHAT_WARM=0 turns the warm helper off", EXIT_USAGE, hint="unset GRAPHCHAT_WARM to use it"
@@ -89,9 +67,6 @@ def _start(home: str | None) -> int:
 
 
 def _status(identity: Any, *, json: bool) -> int:
-    from graphchat.warm import control
-    from graphchat.warm import identity as ident
-
     paths = ident.paths(identity, ident.runtime_dir(create=False))
     running = control.status(paths)
     older = [
@@ -125,9 +100,6 @@ def _status(identity: Any, *, json: bool) -> int:
 
 
 def _stop(identity: Any) -> int:
-    from graphchat.warm import control
-    from graphchat.warm import identity as ident
-
     candidates = [ident.paths(identity, ident.runtime_dir(create=False))]
     candidates += [other for other, _ in control.others(identity.workspace, keep=identity.key)]
     stopped = [pid for paths in candidates if (pid := control.stop(paths)) is not None]

@@ -12,7 +12,7 @@ import pytest
 
 from graphchat.asks import Answer, Asker, ScriptedAsker, UnavailableAsker
 from graphchat.catalog.base import Catalog
-from graphchat.cli.plan import exit_code
+from graphchat.cli.front import exit_code
 from graphchat.llm.types import Completion, ModelClient, Usage
 from graphchat.plans.executor import run_plan
 from graphchat.plans.plan_tools import PlanSource

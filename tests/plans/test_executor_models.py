@@ -12,7 +12,7 @@ import pytest
 
 from graphchat.catalog.base import CallContext, Catalog
 from graphchat.catalog.native import NativeSource
-from graphchat.cli.plan import envelope
+from graphchat.cli.front import envelope
 from graphchat.plans.executor import llm_factory_for, run_plan
 from graphchat.workspace import load_settings
 from tests.conftest import GraphchatRunner

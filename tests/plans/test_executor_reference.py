@@ -14,7 +14,7 @@ import pytest
 
 from graphchat.asks import ScriptedAsker, UnavailableAsker
 from graphchat.catalog.base import CallContext
-from graphchat.cli.plan import exit_code
+from graphchat.cli.front import exit_code
 from graphchat.plans.discovery import discover
 from graphchat.plans.executor import PlanOutcome, llm_factory_for, run_plan
 from graphchat.sources import build_catalog
