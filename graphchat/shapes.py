@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from graphchat.fsutil import read_object, write_atomic
+from graphchat.fsutil import describe_failure, is_failed_write, read_object, write_atomic
 from graphchat.jsontype import json_type
 from graphchat.naming import sanitize
 
@@ -473,8 +473,6 @@ class ShapeStore:
         try:
             await asyncio.to_thread(self.record, tool, value, declared_schema)
         except Exception as exc:  # a cache must never break a call
-            from graphchat.fsutil import describe_failure, is_failed_write
-
             said = describe_failure(exc) if is_failed_write(exc) else exc
             log.warning("could not record the shape of %s: %s", tool, said)
 

@@ -21,6 +21,7 @@ from graphchat.catalog.native import NativeSource
 from graphchat.catalog.packs import pack_sources
 from graphchat.catalog.user_tools import UserToolSource
 from graphchat.ci import memory_storage
+from graphchat.fsutil import describe_failure, is_failed_write
 from graphchat.plans.core_tools import CoreSource
 from graphchat.plans.plan_tools import PlanSource
 from graphchat.shapes import ShapeStore
@@ -173,8 +174,6 @@ class ShapeRecorderHook:
             try:
                 self.store.record_many(tool, values, declared)
             except Exception as exc:
-                from graphchat.fsutil import describe_failure, is_failed_write
-
                 said = describe_failure(exc) if is_failed_write(exc) else exc
                 log.warning("could not record the shape of %s: %s", tool, said)
 

@@ -8,8 +8,8 @@ An import inside a function moves to the module's top when all of these hold:
 
 - its module is not one of the lazy edges kept for start-up speed (KEEP_LAZY: command dispatch
   in cli/main.py, `python -m graphchat`, the warm client);
-- it is not inside `if TYPE_CHECKING:` or a `try:` (an optional import), and not the only
-  statement of its block;
+- it is not inside `if TYPE_CHECKING:`, nor in the body of a `try:` that catches ImportError (an
+  optional import), and not the only statement of its block;
 - the new top-level edge makes no import cycle at import time: the graph of top-level imports
   between graphchat modules (a module also imports its parent packages) stays acyclic where it
   is acyclic today;
@@ -382,8 +382,8 @@ def judge(t: Tree, c: Candidate, patched: set[str], parents: dict[ast.AST, ast.A
     node: ast.AST = c.node
     while node is not c.function:
         parent = parents[node]
-        if isinstance(parent, ast.Try):
-            return "inside try"
+        if isinstance(parent, ast.Try) and node in parent.body and _catches_import_error(parent):
+            return "an optional import (try … except ImportError)"
         node = parent
     parent = parents[c.node]
     for field in ("body", "orelse", "finalbody"):
@@ -423,6 +423,19 @@ def judge(t: Tree, c: Candidate, patched: set[str], parents: dict[ast.AST, ast.A
             if not gained <= allowed:
                 return f"would make {importer} import {', '.join(sorted(gained - allowed))}"
     return None
+
+
+def _catches_import_error(node: ast.Try) -> bool:
+    """A `try:` whose handlers catch a failed import (ImportError or its subclass, or bare)."""
+    for handler in node.handlers:
+        caught = handler.type
+        names = [caught] if not isinstance(caught, ast.Tuple) else list(caught.elts)
+        if caught is None or any(
+            isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError")
+            for n in names
+        ):
+            return True
+    return False
 
 
 def insertion_line(tree: ast.Module) -> int:

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from graphchat.asks import TOOL_CALL, TURN_FRAMES, Parked
 from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
+from graphchat.fsutil import describe_failure
 from graphchat.jsonschema_util import first_error
+from graphchat.llm.budget import current as current_budget
 from graphchat.llm.jsonreply import parse_json_reply
 from graphchat.llm.types import ToolCall, Usage
 from graphchat.llm.vision import accepts_images
@@ -77,8 +79,6 @@ async def _call_one(catalog: Catalog, call: ToolCall, ctx: CallContext) -> ToolR
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # Catalog.call should not raise; a bug there must not sink the round
-        from graphchat.fsutil import describe_failure
-
         return ToolResult.error(f"{call.name}: {describe_failure(exc)}")
 
 
@@ -142,8 +142,6 @@ async def run_tool_round(
                 task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if record is not None:
-            from graphchat.llm.budget import current as current_budget
-
             budget = current_budget()
             why = (
                 f"cancelled before it finished ({budget.deadline_message()})"

@@ -19,9 +19,12 @@ from graphchat.asks import Parked
 from graphchat.catalog.base import CallContext
 from graphchat.errors import EXIT_USAGE, GraphchatError
 from graphchat.events import RoleUsage, by_model_rows
+from graphchat.fsutil import describe_failure
+from graphchat.interrupts import reason
 from graphchat.jsonschema_util import preload_in_background
 from graphchat.llm.budget import budget_scope
 from graphchat.llm.client import LLM, context_window, count_tokens
+from graphchat.llm.runtime import alitellm_module
 from graphchat.llm.types import Usage
 from graphchat.threads import lines as ev
 from graphchat.threads.limits import capped_recorder
@@ -246,8 +249,6 @@ class Session:
             on_usage=extra_usage.append,
         )
         try:
-            from graphchat.llm.runtime import alitellm_module
-
             await alitellm_module()  # the import may still run: wait without blocking Ctrl-C
             for event in await resumed(ctx) if resumed is not None else []:
                 thread.append(event)
@@ -276,7 +277,6 @@ class Session:
             if budget.timed_out:  # settings.max_run_seconds: the turn failed, nobody interrupted it
                 self._close_failed(thread, budget.deadline_message(), llm, before, extra_usage)
                 raise
-            from graphchat.interrupts import reason
 
             self._close_failed(
                 thread, f"interrupted ({reason()})", llm, before, extra_usage, interrupted=True
@@ -286,8 +286,6 @@ class Session:
             self._close_failed(thread, exc.message, llm, before, extra_usage)
             raise
         except Exception as exc:
-            from graphchat.fsutil import describe_failure
-
             self._close_failed(thread, describe_failure(exc), llm, before, extra_usage)
             raise
         usage = self._spent(llm, before, extra_usage).to_dict()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from graphchat.errors import close_matches, did_you_mean
+from graphchat.fsutil import describe_failure
 from graphchat.jsonschema_util import argument_problem
 
 if TYPE_CHECKING:
@@ -421,8 +422,6 @@ class Catalog:
                 events.tool_finished(name, (time.perf_counter() - started) * 1000, True, "cancelled", call)
             raise
         except Exception as exc:  # a tool must never take the round down
-            from graphchat.fsutil import describe_failure
-
             result = ToolResult.error(f"{name}: {describe_failure(exc)}")
         finally:
             CURRENT_CALL.reset(current)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graphchat.catalog.mcp.config import load_servers
 from graphchat.cli.models import key_status, provider_of
 from graphchat.cli.output import print_json
 from graphchat.errors import GraphchatError
@@ -165,8 +166,6 @@ def where_report(settings: Any) -> dict[str, Any]:
     servers: list[str] = []
     server_error = None
     try:
-        from graphchat.catalog.mcp.config import load_servers
-
         servers = [s.name for s in load_servers(settings.catalog_dir, settings.workspace, warnings=[])]
     except Exception as exc:  # a broken servers.yaml is reported, not fatal here
         server_error = str(getattr(exc, "message", exc))

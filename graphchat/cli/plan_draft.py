@@ -14,8 +14,9 @@ from graphchat.events import sink_for_environment
 from graphchat.fsutil import write_atomic
 from graphchat.host import open_host
 from graphchat.llm import LLM, preload_in_background
+from graphchat.llm.budget import budget_scope
 from graphchat.plans.discovery import find_plan, identifier_taken
-from graphchat.plans.draft import draft_plan, thread_exchange
+from graphchat.plans.draft import draft_plan, salvage, thread_exchange
 from graphchat.plans.loader import IDENTIFIER_RE
 from graphchat.threads.store import ThreadStore
 from graphchat.workspace import load_settings
@@ -133,7 +134,6 @@ def run_draft(args: argparse.Namespace) -> int:
             for message in catalog.warnings:  # what the servers just started added
                 if message not in said:
                     events.warning(message)
-            from graphchat.llm.budget import budget_scope
 
             async with budget_scope(settings, "run") as _:  # the run's budgets (calls, cost, clock)
                 result = await draft_plan(
@@ -151,8 +151,6 @@ def run_draft(args: argparse.Namespace) -> int:
                 )
             kept = None
             if not result.ok and args.salvage and result.last_doc is not None:
-                from graphchat.plans.draft import salvage
-
                 kept = salvage(result.last_doc, catalog, settings, header=header)  # graph's salvage
             return result, kept
         finally:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from graphchat.errors import GraphchatError
+from graphchat.errors import ConfigError, GraphchatError
 from graphchat.jsonschema_util import first_error, schema_refusal
 from graphchat.llm.budget import MAX_OUTPUT_TOKENS, MODEL_TIMEOUT, Budget
 from graphchat.llm.budget import current as current_budget
@@ -97,7 +97,6 @@ class LLM:
                     config, messages, tools, on_text, tool_choice, response_format, site, stream
                 )
             except GraphchatError as exc:
-                from graphchat.errors import ConfigError
                 from graphchat.llm.budget import BudgetExceeded
 
                 sent = not isinstance(exc, (ConfigError, BudgetExceeded))  # else nothing left here

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat import __version__
 from graphchat.asks import Asker, UnavailableAsker
-from graphchat.catalog.base import CallContext
+from graphchat.catalog.base import CallContext, ToolResult
 from graphchat.errors import GraphchatError
 from graphchat.events import EventSink, sink_for_environment
 from graphchat.fsutil import describe_failure
@@ -239,8 +239,6 @@ class PlanServer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                from graphchat.catalog.base import ToolResult
-
                 result = ToolResult.error(f"{catalog_name}: {describe_failure(exc)}")
             await run.outbox.put(("done", publicize(result, spec, arguments)))
             if not run.handler_waiting:  # nobody came back for it (the client gave up)

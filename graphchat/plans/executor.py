@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import TOOL_CALL, Parked
 from graphchat.catalog.base import CallContext, ToolResult
-from graphchat.errors import ConfigError
+from graphchat.errors import ConfigError, GraphchatError
 from graphchat.events import EventSink, sampling_server
 from graphchat.jsonschema_util import errors, fits
 from graphchat.llm import LLM
@@ -341,8 +341,6 @@ class Runner:
         except StepFailed:
             raise
         except Exception as err:
-            from graphchat.errors import GraphchatError
-
             if isinstance(err, GraphchatError) and err.exit_code == 2:
                 raise
             raise StepFailed(label, step.tool_name, f"judge: {err}") from None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import ToolResult
 from graphchat.errors import GraphchatError
+from graphchat.host import load_settings
 from graphchat.runs.answers import settle
 from graphchat.runs.frames import TurnFrames
 from graphchat.runs.parked import RunRecord
@@ -127,8 +128,6 @@ def _thread_records_cancel(record: RunRecord, ids: list[str]) -> None:
     closes as failed (left out of what the model is sent next; the thread can go on)."""
     workspace = Path(record.data["workspace"])
     try:
-        from graphchat.host import load_settings
-
         threads_dir = load_settings(str(workspace)).threads_dir
     except GraphchatError:
         threads_dir = workspace / "threads"

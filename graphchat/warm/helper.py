@@ -35,6 +35,7 @@ from typing import Any
 import graphchat
 from graphchat.catalog.mcp.pool import McpSource
 from graphchat.errors import EXIT_INTERRUPTED, EXIT_WAITING, ConfigError, GraphchatError
+from graphchat.fsutil import describe_failure, is_failed_write
 from graphchat.host import needs_model
 from graphchat.interrupts import CLIENT_REASON
 from graphchat.llm.runtime import litellm_module, warm_up
@@ -541,8 +542,6 @@ class Helper:
             conn.send({"t": "exit", "code": exc.exit_code})
             return
         except Exception as exc:  # noqa: BLE001 - the client says it as main() would
-            from graphchat.fsutil import describe_failure, is_failed_write
-
             if debug:
                 _traceback()
             if is_failed_write(exc):  # a read-only or full disk: one line, as main() says it

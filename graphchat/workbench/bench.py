@@ -20,6 +20,7 @@ from graphchat.agent.loop import IterationsExhausted, run_loop
 from graphchat.catalog.base import CallContext, Catalog
 from graphchat.errors import GraphchatError
 from graphchat.events import EventSink
+from graphchat.fsutil import describe_failure
 from graphchat.llm.client import LLM
 from graphchat.plans import authoring as a
 from graphchat.plans.authoring import plain
@@ -192,8 +193,6 @@ class Bench:
             )
             return ""
         except Exception as exc:
-            from graphchat.fsutil import describe_failure
-
             self.events.append(dict(ev.turn_failed(describe_failure(exc))))
             self.say(f"✗ {describe_failure(exc)}")
             return ""

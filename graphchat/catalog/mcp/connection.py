@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.asks import Parked, Question
 from graphchat.catalog.base import CURRENT_CALL, CallContext, ToolResult
-from graphchat.catalog.mcp.logs import sdk_log_handler
+from graphchat.catalog.mcp.logs import CappedLog, sdk_log_handler
 from graphchat.catalog.mcp.results import map_result, tool_record
 from graphchat.catalog.mcp.sampling import USER_REJECTED
-from graphchat.catalog.process_groups import server_groups
+from graphchat.catalog.process_groups import exit_code, server_groups
+from graphchat.ci import memory_storage
 from graphchat.errors import GraphchatError
+from graphchat.fsutil import failed_write_message
 from graphchat.llm.budget import current as current_budget
 from graphchat.llm.budget import spending
 
@@ -232,13 +234,11 @@ class Connection:
             expanded = self.config.expanded_to_start()  # unset ${VAR}, missing cwd: fail before starting
             async with AsyncExitStack() as stack:
                 spawned = stack.enter_context(server_groups())  # last out: kills what the server left behind
-                from graphchat.catalog.mcp.logs import CappedLog
 
                 # The server's stderr through a pipe into a capped, rotated log file; when that
                 # file cannot be opened (a read-only or full disk), to a null sink: the server
                 # still starts, and a warning says where its stderr did not go.
                 errlog: Any
-                from graphchat.ci import memory_storage
 
                 if memory_storage():  # GRAPHCHAT_STORAGE=memory: no log file is written
                     errlog = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115
@@ -250,8 +250,6 @@ class Connection:
                             f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {self.config.where}\n",
                         )
                     except OSError as exc:
-                        from graphchat.fsutil import failed_write_message
-
                         if self.on_warning is not None:
                             self.on_warning(
                                 f"MCP server '{self.name}': its stderr goes nowhere, the log cannot be "
@@ -303,7 +301,6 @@ class Connection:
                 message = f"no answer to the MCP handshake within {START_TIMEOUT_S:g} s"
             else:
                 message = describe(exc).removeprefix(f"MCP server '{self.name}': ")
-            from graphchat.catalog.process_groups import exit_code
 
             code = exit_code(spawned)
             if code is not None and message.startswith("connection closed"):

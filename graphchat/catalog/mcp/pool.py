@@ -22,6 +22,7 @@ from graphchat.catalog.mcp.config import ServerConfig, load_servers
 from graphchat.catalog.mcp.connection import Connection, ServerUnavailable, cannot_start, describe
 from graphchat.catalog.mcp.sampling import serve_sampling
 from graphchat.errors import GraphchatError
+from graphchat.fsutil import failed_write_message
 from graphchat.naming import NameMap
 
 if TYPE_CHECKING:
@@ -123,8 +124,6 @@ class McpSource(ToolSource):
         try:
             self.files.store_tools(config, tools)
         except OSError as exc:  # a read-only or full disk: this run still knows them
-            from graphchat.fsutil import failed_write_message
-
             if self.events is not None:
                 self.events.warning(
                     f"could not cache the tools of MCP server '{config.name}': {failed_write_message(exc)}"

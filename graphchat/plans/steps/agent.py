@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.agent.loop import WaitingRound, run_loop
 from graphchat.asks import TOOL_CALL, Parked
 from graphchat.catalog.base import ToolResult
+from graphchat.errors import GraphchatError
 from graphchat.jsonschema_util import refusal
 from graphchat.llm.types import ToolCall
 from graphchat.plans.grammar import Results, Schema, Site, array_of, closed, yaml_kind
@@ -169,8 +170,6 @@ async def run(runner: StepRunner, step: Step, scope: dict[str, Any], frame: Fram
     except StepFailed:
         raise
     except Exception as exc:
-        from graphchat.errors import GraphchatError
-
         if isinstance(exc, GraphchatError) and exc.exit_code == 2:
             raise
         raise StepFailed(step.label, "agent", str(exc) or type(exc).__name__) from None
