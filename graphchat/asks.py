@@ -499,6 +499,7 @@ async def ask_by_lines(question: Question, reader: LineReader) -> Answer:
 
             problem = pattern_problem(prop, value) if isinstance(prop, dict) else None
             if problem is None and isinstance(prop, dict):
+                # on `ask`'s path before it hands the turn to a warm helper: imported when used
                 from graphchat.jsonschema_util import first_error
 
                 problem = first_error(answer_property(prop), value)

@@ -85,6 +85,7 @@ def annotate(level: str, message: str, *, json: bool = False, **properties: str 
     if json or events_mode() != "github":
         return
 
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.threads.redact import Redactor, environment_secrets
 
     message = Redactor(environment_secrets(None)).text(message)  # as report_error: no key leaks

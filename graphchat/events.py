@@ -200,6 +200,7 @@ class JsonlSink(EventSink):
     def emit(self, event: str, **fields: Any) -> None:
         import orjson
 
+        # on `ask`'s path before it hands the turn to a warm helper: imported when used
         from graphchat.threads.redact import scrub_answered
 
         line = orjson.dumps(

@@ -29,6 +29,7 @@ def load_settings(home: str | None, *, model: str | None = None, needs: str | No
     """The workspace's settings (`--model` overrides the configured models). `needs` names the
     model role the command will certainly call (chat, solver): no model configured for it exits
     2 now, before anything starts, and the model library starts importing in the background."""
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.workspace import load_settings as load
 
     settings = load(home, model_override=model)
@@ -40,11 +41,13 @@ def load_settings(home: str | None, *, model: str | None = None, needs: str | No
 def needs_model(settings: Settings, role: str) -> None:
     """A model call for `role` is certain: exit 2 now when none is configured, and overlap
     the model library's import with the rest of the start."""
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.llm.keys import check_key, check_model
 
     config = settings.model_for(role)
     check_model(config)  # a misspelt provider or model: exit 2 before litellm loads (seconds)
     check_key(config)  # a missing key: the same, naming the variable; nothing is sent
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.llm.runtime import preload_in_background
 
     preload_in_background()
@@ -54,6 +57,7 @@ def answering(answers_file: str | None, here: Asker, events: EventSink | None) -
     """The one rule for `--answers`: the file first, then `here` (the terminal, the chat)."""
     if not answers_file:
         return here
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.asks import ScriptedAsker, load_answers
 
     return ScriptedAsker(load_answers(answers_file), fallback=here, events=events)
@@ -76,6 +80,7 @@ class Host:
     @property
     def threads(self) -> ThreadStore:
         if self._store is None:
+            # on `ask`'s path before it hands the turn to a warm helper: imported when used
             from graphchat.ci import memory_storage
             from graphchat.threads.redact import settings_secrets
             from graphchat.threads.store import ThreadStore
@@ -96,6 +101,7 @@ class Host:
         self, thread: Thread | None, *, model_override: str | None = None, assume_yes: bool = False
     ) -> Session:
         """A conversation over `thread` (ask: one turn; chat: many) on this host's stack."""
+        # on `ask`'s path before it hands the turn to a warm helper: imported when used
         from graphchat.agent.session import Session
 
         session = Session(
@@ -113,6 +119,7 @@ class Host:
 
     def context(self, *, surface: str, assume_yes: bool = False) -> CallContext:
         """The CallContext of a call made straight from the command (plan run, tools call)."""
+        # on `ask`'s path before it hands the turn to a warm helper: imported when used
         from graphchat.catalog.base import CallContext
 
         return CallContext(asker=self.asker, events=self.events, assume_yes=assume_yes, surface=surface)
@@ -163,11 +170,13 @@ def open_host(
     the workspace's approval policy (see `build_catalog`); `include_plans`: False for a catalog
     of the MCP servers' tools only (`mcp tools`); `catalog`: one already running (a warm
     helper's), used and left running. Cheap: nothing starts here."""
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.events import sink_for_environment
     from graphchat.sources import build_catalog
 
     sink = events if events is not None else sink_for_environment()
     if here is None:
+        # on `ask`'s path before it hands the turn to a warm helper: imported when used
         from graphchat.asks import host_asker
 
         here = host_asker  # the terminal when there is one

@@ -115,6 +115,7 @@ async def _tools(app: ChatApp, arg: str) -> bool:
 
 
 async def _thread(app: ChatApp, arg: str) -> bool:
+    # a cycle: graphchat.chat.app imports this module
     from graphchat.chat.app import current_thread_id
 
     thread_id = current_thread_id(app.session)
@@ -146,6 +147,7 @@ async def _clear(app: ChatApp, arg: str) -> bool:
 
 
 def _last_or_say(app: ChatApp, command: str) -> str | None:
+    # a cycle: graphchat.chat.app imports this module
     from graphchat.chat.app import current_thread_id, last_message
 
     message = last_message(app.session)
@@ -160,6 +162,7 @@ def _last_or_say(app: ChatApp, command: str) -> str | None:
 async def _retry(app: ChatApp, arg: str) -> bool:
     """The last turn again: taken back from the thread (kept on disk, no longer sent), and its
     message sent anew."""
+    # a cycle: graphchat.chat.app imports this module
     from graphchat.chat.app import current_thread_id
 
     message = _last_or_say(app, "retry")
@@ -203,6 +206,7 @@ async def _model(app: ChatApp, arg: str) -> bool:
 
 async def _freeze(app: ChatApp, arg: str) -> bool:
     """Freeze the current thread into a plan, show it, and offer to run it once."""
+    # a cycle: graphchat.chat.app imports this module
     from graphchat.chat.app import current_thread_id
 
     ui = app.ui
@@ -253,6 +257,7 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
 async def _workbench(app: ChatApp, arg: str) -> bool:
     """The current thread frozen (as /freeze, nothing written) and opened in the workbench, on
     the chat's loop and catalog; the chat goes on when it closes."""
+    # a cycle: graphchat.chat.app imports this module
     from graphchat.chat.app import current_thread_id
 
     ui = app.ui

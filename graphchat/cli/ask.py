@@ -36,6 +36,7 @@ def _message_with_stdin(message: str) -> str:
 
 
 def _person_reads_stderr() -> bool:
+    # `ask` hands its turn to a warm helper before it imports the turn's modules
     from graphchat.ci import jsonl_events
 
     err = sys.stderr
@@ -77,6 +78,7 @@ def _thread_flags(args: argparse.Namespace) -> None:
 
 def _message_taken_for_a_thread(args: argparse.Namespace, settings: Any) -> None:
     """`ask --thread "and the docs?"`: argparse gave the message to --thread."""
+    # `ask` hands its turn to a warm helper before it imports the turn's modules
     from graphchat.threads.store import ThreadStore
 
     try:
@@ -107,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     _thread_flags(args)
     _attachments(args)
     if args.message is None and args.thread:
+        # `ask` hands its turn to a warm helper before it imports the turn's modules
         from graphchat.host import load_settings
 
         _message_taken_for_a_thread(args, load_settings(getattr(args, "home", None)))
@@ -122,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
     # This workspace's warm helper, when one runs, takes the question (graphchat.warm).
     from graphchat.cli.front import TerminalFront
+
+    # `ask` hands its turn to a warm helper before it imports the turn's modules
     from graphchat.warm.client import hand_over
 
     front = TerminalFront()
@@ -139,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     code, message = (None, None) if logging else hand_over(args, turn_flags, read_message, front)
     if code is not None:
         return code
+    # `ask` hands its turn to a warm helper before it imports the turn's modules
     from graphchat.host import load_settings
     from graphchat.runs.turn import ask_turn
 
@@ -150,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     code = asyncio.run(ask_turn(settings, turn_flags, message, args.thread, front))
+    # `ask` hands its turn to a warm helper before it imports the turn's modules
     from graphchat.warm.control import start_in_background
 
     start_in_background(settings)  # settings.warm: auto — the next questions go to a warm helper
@@ -161,6 +168,7 @@ def _attachments(args: argparse.Namespace) -> None:
     refs = getattr(args, "attach", None) or []
     if not refs:
         return
+    # `ask` hands its turn to a warm helper before it imports the turn's modules
     from graphchat.catalog.mcp.features import parse_attach
 
     for ref in refs:
@@ -179,6 +187,7 @@ def check_message(message: str) -> None:
 def flags(args: argparse.Namespace) -> dict[str, Any]:
     """The flags that change what a turn does (kept in a parked turn's record, and handed to a
     warm helper with the question)."""
+    # `ask` hands its turn to a warm helper before it imports the turn's modules
     from graphchat.ci import memory_storage
 
     return {
@@ -221,6 +230,7 @@ class StdoutWriter:
         if not self.tty:
             self.held.append(text)
             return
+        # `ask` hands its turn to a warm helper before it imports the turn's modules
         from graphchat.display import safe
 
         if self.markdown is not None:
@@ -248,6 +258,7 @@ class StdoutWriter:
             if text.strip():
                 self.events.emit("narration", text=text.strip())
             return
+        # `ask` hands its turn to a warm helper before it imports the turn's modules
         from graphchat.display import safe
 
         said = safe(text.strip())
@@ -282,6 +293,7 @@ class LiveMarkdown:
     warm or local). What stays on the screen is the whole text rendered at once."""
 
     def __init__(self, stream: Any) -> None:
+        # `ask` hands its turn to a warm helper before it imports the turn's modules
         from graphchat.chat.render import MarkdownStream
 
         self.blocks = MarkdownStream(stream)
@@ -295,6 +307,7 @@ class LiveMarkdown:
             if self.live is not None:
                 self.live.update("", refresh=True)
             return
+        # `ask` hands its turn to a warm helper before it imports the turn's modules
         from graphchat.chat.render import CODE_THEME, TailView
 
         view = TailView(

@@ -79,6 +79,7 @@ async def _chat(args: argparse.Namespace) -> int:
     thread = host.continued(args.thread)
     session = host.session(thread, model_override=args.model, assume_yes=args.yes)
     app = ChatApp(ui, session, host.catalog, settings)
+    # prompt_toolkit: imported when used, not at start-up
     from graphchat.chat.complete import completer_for
 
     ui.prompt_session.completer = completer_for(app)

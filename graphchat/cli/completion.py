@@ -46,6 +46,7 @@ def complete() -> None:
 
 
 def _plans(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
+    # Tab completion: only what the completed word needs
     from graphchat.plans.discovery import _declared_identifier, plan_files
 
     folder = _workspace(parsed_args) / "plans"
@@ -75,6 +76,7 @@ def _threads(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> dict[str
 
 
 def _tools(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
+    # Tab completion: only what the completed word needs
     from graphchat.sources import build_catalog
     from graphchat.workspace import load_settings
 
@@ -84,6 +86,7 @@ def _tools(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
 
 
 def _requests(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> dict[str, str]:
+    # Tab completion: only what the completed word needs
     from graphchat.runs.requests import RequestStore
 
     found = RequestStore(_workspace(parsed_args)).all()
@@ -172,6 +175,7 @@ def _quiet(completer: Completer) -> Completer:
 def _workspace(parsed_args: argparse.Namespace) -> Path:
     """The workspace the command line being completed names (its `--home`), else the usual
     search; never created by completing."""
+    # Tab completion: only what the completed word needs
     from graphchat.workspace import CONFIG_NAME, user_data_dir
 
     home = getattr(parsed_args, "home", None) or os.environ.get("GRAPHCHAT_HOME")

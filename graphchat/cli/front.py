@@ -128,6 +128,7 @@ def report_parked(requests: list[dict[str, Any]], *, json: bool, home: str | Non
     """A parked run: each request, its question, what the answer may be and the exact command
     that answers it on stderr (`--json`: the `{parked, requests, resume}` object on stdout);
     exit 5."""
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.requests_text import answer_command, answer_help, approval_lines
 
     jsonl = jsonl_events()  # request_opened said it

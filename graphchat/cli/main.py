@@ -37,6 +37,7 @@ class _Parser(argparse.ArgumentParser):
 
         found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if found:
+            # command dispatch: `--help` and a group's parser import only what they use
             from graphchat.errors import did_you_mean
 
             guess = did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
@@ -50,6 +51,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     imported: a warm `ask` starts in tens of milliseconds, and ten groups cost twenty)."""
     from importlib import import_module
 
+    # command dispatch: `--help` and a group's parser import only what they use
     from graphchat import __version__
 
     parser = _Parser(
@@ -112,12 +114,14 @@ def _command_group(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # command dispatch: `--help` and a group's parser import only what they use
     from graphchat import interrupts
     from graphchat.cli.output import report_error
     from graphchat.errors import EXIT_USAGE, GraphchatError
 
     interrupts.install()  # SIGTERM and SIGHUP: like Ctrl-C (cancel, record, stop servers)
     if "_ARGCOMPLETE" in os.environ:  # the shell asks what Tab completes (`graphchat completion`)
+        # command dispatch: `--help` and a group's parser import only what they use
         from graphchat.cli.completion import complete
 
         complete()
@@ -136,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = bool(args.verbose) or os.environ.get("GRAPHCHAT_DEBUG") == "1"
     try:
+        # command dispatch: `--help` and a group's parser import only what they use
         from graphchat.logs import configure
 
         configure(int(args.verbose or 0))  # -v/-vv/-vvv and $GRAPHCHAT_LOG: logs on stderr
@@ -164,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:
+        # command dispatch: `--help` and a group's parser import only what they use
         from graphchat.fsutil import describe_failure, is_failed_write
 
         if interrupts.received():  # ending on SIGTERM/SIGHUP: a failure on the way out (its
@@ -189,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _annotate(args: argparse.Namespace, message: str) -> None:
     """A failed command under GRAPHCHAT_EVENTS=github: one `::error::` line (graphchat.ci)."""
+    # command dispatch: `--help` and a group's parser import only what they use
     from graphchat.ci import annotate
 
     annotate("error", message, json=bool(getattr(args, "json", False)))

@@ -255,6 +255,7 @@ def provider_of(model: str) -> str:
     entry = model_map().get(model)
     if entry and isinstance(entry.get("litellm_provider"), str):
         return str(entry["litellm_provider"])
+    # Tab completion imports this module: imported when used
     from graphchat.llm.keys import provider_of as guess
 
     return guess(model)

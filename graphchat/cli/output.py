@@ -9,6 +9,7 @@ from graphchat.errors import EXIT_USAGE, GraphchatError
 
 
 def report_error(message: str, hint: str | None = None) -> None:
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.display import safe
     from graphchat.threads.redact import Redactor, environment_secrets
 
@@ -21,6 +22,7 @@ def report_error(message: str, hint: str | None = None) -> None:
 
 
 def warn(message: str) -> None:
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.display import safe
 
     sys.stderr.write(f"warning: {safe(message)}\n")
@@ -28,6 +30,7 @@ def warn(message: str) -> None:
 
 
 def note(message: str) -> None:
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.display import safe
 
     sys.stderr.write(safe(message) + "\n")
@@ -105,6 +108,7 @@ def read_document_arg(arg: str | None, *, what: str = "input") -> Any:
         if path.endswith((".yaml", ".yml")):
             import yaml
 
+            # on `ask`'s path before it hands the turn to a warm helper: imported when used
             from graphchat.yamlfile import parse_yaml
 
             try:

@@ -14,10 +14,13 @@ from graphchat.cli.parsers.requests import RUNS_SHOWN
 from graphchat.display import safe
 from graphchat.errors import EXIT_FAILURE, EXIT_USAGE, GraphchatError
 from graphchat.host import load_settings
+from graphchat.requests_text import answer_command as answer_line
+from graphchat.requests_text import answer_help, approval_lines
 from graphchat.runs.answers import settle, still_waiting
 from graphchat.runs.parked import RunRecord, all_runs
 from graphchat.runs.requests import AlreadySettled, RequestStore, read_answer
 from graphchat.runs.resume import cancel, resume_run, run_known
+from graphchat.runs.resume import resume as resume_request
 from graphchat.runs.retention import prune
 from graphchat.workspace import find_workspace
 
@@ -45,8 +48,6 @@ def list_command(args: argparse.Namespace) -> int:
     if not found:
         note("no requests wait" if not args.all else "no requests")
         return 0
-    from graphchat.requests_text import answer_command, answer_help, approval_lines
-
     home = getattr(args, "home", None)
     for request in found:
         where = request.source.get("plan") or request.source.get("thread") or ""
@@ -62,7 +63,7 @@ def list_command(args: argparse.Namespace) -> int:
         for i, option in enumerate(request.options or [], 1):
             sys.stdout.write(safe(f"    {i}. {option}", newlines=False) + "\n")
         if request.state == "open":
-            sys.stdout.write(f"    answer it: {answer_command(public, home)}\n")
+            sys.stdout.write(f"    answer it: {answer_line(public, home)}\n")
             for line in answer_help(public, home):
                 sys.stdout.write(safe(f"      {line}") + "\n")
     return 0
@@ -184,9 +185,7 @@ def resume_command(args: argparse.Namespace) -> int:
 
 def resume(store: Any, request: Any) -> int:
     """Resume the parked run `request` belongs to, in this process, on this terminal."""
-    from graphchat.runs.resume import resume as resume_run
-
-    return resume_run(store, request, TerminalFront())
+    return resume_request(store, request, TerminalFront())
 
 
 def runs_command(args: argparse.Namespace) -> int:

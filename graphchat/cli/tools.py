@@ -225,8 +225,6 @@ def run_show(args: argparse.Namespace) -> int:
     if is_control_step(args.name):
         doc = control_show(args.name)
         if args.json:
-            from graphchat.cli.output import print_json
-
             print_json(doc)
             return 0
         text = [f"{doc['name']}  (control step: evaluated by the plan executor, not callable)", ""]
@@ -237,8 +235,6 @@ def run_show(args: argparse.Namespace) -> int:
     settings_dir = settings.catalog_dir
     doc = describe_tool(catalog, spec, settings_dir)
     if args.json:
-        from graphchat.cli.output import print_json
-
         print_json(doc)
         return 0
     out = [f"{doc['name']}  ({doc['origin']}, {doc['family']})"]
@@ -301,8 +297,6 @@ def run_test(args: argparse.Namespace) -> int:
 def _invoke(args: argparse.Namespace) -> Any:
     """Run the one call of `tools call` / `tools test` and return its ToolResult."""
     import asyncio
-
-    from graphchat.host import load_settings, open_host
 
     _refuse_control_step(args.name)
 

@@ -57,6 +57,7 @@ class LLM:
         config = config or self.config
         kwargs: dict[str, Any] = dict(config.extra)
         kwargs["model"] = config.model
+        # a cycle: graphchat.llm.keys imports this module
         from graphchat.llm.keys import expanded
 
         if config.api_base:  # `${VAR}` expanded here, for the request only
@@ -97,6 +98,7 @@ class LLM:
                     config, messages, tools, on_text, tool_choice, response_format, site, stream
                 )
             except GraphchatError as exc:
+                # a cycle: graphchat.llm.budget imports this module
                 from graphchat.llm.budget import BudgetExceeded
 
                 sent = not isinstance(exc, (ConfigError, BudgetExceeded))  # else nothing left here
@@ -131,6 +133,7 @@ class LLM:
         """One call to one model (`config`: this LLM's or one of its fallbacks)."""
         litellm = await alitellm_module(warm=config.model)
         if config.model not in self._checked:
+            # a cycle: graphchat.llm.errors imports this module
             from graphchat.llm.errors import check_configuration
 
             check_configuration(litellm, config)  # nothing is sent for a config mistake
@@ -166,6 +169,7 @@ class LLM:
         except GraphchatError:
             raise
         except Exception as exc:
+            # a cycle: graphchat.llm.errors imports this module
             from graphchat.llm.errors import to_graphchat_error
 
             raise to_graphchat_error(
@@ -278,6 +282,7 @@ class LLM:
                 raise
             except Exception as exc:
                 if assembler.started or attempt >= self.num_retries:
+                    # a cycle: graphchat.llm.errors imports this module
                     from graphchat.llm.errors import provider_message
 
                     broke = GraphchatError(
@@ -352,6 +357,7 @@ class LLM:
         self, messages: list[Message], schema: dict[str, Any], *, site: str, name: str = "output"
     ) -> dict[str, Any]:
         """A reply forced to `schema`: parsed, validated, with one repair pass; else GraphchatError."""
+        # a cycle: graphchat.llm.jsonreply imports this module
         from graphchat.llm.jsonreply import parse_json_reply, schema_instruction
 
         refused = schema_refusal(schema)

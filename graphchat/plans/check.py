@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from graphchat.jsonschema_util import first_error, schema_refusal
 from graphchat.plans.grammar import template_strings
 from graphchat.plans.model import Body, Plan, Step
+from graphchat.plans.splice_types import _arguments, _fits, _say
 from graphchat.plans.splice_types import _types as types_of
 from graphchat.plans.steps import CONTROL
 from graphchat.shapes import infer_schema
@@ -351,15 +352,13 @@ class _Checker:
     def argument_types(
         self, args: Mapping[str, Any], schema: Any, where: str, label: str, env: _Env, cap: str, tool: str
     ) -> None:
-        from graphchat.plans.splice_types import _arguments, _fits, _say, _types
-
         for field, value, wanted in _arguments(args, schema, where):
             if isinstance(value, str) and "{{" in value:
                 resolved = self.resolve_splice(value, env)
-                want = _types(wanted)
+                want = types_of(wanted)
                 if resolved is None or want is None:
                     continue
-                have = _types(_strip_null(resolved[0]))
+                have = types_of(_strip_null(resolved[0]))
                 if have is None or _fits(have, want):
                     continue
                 source = resolved[1]

@@ -22,6 +22,7 @@ DAY = 86400.0
 
 def prune(store: RequestStore, older_than_days: float) -> list[RunRecord]:
     """Remove the ended runs that ended more than `older_than_days` ago; the runs removed."""
+    # a cycle: graphchat.runs.parked imports this module
     from graphchat.runs.parked import all_runs
 
     limit = time.time() - older_than_days * DAY

@@ -115,6 +115,7 @@ async def ask_turn(
             frames = keep_frames(settings, session.thread.id)
         await host.warm_up()
         if flags.get("attach"):  # the resources' contents go into the message (and the thread)
+            # on `ask`'s path before it hands the turn to a warm helper: imported when used
             from graphchat.catalog.mcp.features import parse_attach, with_attachments
 
             refs = [parse_attach(ref) for ref in flags["attach"]]

@@ -100,6 +100,7 @@ def settings_secrets(settings: Settings) -> set[str]:
     """Everything above, plus the `api_key` of every configured model role."""
     found = environment_secrets(settings.workspace)
 
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.llm.keys import expanded
 
     for model in (*settings.models.values(), *settings.named.values()):

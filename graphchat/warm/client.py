@@ -45,6 +45,7 @@ def hand_over(
         return None, None
     if not paths.socket.exists():
         return None, None
+    # the warm client imports only what the hand-over needs (tests/warm/test_wire_json.py)
     from graphchat.warm.control import connect
 
     sock = connect(paths.socket)
@@ -65,6 +66,7 @@ def _ask(
     paths: ident.Paths,
     sock: Any,
 ) -> tuple[int | None, str | None]:
+    # the warm client imports only what the hand-over needs (tests/warm/test_wire_json.py)
     from graphchat import __version__
 
     message = read_message()
@@ -137,6 +139,7 @@ class Relay:
                 if self.cancelled:  # a second Ctrl-C: stop waiting for the helper to wind down
                     raise
                 self.cancelled = True
+                # the warm client imports only what the hand-over needs (tests/warm/test_wire_json.py)
                 from graphchat import interrupts
 
                 # the helper cancels the turn, records what interrupted it, and says so
@@ -205,6 +208,7 @@ class Relay:
         """A question of the turn, asked here as a local `ask` asks it; the answer goes back."""
         import asyncio
 
+        # the warm client imports only what the hand-over needs (tests/warm/test_wire_json.py)
         from graphchat.asks import Question
 
         if self.asker is None:

@@ -173,6 +173,7 @@ def identify(workspace: Path, environ: Mapping[str, str] | None = None) -> Ident
 
 def find(home: str | None = None, environ: Mapping[str, str] | None = None) -> Identity:
     """The identity for the workspace a command would use (same discovery as every command)."""
+    # on `ask`'s path before it hands the turn to a warm helper: imported when used
     from graphchat.workspace import find_workspace
 
     return identify(find_workspace(home), environ)

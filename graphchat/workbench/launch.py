@@ -28,6 +28,7 @@ def prepare(
     asker: Asker | None = None,
 ) -> Bench:
     """A bench with plan `target`, or the thread (`thread`, else the latest) frozen as a draft."""
+    # ruamel: imported when used, not at start-up
     from graphchat.plans.authoring import AuthoringError, EditRefused
     from graphchat.workbench.bench import Bench
 
@@ -50,6 +51,7 @@ def prepare(
 
 async def show(bench: Bench) -> None:
     """The full-screen app over `bench` until it quits; the bench is closed after."""
+    # rich, ruamel, textual: imported when used, not at start-up
     from graphchat.workbench.app import WorkbenchApp
 
     try:

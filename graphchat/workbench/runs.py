@@ -167,7 +167,10 @@ def spent_line(tool_calls: int, usage: Usage) -> str:
 async def run_draft(bench: Bench, inputs: dict[str, Any], *, debug: bool = False) -> dict[str, Any]:
     """Run the bench's draft with `inputs` (a debug run with `debug`); the transcript, the
     steps' status and the spend go to the bench; returns what `workbench__run_plan` answers."""
+    # a cycle: graphchat.workbench.bench imports this module
     from graphchat.workbench.bench import LineSink
+
+    # ruamel: imported when used, not at start-up
     from graphchat.workbench.draft import DraftError
 
     plan = bench.draft.plan()

@@ -170,6 +170,7 @@ class McpSource(ToolSource):
                         )
                     )
             if specs:  # some server's tools are known: its resources can be read too
+                # a cycle: graphchat.catalog.mcp.features imports this module
                 from graphchat.catalog.mcp.features import read_resource_spec
 
                 specs.append(read_resource_spec())
@@ -221,6 +222,7 @@ class McpSource(ToolSource):
         turns it serves (`take_roots`)."""
         if self._roots is not None:
             return self._roots
+        # a cycle: graphchat.catalog.mcp.features imports this module
         from graphchat.catalog.mcp.features import roots_of
 
         return roots_of(self.settings)
@@ -230,6 +232,7 @@ class McpSource(ToolSource):
         Returns the running servers to tell (roots/list_changed; [] when the roots are the same),
         or None when they differ while another turn runs (`busy`): one server cannot show two
         sets of roots, so that turn is not served here (it starts its own servers)."""
+        # a cycle: graphchat.catalog.mcp.features imports this module
         from graphchat.catalog.mcp.features import roots_of
 
         wanted = roots_of(self.settings, cwd)
@@ -279,6 +282,7 @@ class McpSource(ToolSource):
     # ToolSource ------------------------------------------------------------------------------------
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        # a cycle: graphchat.catalog.mcp.features imports this module
         from graphchat.catalog.mcp.features import READ_RESOURCE, read_resource
 
         if spec.name == READ_RESOURCE:

@@ -41,6 +41,7 @@ def _block_text(block: Any) -> str:
     if kind == "text":
         return str(block.text)
     if kind in ("image", "audio"):
+        # a cycle: graphchat.catalog.mcp.features imports this module
         from graphchat.catalog.mcp.features import content_value
 
         value = content_value(block)

@@ -31,19 +31,23 @@ def enabled_packs(settings: Settings) -> list[str]:
 
 def pack_sources(settings: Settings) -> list[ToolSource]:
     """The sources of the always-on pack and of every enabled one, in that order."""
+    # a cycle: graphchat.catalog.packs.data imports this module
     from graphchat.catalog.packs.data import DataPackSource
 
     sources: list[ToolSource] = [DataPackSource()]
     packs = enabled_packs(settings)
     if "git" in packs:
+        # a cycle: graphchat.catalog.packs.git imports this module
         from graphchat.catalog.packs.git import GitPackSource
 
         sources.append(GitPackSource(settings))
     if "github" in packs:
+        # a cycle: graphchat.catalog.packs.github imports this module
         from graphchat.catalog.packs.github import GithubPackSource
 
         sources.append(GithubPackSource(settings))
     if "slack" in packs:
+        # a cycle: graphchat.catalog.packs.slack imports this module
         from graphchat.catalog.packs.slack import SlackPackSource
 
         sources.append(SlackPackSource())
