@@ -1,4 +1,4 @@
-"""`graphchat ask`: its arguments; the commands' code is in `graphchat.cli.ask`."""
+"""`graphchat ask`: its arguments (its code: `cli/ask.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`graphchat chat`: its arguments; the commands' code is in `graphchat.cli.chat`."""
+"""`graphchat chat`: its arguments (its code: `cli/chat.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

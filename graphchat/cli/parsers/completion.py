@@ -1,4 +1,4 @@
-"""`graphchat completion`: its arguments; the commands' code is in `graphchat.cli.completion`."""
+"""`graphchat completion`: its arguments (its code: `cli/completion.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`graphchat config`: its arguments; the commands' code is in `graphchat.cli.config`."""
+"""`graphchat config`: its arguments (its code: `cli/config.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

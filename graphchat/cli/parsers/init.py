@@ -1,4 +1,4 @@
-"""`graphchat init`: its arguments; the commands' code is in `graphchat.cli.init`."""
+"""`graphchat init`: its arguments (its code: `cli/init.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`graphchat mcp`: its arguments; the commands' code is in `graphchat.cli.mcp`, `graphchat.cli.mcp_tools`."""
+"""`graphchat mcp`: its arguments (its code: `cli/mcp.py`, `cli/mcp_tools.py`, imported
+when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`graphchat models`: its arguments; the commands' code is in `graphchat.cli.models`."""
+"""`graphchat models`: its arguments (its code: `cli/models.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

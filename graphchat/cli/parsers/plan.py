@@ -1,4 +1,6 @@
-"""`graphchat plan`: its arguments; the commands' code is in `graphchat.cli.plan`, `graphchat.cli.plan_draft`, `graphchat.cli.plan_edit`, `graphchat.cli.plan_freeze`, `graphchat.cli.plan_go`, `graphchat.cli.plan_inspect`."""
+"""`graphchat plan`: the arguments of its sub-commands (their code: `cli/plan.py` for `run`,
+`cli/plan_inspect.py`, `cli/plan_draft.py`, `cli/plan_go.py`, `cli/plan_freeze.py` and
+`cli/plan_edit.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`graphchat requests`: its arguments; the commands' code is in `graphchat.cli.requests`."""
+"""`graphchat requests`: its arguments (its code: `cli/requests.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`graphchat shapes`: its arguments; the commands' code is in `graphchat.cli.shapes`."""
+"""`graphchat shapes`: its arguments (its code: `cli/shapes.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`graphchat threads`: its arguments; the commands' code is in `graphchat.cli.threads`."""
+"""`graphchat threads`: its arguments (its code: `cli/threads.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`graphchat tools`: its arguments; the commands' code is in `graphchat.cli.tools`."""
+"""`graphchat tools`: its arguments (its code: `cli/tools.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

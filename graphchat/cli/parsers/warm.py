@@ -1,4 +1,4 @@
-"""`graphchat warm`: its arguments; the commands' code is in `graphchat.cli.warm`."""
+"""`graphchat warm`: its arguments (its code: `cli/warm.py`, imported when a command runs)."""
 
 from __future__ import annotations
 

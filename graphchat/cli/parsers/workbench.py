@@ -1,4 +1,4 @@
-"""`graphchat workbench`: its arguments; the commands' code is in `graphchat.cli.workbench`."""
+"""`graphchat workbench`: its arguments (its code: `cli/workbench.py`, imported when a command runs)."""
 
 from __future__ import annotations
 
