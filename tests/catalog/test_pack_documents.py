@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from graphchat.catalog.packs import pack_specs
+from graphchat.catalog.packs.documents import pack_specs
 
 REPO = Path(__file__).resolve().parents[2]
 PACKS = ("data", "git", "github", "slack")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
-from graphchat.catalog.packs import pack_specs
+from graphchat.catalog.packs.documents import pack_specs
 
 
 class DataPackSource(ToolSource):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.argv import UnsafeArgument, as_data, inside
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
-from graphchat.catalog.packs import pack_specs
+from graphchat.catalog.packs.documents import pack_specs
 from graphchat.catalog.process import TimedOut, run_dir, run_program
 from graphchat.catalog.user_tools import apply_defaults
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
-from graphchat.catalog.packs import pack_specs
+from graphchat.catalog.packs.documents import pack_specs
 from graphchat.catalog.process import run_dir, run_program, turn_environ
 from graphchat.catalog.user_tools import apply_defaults
 from graphchat.display import safe

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
-from graphchat.catalog.packs import pack_specs
+from graphchat.catalog.packs.documents import pack_specs
 from graphchat.catalog.process import turn_environ
 from graphchat.catalog.user_tools import apply_defaults
 
