@@ -98,6 +98,16 @@ class Session:
         """The current thread's id, or None while no thread was created yet."""
         return self._thread.id if self._thread is not None else None
 
+    def last_message(self) -> str | None:
+        """The person's latest message in the current thread (what chat's /retry and /edit
+        resend), or None while there is none."""
+        if self._thread is None:
+            return None
+        for event in reversed(self._thread.events()):
+            if event.get("kind") == ev.USER:
+                return ev.text_of(event.get("content"))
+        return None
+
     def new_thread(self) -> None:
         """Start a fresh thread for the next turn (created when that turn starts)."""
         self._thread = None

@@ -20,7 +20,6 @@ from graphchat.chat.subscriptions import Subscriptions
 from graphchat.chat.ui import ChatUI
 from graphchat.errors import GraphchatError
 from graphchat.fsutil import describe_failure
-from graphchat.threads.lines import USER, text_of
 
 
 class ChatApp:
@@ -183,25 +182,8 @@ class ChatApp:
         return None
 
 
-def last_message(session: Any) -> str | None:
-    """The person's latest message in the session's thread (what /retry and /edit resend), or
-    None while there is none."""
-    if current_thread_id(session) is None:
-        return None
-
-    for event in reversed(session.thread.events()):
-        if event.get("kind") == USER:
-            return text_of(event.get("content"))
-    return None
-
-
-def current_thread_id(session: Any) -> str | None:
-    """The session's thread id without creating a thread (`Session.thread` creates one)."""
-    return getattr(session, "thread_id", None)
-
-
 def resume_hint(session: Any) -> str | None:
-    thread_id = current_thread_id(session)
+    thread_id = session.thread_id
     return f"resume with: graphchat chat --thread {thread_id}" if thread_id else None
 
 

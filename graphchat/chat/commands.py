@@ -115,10 +115,7 @@ async def _tools(app: ChatApp, arg: str) -> bool:
 
 
 async def _thread(app: ChatApp, arg: str) -> bool:
-    # a cycle: graphchat.chat.app imports this module
-    from graphchat.chat.app import current_thread_id
-
-    thread_id = current_thread_id(app.session)
+    thread_id = app.session.thread_id
     if thread_id is None:
         app.ui.print("no thread yet: the first message starts one")
         return True
@@ -147,11 +144,8 @@ async def _clear(app: ChatApp, arg: str) -> bool:
 
 
 def _last_or_say(app: ChatApp, command: str) -> str | None:
-    # a cycle: graphchat.chat.app imports this module
-    from graphchat.chat.app import current_thread_id, last_message
-
-    message = last_message(app.session)
-    if message is None and current_thread_id(app.session) is None:
+    message = app.session.last_message()
+    if message is None and app.session.thread_id is None:
         # the last turn failed before anything was kept (its thread was dropped): send it again
         message = getattr(app, "last_sent", None)
     if message is None:
@@ -162,13 +156,10 @@ def _last_or_say(app: ChatApp, command: str) -> str | None:
 async def _retry(app: ChatApp, arg: str) -> bool:
     """The last turn again: taken back from the thread (kept on disk, no longer sent), and its
     message sent anew."""
-    # a cycle: graphchat.chat.app imports this module
-    from graphchat.chat.app import current_thread_id
-
     message = _last_or_say(app, "retry")
     if message is not None:
         app.ui.print(f"↻ retrying: {_one_line(message)}", style="dim", markup=False)
-        await app.run_turn(message, replace_last=current_thread_id(app.session) is not None)
+        await app.run_turn(message, replace_last=app.session.thread_id is not None)
     return True
 
 
@@ -206,11 +197,8 @@ async def _model(app: ChatApp, arg: str) -> bool:
 
 async def _freeze(app: ChatApp, arg: str) -> bool:
     """Freeze the current thread into a plan, show it, and offer to run it once."""
-    # a cycle: graphchat.chat.app imports this module
-    from graphchat.chat.app import current_thread_id
-
     ui = app.ui
-    thread_id = current_thread_id(app.session)
+    thread_id = app.session.thread_id
     if thread_id is None:
         ui.print("no thread yet: chat first, then /freeze what worked", markup=False)
         return True
@@ -257,11 +245,8 @@ async def _freeze(app: ChatApp, arg: str) -> bool:
 async def _workbench(app: ChatApp, arg: str) -> bool:
     """The current thread frozen (as /freeze, nothing written) and opened in the workbench, on
     the chat's loop and catalog; the chat goes on when it closes."""
-    # a cycle: graphchat.chat.app imports this module
-    from graphchat.chat.app import current_thread_id
-
     ui = app.ui
-    thread_id = current_thread_id(app.session)
+    thread_id = app.session.thread_id
     if thread_id is None or app.catalog is None or app.settings is None:
         ui.print("no thread yet: chat first, then /workbench edits what worked as a plan", markup=False)
         return True
