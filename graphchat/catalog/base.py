@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graphchat.errors import close_matches, did_you_mean
+from graphchat.errors import GraphchatError, close_matches, did_you_mean
 from graphchat.fsutil import describe_failure
 from graphchat.jsonschema_util import argument_problem
 
@@ -169,6 +169,9 @@ class ToolSource:
     """
 
     on_change: Callable[[], None] | None = None
+    # the MCP pool: it also answers a server's requests beyond tools (resources, prompts,
+    # subscriptions) through `request`; `Catalog.mcp_source` finds it without importing it
+    serves_mcp_requests: bool = False
 
     def specs(self) -> list[ToolSpec]:
         raise NotImplementedError
@@ -276,6 +279,14 @@ class Catalog:
         for source in self.sources:
             out.update(source.failed())
         return out
+
+    def mcp_source(self) -> Any:
+        """The source of the configured MCP servers (resources, prompts, subscriptions go
+        through its `request`); a one-line error when this catalog has none."""
+        for source in self.sources:
+            if source.serves_mcp_requests:
+                return source
+        raise GraphchatError("no MCP server is configured here (catalog/servers.yaml)")
 
     def groups(self) -> builtins.list[str]:
         """Every group (MCP server) of the catalog's sources."""

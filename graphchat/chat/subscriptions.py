@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.mcp.connection import describe
-from graphchat.catalog.mcp.features import _mcp_source
 from graphchat.errors import GraphchatError, did_you_mean
 
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ def _ref(app: ChatApp, command: str, arg: str) -> tuple[str, str] | None:
 async def _request(app: ChatApp, command: str, server: str, method: str, uri: str) -> bool:
     """`method` (subscribe_resource / unsubscribe_resource) on `server`; False (said) when it failed."""
     try:
-        source = _mcp_source(app.catalog)
+        source = app.catalog.mcp_source()
         source.on_resource_update = lambda s, u: app.subscriptions.updated(app.ui, s, u)
         await source.request(server, method, uri)
     except GraphchatError as exc:

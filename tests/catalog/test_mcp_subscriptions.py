@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.mcp.features import _mcp_source
 from graphchat.sources import build_catalog
 from graphchat.workspace import load_settings
 from tests.servers.support import stdio, write_servers
@@ -31,7 +30,7 @@ async def test_a_restarted_server_is_subscribed_again_and_its_changes_still_arri
     changed: list[tuple[str, str]] = []
     try:
         assert await catalog.prepare() == {}
-        source = _mcp_source(catalog)
+        source = catalog.mcp_source()
         source.on_resource_update = lambda server, uri: changed.append((server, uri))
         await source.request("s", "subscribe_resource", "mem://a")
         await source.request("s", "subscribe_resource", "mem://gone")

@@ -9,7 +9,6 @@ Pure shaping of what the SDK returns; the requests themselves go through one ser
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.catalog.base import CallContext, ToolResult, ToolSpec
 from graphchat.catalog.mcp.connection import ServerUnavailable, describe
-from graphchat.catalog.mcp.pool import McpSource
+from graphchat.catalog.mcp.results import content_value, resource_contents
 from graphchat.errors import EXIT_USAGE, GraphchatError
 from graphchat.turn_context import WORKING_DIR
 
@@ -72,20 +71,6 @@ def prompt_messages(result: Any) -> list[dict[str, Any]]:
     return out
 
 
-def content_value(content: Any) -> Any:
-    kind = getattr(content, "type", None)
-    if kind == "text":
-        return content.text
-    if kind == "image" or kind == "audio":
-        size = len(base64.b64decode(content.data or "", validate=False)) if content.data else 0
-        return {"type": kind, "mime_type": content.mime_type, "bytes": size}
-    if kind == "resource":
-        return resource_contents([content.resource])[0]
-    if kind == "resource_link":
-        return {"type": "resource_link", "uri": str(content.uri), "name": getattr(content, "name", None)}
-    return {"type": kind}
-
-
 # --- resources ----------------------------------------------------------------------------------
 
 
@@ -111,26 +96,6 @@ def resource_rows(server: str, listed: Any, templates: Any) -> dict[str, Any]:
         for t in templates.resource_templates
     ]
     return {"resources": resources, "templates": patterns}
-
-
-def resource_contents(contents: list[Any], max_chars: int | None = None) -> list[dict[str, Any]]:
-    """Each content of a read: text inline (cut at `max_chars` with a note); a blob is always
-    binary — its type and size, never its bytes — whatever its MIME type says."""
-    out = []
-    for item in contents:
-        entry: dict[str, Any] = {"uri": str(item.uri), "mime_type": item.mime_type}
-        blob = getattr(item, "blob", None)
-        if blob is not None:
-            entry["binary"] = True
-            entry["bytes"] = len(base64.b64decode(blob, validate=False))
-        else:
-            text = getattr(item, "text", "") or ""
-            if max_chars is not None and len(text) > max_chars:
-                entry["truncated"] = f"showing {max_chars:,} of {len(text):,} characters"
-                text = text[:max_chars]
-            entry["text"] = text
-        out.append(entry)
-    return out
 
 
 # --- builtin__read_resource ------------------------------------------------------------------------
@@ -187,14 +152,6 @@ def parse_attach(ref: str) -> tuple[str, str]:
     return server, uri
 
 
-def _mcp_source(catalog: Any) -> Any:
-    for source in catalog.sources:
-        if isinstance(source, McpSource):
-            return source
-
-    raise GraphchatError("no MCP server is configured here (catalog/servers.yaml)")
-
-
 def attachment_text(server: str, uri: str, contents: list[dict[str, Any]]) -> str:
     """One attached resource as text for the message: text inline, binary as a note."""
     rows = []
@@ -217,7 +174,7 @@ async def with_attachments(catalog: Any, message: str, refs: list[tuple[str, str
 
     if not refs:
         return message
-    source = _mcp_source(catalog)
+    source = catalog.mcp_source()
 
     async def one(server: str, uri: str) -> str:
         try:
@@ -270,7 +227,7 @@ def prompt_as_message(messages: list[dict[str, Any]]) -> str:
 async def prompt_message(catalog: Any, server: str, name: str, arguments: dict[str, str]) -> str:
     """`/SERVER:NAME k=v …` in chat: the prompt's messages as one message (GraphchatError when
     the server cannot give it)."""
-    source = _mcp_source(catalog)
+    source = catalog.mcp_source()
     try:
         result = await source.request(server, "get_prompt", name, arguments or None)
     except GraphchatError:
@@ -294,7 +251,7 @@ async def prompt_choices(catalog: Any, server: str) -> list[dict[str, Any]]:
 
     try:
         listed = await asyncio.wait_for(
-            _mcp_source(catalog).request(server, "list_prompts"), COMPLETION_TIMEOUT_S
+            catalog.mcp_source().request(server, "list_prompts"), COMPLETION_TIMEOUT_S
         )
     except Exception:  # noqa: BLE001 - no server, no prompts, a timeout: nothing to offer
         return []
@@ -314,7 +271,7 @@ async def argument_values(
     ref = PromptReference(type="ref/prompt", name=prompt)
     try:
         result = await asyncio.wait_for(
-            _mcp_source(catalog).request(
+            catalog.mcp_source().request(
                 server, "complete", ref, {"name": argument, "value": typed}, given or None
             ),
             COMPLETION_TIMEOUT_S,

@@ -20,6 +20,7 @@ from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.mcp.cache import ServerFiles
 from graphchat.catalog.mcp.config import ServerConfig, load_servers
 from graphchat.catalog.mcp.connection import Connection, ServerUnavailable, cannot_start, describe
+from graphchat.catalog.mcp.features import READ_RESOURCE, read_resource, read_resource_spec, roots_of
 from graphchat.catalog.mcp.sampling import serve_sampling
 from graphchat.errors import GraphchatError
 from graphchat.fsutil import failed_write_message
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 class McpSource(ToolSource):
     """Every configured MCP server as one ToolSource (see module doc)."""
+
+    serves_mcp_requests = True
 
     def __init__(
         self,
@@ -170,9 +173,6 @@ class McpSource(ToolSource):
                         )
                     )
             if specs:  # some server's tools are known: its resources can be read too
-                # a cycle: graphchat.catalog.mcp.features imports this module
-                from graphchat.catalog.mcp.features import read_resource_spec
-
                 specs.append(read_resource_spec())
             self._specs = specs
             self._names = names
@@ -222,8 +222,6 @@ class McpSource(ToolSource):
         turns it serves (`take_roots`)."""
         if self._roots is not None:
             return self._roots
-        # a cycle: graphchat.catalog.mcp.features imports this module
-        from graphchat.catalog.mcp.features import roots_of
 
         return roots_of(self.settings)
 
@@ -232,9 +230,6 @@ class McpSource(ToolSource):
         Returns the running servers to tell (roots/list_changed; [] when the roots are the same),
         or None when they differ while another turn runs (`busy`): one server cannot show two
         sets of roots, so that turn is not served here (it starts its own servers)."""
-        # a cycle: graphchat.catalog.mcp.features imports this module
-        from graphchat.catalog.mcp.features import roots_of
-
         wanted = roots_of(self.settings, cwd)
         if wanted == self.roots():
             self._roots = wanted
@@ -282,9 +277,6 @@ class McpSource(ToolSource):
     # ToolSource ------------------------------------------------------------------------------------
 
     async def call(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        # a cycle: graphchat.catalog.mcp.features imports this module
-        from graphchat.catalog.mcp.features import READ_RESOURCE, read_resource
-
         if spec.name == READ_RESOURCE:
             return await read_resource(self, arguments, ctx, self.settings.max_tool_result_chars)
         server = spec.meta.get("server")

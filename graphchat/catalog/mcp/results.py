@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
@@ -160,3 +161,40 @@ def tool_record(tool: Any) -> dict[str, Any]:
     if tool.annotations is not None:
         record["annotations"] = tool.annotations.model_dump(mode="json", exclude_none=True)
     return record
+
+
+# --- content beyond a tool's result: prompts' messages, resources, sampling replies --------------
+
+
+def content_value(content: Any) -> Any:
+    kind = getattr(content, "type", None)
+    if kind == "text":
+        return content.text
+    if kind == "image" or kind == "audio":
+        size = len(base64.b64decode(content.data or "", validate=False)) if content.data else 0
+        return {"type": kind, "mime_type": content.mime_type, "bytes": size}
+    if kind == "resource":
+        return resource_contents([content.resource])[0]
+    if kind == "resource_link":
+        return {"type": "resource_link", "uri": str(content.uri), "name": getattr(content, "name", None)}
+    return {"type": kind}
+
+
+def resource_contents(contents: list[Any], max_chars: int | None = None) -> list[dict[str, Any]]:
+    """Each content of a read: text inline (cut at `max_chars` with a note); a blob is always
+    binary — its type and size, never its bytes — whatever its MIME type says."""
+    out = []
+    for item in contents:
+        entry: dict[str, Any] = {"uri": str(item.uri), "mime_type": item.mime_type}
+        blob = getattr(item, "blob", None)
+        if blob is not None:
+            entry["binary"] = True
+            entry["bytes"] = len(base64.b64decode(blob, validate=False))
+        else:
+            text = getattr(item, "text", "") or ""
+            if max_chars is not None and len(text) > max_chars:
+                entry["truncated"] = f"showing {max_chars:,} of {len(text):,} characters"
+                text = text[:max_chars]
+            entry["text"] = text
+        out.append(entry)
+    return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from graphchat.catalog.mcp.results import content_value
 from graphchat.errors import GraphchatError
 from graphchat.llm.client import LLM
 
@@ -41,9 +42,6 @@ def _block_text(block: Any) -> str:
     if kind == "text":
         return str(block.text)
     if kind in ("image", "audio"):
-        # a cycle: graphchat.catalog.mcp.features imports this module
-        from graphchat.catalog.mcp.features import content_value
-
         value = content_value(block)
         return f"[{kind}: {value.get('mime_type')}, {value.get('bytes'):,} bytes]"
     return f"[{kind or 'content'}]"
