@@ -13,8 +13,9 @@ from graphchat.errors import EXIT_USAGE, GraphchatError
 from graphchat.events import sink_for_environment
 from graphchat.fsutil import write_atomic
 from graphchat.host import open_host
-from graphchat.llm import LLM, preload_in_background
 from graphchat.llm.budget import budget_scope
+from graphchat.llm.client import LLM
+from graphchat.llm.runtime import preload_in_background
 from graphchat.plans.discovery import find_plan, identifier_taken
 from graphchat.plans.draft import draft_plan, salvage, thread_exchange
 from graphchat.plans.loader import IDENTIFIER_RE

@@ -17,7 +17,7 @@ from graphchat.errors import EXIT_USAGE, GraphchatError
 from graphchat.events import sink_for_environment
 from graphchat.fsutil import write_atomic
 from graphchat.host import open_host
-from graphchat.llm import preload_in_background
+from graphchat.llm.runtime import preload_in_background
 from graphchat.plans.discovery import identifier_taken
 from graphchat.plans.draft import plan_yaml
 from graphchat.plans.loader import IDENTIFIER_RE, PLAN_FIELDS

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphchat.errors import ConfigError, GraphchatError
 from graphchat.jsonschema_util import first_error, schema_refusal
-from graphchat.llm.budget import MAX_OUTPUT_TOKENS, MODEL_TIMEOUT, Budget
+from graphchat.llm.budget import MAX_OUTPUT_TOKENS, MODEL_TIMEOUT, Budget, BudgetExceeded
 from graphchat.llm.budget import current as current_budget
 from graphchat.llm.runtime import alitellm_module, litellm_module
 from graphchat.llm.stream import StreamAssembler
@@ -57,7 +57,7 @@ class LLM:
         config = config or self.config
         kwargs: dict[str, Any] = dict(config.extra)
         kwargs["model"] = config.model
-        # a cycle: graphchat.llm.keys imports this module
+        # on `ask`'s path before it hands the turn to a warm helper: imported when used
         from graphchat.llm.keys import expanded
 
         if config.api_base:  # `${VAR}` expanded here, for the request only
@@ -98,9 +98,6 @@ class LLM:
                     config, messages, tools, on_text, tool_choice, response_format, site, stream
                 )
             except GraphchatError as exc:
-                # a cycle: graphchat.llm.budget imports this module
-                from graphchat.llm.budget import BudgetExceeded
-
                 sent = not isinstance(exc, (ConfigError, BudgetExceeded))  # else nothing left here
                 if len(candidates) > 1 and sent:  # the attempt shows in usage, beside the one that answers
                     self._failed(config, site, (time.perf_counter() - started) * 1000)
@@ -133,7 +130,7 @@ class LLM:
         """One call to one model (`config`: this LLM's or one of its fallbacks)."""
         litellm = await alitellm_module(warm=config.model)
         if config.model not in self._checked:
-            # a cycle: graphchat.llm.errors imports this module
+            # on `ask`'s path before it hands the turn to a warm helper: imported when used
             from graphchat.llm.errors import check_configuration
 
             check_configuration(litellm, config)  # nothing is sent for a config mistake
@@ -169,7 +166,7 @@ class LLM:
         except GraphchatError:
             raise
         except Exception as exc:
-            # a cycle: graphchat.llm.errors imports this module
+            # on `ask`'s path before it hands the turn to a warm helper: imported when used
             from graphchat.llm.errors import to_graphchat_error
 
             raise to_graphchat_error(
@@ -282,7 +279,7 @@ class LLM:
                 raise
             except Exception as exc:
                 if assembler.started or attempt >= self.num_retries:
-                    # a cycle: graphchat.llm.errors imports this module
+                    # on `ask`'s path before it hands the turn to a warm helper: imported when used
                     from graphchat.llm.errors import provider_message
 
                     broke = GraphchatError(
@@ -357,7 +354,7 @@ class LLM:
         self, messages: list[Message], schema: dict[str, Any], *, site: str, name: str = "output"
     ) -> dict[str, Any]:
         """A reply forced to `schema`: parsed, validated, with one repair pass; else GraphchatError."""
-        # a cycle: graphchat.llm.jsonreply imports this module
+        # on `ask`'s path before it hands the turn to a warm helper: imported when used
         from graphchat.llm.jsonreply import parse_json_reply, schema_instruction
 
         refused = schema_refusal(schema)

@@ -1,5 +1,5 @@
 """What a model call returns (text, tool calls, usage: tokens and cost), and `ModelClient`, what
-the agent loop and the plan executor ask of a model (`graphchat.llm.LLM`, or a test double)."""
+the agent loop and the plan executor ask of a model (`graphchat.llm.client.LLM`, or a test double)."""
 
 from __future__ import annotations
 

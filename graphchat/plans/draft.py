@@ -35,8 +35,7 @@ from graphchat.yamlfile import yaml12_dumper, yaml12_loader
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Catalog, ToolSpec
-    from graphchat.llm import Usage
-    from graphchat.llm.types import ModelClient
+    from graphchat.llm.types import ModelClient, Usage
     from graphchat.workspace import Settings
 
 # Tools a plan may not call: they are left out of what the planner sees.

@@ -20,8 +20,8 @@ from graphchat.catalog.base import CallContext, ToolResult
 from graphchat.errors import ConfigError, GraphchatError
 from graphchat.events import EventSink, sampling_server
 from graphchat.jsonschema_util import errors, fits
-from graphchat.llm import LLM
 from graphchat.llm.budget import BudgetExceeded, budget_scope
+from graphchat.llm.client import LLM
 from graphchat.plans import finish as finishes
 from graphchat.plans.gates import GateError, evaluate
 from graphchat.plans.model import Body, Plan, Step

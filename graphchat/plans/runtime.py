@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from graphchat.plans.model import Body, Plan, Step
     from graphchat.workspace import Settings
 
-# (role, model override or None, events) -> the model (graphchat.llm.LLM or a test double)
+# (role, model override or None, events) -> the model (graphchat.llm.client.LLM or a test double)
 LLMFactory = Callable[[str, "str | None", "EventSink | None"], "ModelClient"]
 
 

@@ -13,7 +13,7 @@ from graphchat.agent.loop import run_loop
 from graphchat.catalog.base import CallContext, Catalog, ToolResult, ToolSource, ToolSpec
 from graphchat.errors import GraphchatError
 from graphchat.events import EventSink
-from graphchat.llm import LLM
+from graphchat.llm.client import LLM
 from graphchat.workspace import ModelConfig
 from tests.scripted_server import ScriptedModelServer
 

@@ -10,8 +10,8 @@ import asyncio
 import pytest
 
 from graphchat.errors import GraphchatError
-from graphchat.llm import LLM
 from graphchat.llm.budget import Budget, BudgetExceeded, budget_scope, current
+from graphchat.llm.client import LLM
 from graphchat.workspace import ModelConfig
 from tests.scripted_server import ScriptedModelServer
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from graphchat.errors import GraphchatError
-from graphchat.llm import LLM, Usage
+from graphchat.llm.client import LLM
 from graphchat.llm.jsonreply import parse_json_reply
 from graphchat.llm.stream import StreamAssembler
+from graphchat.llm.types import Usage
 from graphchat.workspace import ModelConfig
 from tests.scripted_server import ScriptedModelServer
 
@@ -232,7 +233,7 @@ async def test_structured_fails_clearly_after_the_repair_pass(model_server: Scri
 
 
 async def test_context_window_prefers_the_configured_value() -> None:
-    from graphchat.llm import context_window
+    from graphchat.llm.client import context_window
 
     assert context_window(ModelConfig(model="openai/scripted", context_window=5000)) == 5000
     assert context_window(ModelConfig(model="openai/scripted")) is None

@@ -231,7 +231,7 @@ def test_from_thread_gives_the_planner_the_exchange(
 async def test_draft_plan_takes_context_and_feedback_for_a_replan(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:
-    from graphchat.llm import LLM
+    from graphchat.llm.client import LLM
     from graphchat.plans.draft import draft_plan
     from graphchat.sources import build_catalog
     from graphchat.workspace import ModelConfig, load_settings
