@@ -16,7 +16,7 @@ from graphchat.catalog.mcp.status import server_rows
 from graphchat.cli.output import print_json, warn
 from graphchat.display import safe
 from graphchat.errors import GraphchatError, did_you_mean
-from graphchat.mcp_server import serve
+from graphchat.mcp_server.server import serve
 from graphchat.workspace import load_settings
 
 

@@ -20,11 +20,7 @@ accept → the answer; decline/cancel → declined; a client error or timeout �
 
 stdout is the JSON-RPC wire: events go to stderr (or JSONL on stderr), nothing else is printed.
 
-Modules: `server` (the handlers over one catalog, the entry point), `asker` (the elicitation
+Modules: `server` (the handlers over one catalog, the entry point `serve`), `asker` (the elicitation
 asker, a host of the one asker beside the terminal's and the chat's), `runs` (a plan call
 spanning several requests), `parking` (plans that wait for a person, and their two tools), `convert` (public names and results as the client sees them).
 """
-
-from graphchat.mcp_server.server import serve
-
-__all__ = ["serve"]

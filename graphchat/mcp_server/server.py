@@ -91,7 +91,7 @@ class PlanServer:
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         from mcp.types import ListToolsResult
 
-        # a cycle: graphchat.mcp_server imports this module
+        # ruamel: imported when used, not at start-up
         from graphchat.mcp_server import authoring
 
         self.session = ctx.session  # the plans folder's watcher tells this client of changes
@@ -207,7 +207,7 @@ class PlanServer:
         import orjson
         from mcp.types import CallToolResult, TextContent
 
-        # a cycle: graphchat.mcp_server imports this module
+        # ruamel: imported when used, not at start-up
         from graphchat.mcp_server import authoring
 
         if name not in authoring.TOOLS:
