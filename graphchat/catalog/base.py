@@ -173,6 +173,10 @@ class ToolSource:
     # subscriptions) through `request`; `Catalog.mcp_source` finds it without importing it
     serves_mcp_requests: bool = False
 
+    def plans(self) -> dict[str, Any]:
+        """The plans this source offers as tools, by identifier (the plan source's); none here."""
+        return {}
+
     def specs(self) -> list[ToolSpec]:
         raise NotImplementedError
 

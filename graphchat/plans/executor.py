@@ -626,8 +626,6 @@ async def _steps_and_finish(
     not_found: str | None = None
     try:
         # the servers of the plans it calls too: a plan tool's approval family is then known
-        from graphchat.plans.plan_tools import reachable_servers
-
         await prepare_servers(catalog, reachable_servers(plan, catalog))
         unknown = unresolved_tools(plan, catalog)
         if unknown:
@@ -671,6 +669,24 @@ async def _steps_and_finish(
             outcome.kind = "failed"
             outcome.error = f"plan failed at {failed.where}: {failed.message}"
             outcome.empty_data = failed.empty_data
+
+
+def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
+    """MCP servers the steps of `plan` name, and those of the plans it calls (transitively)."""
+    plans: dict[str, Plan] = {}
+    for source in catalog.sources:
+        plans.update(source.plans())
+    found: set[str] = set()
+    todo, seen = [plan], {plan.identifier}
+    while todo:
+        current = todo.pop()
+        found |= servers_named_by(current)
+        for step in current.all_steps():
+            ident = step.tool_name[len("plan__") :] if step.tool_name.startswith("plan__") else None
+            if ident is not None and ident in plans and ident not in seen:
+                seen.add(ident)
+                todo.append(plans[ident])
+    return found
 
 
 def servers_named_by(plan: Plan) -> set[str]:

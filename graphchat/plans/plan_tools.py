@@ -15,7 +15,7 @@ from graphchat.catalog.base import CallContext, ToolResult, ToolSource, ToolSpec
 from graphchat.catalog.mcp.config import load_servers
 from graphchat.errors import GraphchatError
 from graphchat.plans.discovery import discover
-from graphchat.plans.executor import llm_factory_for, run_plan, servers_named_by
+from graphchat.plans.executor import llm_factory_for, run_plan
 from graphchat.plans.inputs import unknown_input_keys
 from graphchat.plans.model import PLAN_TOOL_PREFIX, plan_identifier
 from graphchat.plans.steps import CONTROL
@@ -173,7 +173,7 @@ class PlanSource(ToolSource):
 class _Families:
     """The family of each plan: the most severe family of any tool it can reach (plans followed
     transitively; a tool the catalog does not know yet counts as destructive). A plan run
-    starts the servers of the plans it calls before its first step (`reachable_servers`), so
+    starts the servers of the plans it calls before its first step (`executor.reachable_servers`), so
     on a fresh workspace the families are known by the time a plan tool is called."""
 
     def __init__(self, plans: list[Plan], others: dict[str, str]) -> None:
@@ -219,22 +219,3 @@ class _Families:
                 for pattern in patterns:
                     names.update(n for n in every if fnmatchcase(n, pattern))
         return names
-
-
-def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
-    """MCP servers the steps of `plan` name, and those of the plans it calls (transitively)."""
-    plans: dict[str, Plan] = {}
-    for source in catalog.sources:
-        if isinstance(source, PlanSource):
-            plans.update(source.plans())
-    found: set[str] = set()
-    todo, seen = [plan], {plan.identifier}
-    while todo:
-        current = todo.pop()
-        found |= servers_named_by(current)
-        for step in current.all_steps():
-            ident = step.tool_name[len("plan__") :] if step.tool_name.startswith("plan__") else None
-            if ident is not None and ident in plans and ident not in seen:
-                seen.add(ident)
-                todo.append(plans[ident])
-    return found
