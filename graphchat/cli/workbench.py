@@ -7,7 +7,7 @@ import argparse
 from graphchat.errors import EXIT_USAGE, GraphchatError
 from graphchat.host import load_settings, open_host
 from graphchat.workbench import launch
-from graphchat.workbench.bench import LineSink
+from graphchat.workbench.lines import LineSink
 from graphchat.workbench.pane_asker import PaneAsker
 
 

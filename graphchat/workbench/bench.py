@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from graphchat.agent.loop import IterationsExhausted, run_loop
 from graphchat.catalog.base import CallContext, Catalog
 from graphchat.errors import GraphchatError
-from graphchat.events import EventSink
 from graphchat.fsutil import describe_failure
 from graphchat.llm.client import LLM
 from graphchat.plans import authoring as a
@@ -34,6 +33,7 @@ from graphchat.shapes import ShapeStore
 from graphchat.threads import lines as ev
 from graphchat.threads.repair import to_model_messages
 from graphchat.workbench.draft import Draft, DraftError
+from graphchat.workbench.lines import LineSink
 from graphchat.workbench.research import Project
 from graphchat.workbench.runs import run_draft
 from graphchat.workbench.tools import WorkbenchSource, landed_edit
@@ -65,31 +65,6 @@ The current draft:
 
 
 DRAFT_ATTEMPTS = 3  # the planner's calls for one draft_plan, as `plan draft`
-
-
-class LineSink(EventSink):
-    """Events as short lines to `out` (a pane of the screen, a log file)."""
-
-    human = True
-
-    def __init__(self, out: Callable[[str], None]) -> None:
-        self.out = out
-
-    def emit(self, event: str, **fields: Any) -> None:
-        if event == "tool_started":
-            args = json.dumps(fields.get("args"), ensure_ascii=False, default=str)
-            self.out(f"→ {fields.get('tool')} {args[:200]}")
-        elif event == "tool_finished":
-            mark = "✗" if fields.get("is_error") else "✓"
-            message = f" {fields['message']}" if fields.get("message") else ""
-            self.out(f"{mark} {fields.get('tool')} {fields.get('ms', 0) / 1000:.1f}s{message[:300]}")
-        elif event == "step_started":
-            self.out(f"◐ {fields.get('step')} {fields.get('tool')}")
-        elif event == "step_finished":
-            mark = "✗" if fields.get("is_error") else "✓"
-            self.out(f"{mark} {fields.get('step')} {fields.get('tool')}")
-        elif event in ("warning", "info"):
-            self.out(str(fields.get("message")))
 
 
 class Bench:

@@ -19,6 +19,7 @@ from graphchat.events import EventSink, format_cost
 from graphchat.llm.types import Usage
 from graphchat.plans.executor import CURRENT_STEP, apply_defaults, input_problems, llm_factory_for, run_plan
 from graphchat.workbench.debug import Debugger
+from graphchat.workbench.lines import LineSink
 
 if TYPE_CHECKING:
     from graphchat.workbench.bench import Bench
@@ -167,9 +168,6 @@ def spent_line(tool_calls: int, usage: Usage) -> str:
 async def run_draft(bench: Bench, inputs: dict[str, Any], *, debug: bool = False) -> dict[str, Any]:
     """Run the bench's draft with `inputs` (a debug run with `debug`); the transcript, the
     steps' status and the spend go to the bench; returns what `workbench__run_plan` answers."""
-    # a cycle: graphchat.workbench.bench imports this module
-    from graphchat.workbench.bench import LineSink
-
     # ruamel: imported when used, not at start-up
     from graphchat.workbench.draft import DraftError
 
