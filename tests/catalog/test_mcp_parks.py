@@ -1,7 +1,7 @@
 """A server's own question during a tool call, with nobody to answer, parks the run (issue 25:
 sampling; issue 19: elicitation): `requests` shows the server's question, `permit`/`answer`
 resume, the call is made again and the stored answer settles the same question. Through the
-real command, the scripted model and real MCP servers (server-everything for sampling, the
+real command (in process), the scripted model and real MCP servers (server-everything for sampling, the
 tools test server for elicitation); the counting tool before it is the shop's `get_item`."""
 
 from __future__ import annotations
