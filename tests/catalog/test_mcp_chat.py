@@ -45,10 +45,10 @@ def test_the_progress_of_a_long_tool_call_is_on_its_spinner_line(
 
 @needs_everything
 def test_a_servers_simulated_logging_lands_in_its_log_not_on_the_terminal(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     everything(workspace)
-    done = graphchat("tools", "call", "everything__toggle-simulated-logging", "{}", "--yes")
+    done = cli("tools", "call", "everything__toggle-simulated-logging", "{}", "--yes")
     assert done.returncode == 0, done.stderr
     assert "Started simulated, random-leveled logging" in done.stdout
     log = (workspace / "catalog" / "logs" / "everything.log").read_text()

@@ -8,12 +8,18 @@ ran once (its server logs every call)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.conftest import GraphchatRunner, run_states
 from tests.mcp_server.test_serve import serve, text_of
 from tests.servers.support import SERVERS, stdio, write_servers
+
+pytestmark = pytest.mark.process  # `graphchat mcp serve` is a process an MCP client talks to over its stdio
 
 SHIP = """identifier: ship
 name: Ship
@@ -53,64 +59,77 @@ def calls(log: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-async def test_a_parked_plan_is_answered_from_a_new_server_process_and_its_first_step_ran_once(
-    workspace: Path, graphchat: GraphchatRunner
+def test_a_parked_plan_is_answered_from_a_new_server_process_and_its_first_step_ran_once(
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     log = make_workspace(workspace)
-    async with serve(workspace) as client:  # no elicitation callback: nobody to ask here
-        names = {t.name for t in (await client.list_tools()).tools}
-        assert {"graphchat_requests", "graphchat_answer"} <= names
-        parked = await client.call_tool("plan_ship", {})
-        assert not parked.is_error, text_of(parked)
-        content = parked.structured_content
-        assert content is not None and content["parked"] is True
-        (request,) = content["requests"]
-        assert request["question"] == "Which channel?" and request["kind"] == "question"
-        line = text_of(parked)
-        assert "\n" not in line and request["id"] in line and "Which channel?" in line
-        listed = await client.call_tool("graphchat_requests", {})
+
+    async def first() -> tuple[str, Any]:
+        async with serve(workspace) as client:  # no elicitation callback: nobody to ask here
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"graphchat_requests", "graphchat_answer"} <= names
+            parked = await client.call_tool("plan_ship", {})
+            assert not parked.is_error, text_of(parked)
+            content = parked.structured_content
+            assert content is not None and content["parked"] is True
+            (request,) = content["requests"]
+            assert request["question"] == "Which channel?" and request["kind"] == "question"
+            line = text_of(parked)
+            assert "\n" not in line and request["id"] in line and "Which channel?" in line
+            return request["id"], await client.call_tool("graphchat_requests", {})
+
+    request, listed = asyncio.run(first())
     assert [c["args"] for c in calls(log)] == [{"id": "a-1"}]
 
     # the same shape as `graphchat requests --json`
-    cli = graphchat("requests", "--json")
-    assert cli.returncode == 0, cli.stderr
-    assert listed.structured_content == json.loads(cli.stdout)
+    requests = cli("requests", "--json")
+    assert requests.returncode == 0, requests.stderr
+    assert listed.structured_content == json.loads(requests.stdout)
     assert listed.structured_content is not None and listed.structured_content["count"] == 1
 
-    async with serve(workspace) as later:  # a new server process: the record is on disk
-        done = await later.call_tool("graphchat_answer", {"id": request["id"], "value": "beta"})
-        assert not done.is_error, text_of(done)
-        assert done.structured_content is not None  # graph's result body, as a plan_* call returns it
-        assert done.structured_content["output"] == {"channel": "beta", "first": "a-1", "second": "b-2"}
-        after = await later.call_tool("graphchat_requests", {})
-        again = await later.call_tool("graphchat_answer", {"id": request["id"], "value": "stable"})
+    async def later() -> tuple[Any, Any]:
+        async with serve(workspace) as later:  # a new server process: the record is on disk
+            done = await later.call_tool("graphchat_answer", {"id": request, "value": "beta"})
+            assert not done.is_error, text_of(done)
+            assert done.structured_content is not None  # graph's result body, as a plan_* call returns it
+            assert done.structured_content["output"] == {"channel": "beta", "first": "a-1", "second": "b-2"}
+            after = await later.call_tool("graphchat_requests", {})
+            again = await later.call_tool("graphchat_answer", {"id": request, "value": "stable"})
+            return after, again
+
+    after, again = asyncio.run(later())
     assert [c["args"] for c in calls(log)] == [{"id": "a-1"}, {"id": "b-2"}]  # each step once
     assert after.structured_content == {"requests": [], "count": 0}
-    assert again.is_error and f"request {request['id']} was already answered" in text_of(again)
+    assert again.is_error and f"request {request} was already answered" in text_of(again)
     assert run_states(workspace) == ["finished"]  # the run ended: kept as finished
 
 
-async def test_a_refused_answer_leaves_the_request_open_and_only_this_servers_runs_are_seen(
-    workspace: Path, graphchat: GraphchatRunner
+def test_a_refused_answer_leaves_the_request_open_and_only_this_servers_runs_are_seen(
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     make_workspace(workspace)
-    from_cli = graphchat("plan", "run", "ship")  # a run a person started: not the client's
+    from_cli = cli("plan", "run", "ship")  # a run a person started: not the client's
     assert from_cli.returncode == 5, from_cli.stderr
-    cli_request = json.loads(graphchat("requests", "--json").stdout)["requests"][0]["id"]
-    async with serve(workspace) as client:
-        parked = await client.call_tool("plan_ship", {})
-        assert parked.structured_content is not None
-        (request,) = parked.structured_content["requests"]
-        listed = await client.call_tool("graphchat_requests", {})
-        wrong = await client.call_tool("graphchat_answer", {"id": request["id"], "value": "nightly"})
-        foreign = await client.call_tool("graphchat_answer", {"id": cli_request, "value": "beta"})
-        unknown = await client.call_tool("graphchat_answer", {"id": "abcdef", "value": "beta"})
-        still = await client.call_tool("graphchat_requests", {})
-        as_object = await client.call_tool(
-            "graphchat_answer", {"id": request["id"], "value": {"channel": "stable"}}
-        )
+    cli_request = json.loads(cli("requests", "--json").stdout)["requests"][0]["id"]
+
+    async def client_calls() -> tuple[str, Any, Any, Any, Any, Any, Any]:
+        async with serve(workspace) as client:
+            parked = await client.call_tool("plan_ship", {})
+            assert parked.structured_content is not None
+            (request,) = parked.structured_content["requests"]
+            listed = await client.call_tool("graphchat_requests", {})
+            wrong = await client.call_tool("graphchat_answer", {"id": request["id"], "value": "nightly"})
+            foreign = await client.call_tool("graphchat_answer", {"id": cli_request, "value": "beta"})
+            unknown = await client.call_tool("graphchat_answer", {"id": "abcdef", "value": "beta"})
+            still = await client.call_tool("graphchat_requests", {})
+            as_object = await client.call_tool(
+                "graphchat_answer", {"id": request["id"], "value": {"channel": "stable"}}
+            )
+            return request["id"], listed, wrong, foreign, unknown, still, as_object
+
+    request, listed, wrong, foreign, unknown, still, as_object = asyncio.run(client_calls())
     assert listed.structured_content is not None
-    assert [r["id"] for r in listed.structured_content["requests"]] == [request["id"]]
+    assert [r["id"] for r in listed.structured_content["requests"]] == [request]
     assert wrong.is_error and "answer refused" in text_of(wrong) and "stays open" in text_of(wrong)
     assert foreign.is_error and "not one of a plan this server started" in text_of(foreign)
     assert unknown.is_error and "no request 'abcdef'" in text_of(unknown)
@@ -121,7 +140,7 @@ async def test_a_refused_answer_leaves_the_request_open_and_only_this_servers_ru
         and as_object.structured_content["output"]["channel"] == "stable"
     )
     # the person's own run still waits for the person
-    assert json.loads(graphchat("requests", "--json").stdout)["count"] == 1
+    assert json.loads(cli("requests", "--json").stdout)["count"] == 1
 
 
 async def test_a_client_that_can_elicit_is_asked_and_nothing_parks(workspace: Path) -> None:

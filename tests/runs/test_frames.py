@@ -273,18 +273,18 @@ def test_deny_fails_the_plan_at_that_step_with_the_reason_and_the_tool_does_not_
 
 
 def test_permit_refuses_a_call_whose_arguments_are_not_the_ones_the_person_saw(
-    graphchat: GraphchatRunner, shop: Path, tmp_path: Path
+    cli: GraphchatRunner, shop: Path, tmp_path: Path
 ) -> None:
     target, other = tmp_path / "notes.txt", tmp_path / "elsewhere.txt"
     (shop / "plans" / "jot.yaml").write_text(NOTE)
-    parked(graphchat("plan", "run", "jot", json.dumps({"path": str(target)})))
-    (request,) = waiting(graphchat)
+    parked(cli("plan", "run", "jot", json.dumps({"path": str(target)})))
+    (request,) = waiting(cli)
     # the run's record is changed behind the person's back: the call would now write elsewhere
     (record,) = (shop / "requests" / "runs").glob("*.json")
     data = json.loads(record.read_text())
     data["inputs"] = {"path": str(other)}
     record.write_text(json.dumps(data))
-    permitted = graphchat("permit", request["id"])
+    permitted = cli("permit", request["id"])
     assert permitted.returncode == 1, permitted.stderr
     assert f"request {request['id']} permitted W with other arguments" in permitted.stderr
     assert "path differ" in permitted.stderr and "Traceback" not in permitted.stderr

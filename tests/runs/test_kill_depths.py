@@ -22,6 +22,8 @@ from tests.runs.test_frames import CATALOG_SERVER, counts, waiting
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
 
+pytestmark = pytest.mark.process  # the resuming process is killed with SIGKILL; the rest runs in process
+
 SLOW = 3
 
 
