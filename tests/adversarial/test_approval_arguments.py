@@ -182,7 +182,12 @@ def test_arguments_too_long_to_read_are_refused_not_asked(
     write_servers(workspace, {"files": stdio()})
     target = tmp_path / "notes.txt"
     model_server.push(
-        {"tool_calls": [{"name": "files__note", "arguments": {"path": str(target), "text": "z" * 150_000}}]},
+        {
+            "tool_calls": [
+                {"name": "files__note", "arguments": {"path": str(target), "text": "z" * 150_000}}
+            ],
+            "piece": 4096,  # 37 chunks of arguments, not 15,000 (CPU)
+        },
         {"text": "It was refused."},
     )
     child = ask_on_terminal(workspace, model_server)

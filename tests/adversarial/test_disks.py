@@ -77,8 +77,9 @@ def test_ask_on_a_full_disk_names_the_thread_and_leaves_no_half_built_thread(
 def test_a_disk_that_fills_mid_turn_leaves_only_whole_lines(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:
-    # Room for the thread and the question, not for a 300 KB answer.
-    model_server.push({"text": "long answer " * 25_000})
+    # Room for the thread and the question, not for a 300 KB answer (streamed in 4 KB chunks:
+    # in the default 8-character ones, litellm's parsing of 37,500 chunks took a minute of CPU).
+    model_server.push({"text": "long answer " * 25_000, "piece": 4096})
     done = run_on("small", workspace / "threads", workspace, "ask", "hi", env=model_server.env(), size="64k")
     assert done.returncode == 1, done.stderr
     one_line(done.stderr, r"error: no space left on device: threads/[0-9a-f]+/messages\.jsonl")
