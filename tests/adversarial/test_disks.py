@@ -4,7 +4,8 @@ thread, no torn line (was: "internal error: OSError" and a 0-byte temp file). MC
 with their stderr to a null sink when their log cannot be opened (was: no server at all).
 
 Every case goes through the real `graphchat` command (`ask` with the scripted model server,
-`plan run`, `tools call`) in a private mount namespace (see `disks.py`)."""
+`plan run`, `tools call`) in a private mount namespace (see `disks.py`); what a case does
+before or after, on the real disk, runs in process (`cli`)."""
 
 from __future__ import annotations
 
@@ -172,12 +173,12 @@ def test_answering_on_a_full_disk_leaves_the_request_open_and_unclaimed(
 
 
 def test_a_claim_written_but_an_answer_that_cannot_be_saved_leaves_the_request_open(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """Issue 19, build 7: room for the claim, none for the answered request: one line saying
     the request stays open, the claim given up, and a later answer (with room) settles it."""
     (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
-    parked = graphchat("plan", "run", "ship")
+    parked = cli("plan", "run", "ship")
     assert parked.returncode == 5, parked.stderr
     match = re.search(r"request ([0-9a-f]{6,}): ", parked.stderr)
     assert match, parked.stderr
@@ -196,6 +197,6 @@ def test_a_claim_written_but_an_answer_that_cannot_be_saved_leaves_the_request_o
     files = done.files()
     assert f"{request_id}.claim" not in files
     assert json.loads((done.after / f"{request_id}.json").read_text())["state"] == "open"
-    again = graphchat("answer", request_id, "beta")  # this test's real disk has room
+    again = cli("answer", request_id, "beta")  # this test's real disk has room
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == {"channel": "beta"}
