@@ -14,6 +14,8 @@ A reply is a dict:
   {"endless": True}                                   streaming: varied text for ever (until the client leaves)
   {"text": "...", "stall": 30}                        streaming: nothing at all for 30 s after the first chunk
   {"text": "...", "pause": [12, 3.0]}                 streaming: 3 s of silence after the first 12 characters
+  {"text": "...", "piece": 4096}                      streaming: text and arguments in chunks of 4096 characters
+                                                      (default 8 and 10; a long reply in few chunks costs less CPU)
   {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}  override usage
 A callable in the script is called with the request body and returns one of the above.
 When the script runs out, `default` is served (a text reply naming the exhaustion).
@@ -267,14 +269,15 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             text = _content(reply)
             pace = float(reply.get("pace", 0))
+            text_piece, args_piece = int(reply.get("piece", 8)), int(reply.get("piece", 10))
             pause_at, pause_s = reply.get("pause") or (None, 0.0)
             if text:
                 pieces = [text] if pause_at is None else [text[:pause_at], text[pause_at:]]
                 for n, piece in enumerate(pieces):
                     if n:
                         time.sleep(float(pause_s))  # the model stops mid-answer, then goes on
-                    for start in range(0, len(piece), 8):
-                        chunk({"content": piece[start : start + 8]})
+                    for start in range(0, len(piece), text_piece):
+                        chunk({"content": piece[start : start + text_piece]})
                         if pace:
                             time.sleep(pace)
                         if reply.get("dropmid"):
@@ -297,11 +300,11 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                     }
                 )
                 args = fn["arguments"]
-                for start in range(0, len(args), 10):
+                for start in range(0, len(args), args_piece):
                     chunk(
                         {
                             "tool_calls": [
-                                {"index": index, "function": {"arguments": args[start : start + 10]}}
+                                {"index": index, "function": {"arguments": args[start : start + args_piece]}}
                             ]
                         }
                     )

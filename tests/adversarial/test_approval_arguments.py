@@ -63,10 +63,12 @@ def test_long_arguments_are_paged_and_quitting_the_pager_refuses(
     write_servers(workspace, {"files": stdio()})
     target = tmp_path / "notes.txt"
     text = "".join(f"line {i:03} " + "x" * 90 for i in range(60)) + " THE-END\u009b2J\x1b]0;pwned\x07"
+    call = {"name": "files__note", "arguments": {"path": str(target), "text": text}}
+    # the arguments (6 KB) in one chunk each time, not 600 (CPU)
     model_server.push(
-        {"tool_calls": [{"name": "files__note", "arguments": {"path": str(target), "text": text}}]},
+        {"tool_calls": [call], "piece": 8192},
         {"text": "Not noted."},
-        {"tool_calls": [{"name": "files__note", "arguments": {"path": str(target), "text": text}}]},
+        {"tool_calls": [call], "piece": 8192},
         {"text": "Noted."},
     )
     child = ask_on_terminal(workspace, model_server, rows=20)
@@ -182,7 +184,12 @@ def test_arguments_too_long_to_read_are_refused_not_asked(
     write_servers(workspace, {"files": stdio()})
     target = tmp_path / "notes.txt"
     model_server.push(
-        {"tool_calls": [{"name": "files__note", "arguments": {"path": str(target), "text": "z" * 150_000}}]},
+        {
+            "tool_calls": [
+                {"name": "files__note", "arguments": {"path": str(target), "text": "z" * 150_000}}
+            ],
+            "piece": 4096,  # 37 chunks of arguments, not 15,000 (CPU)
+        },
         {"text": "It was refused."},
     )
     child = ask_on_terminal(workspace, model_server)

@@ -25,6 +25,10 @@ import pytest
 from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
 
+# every test races a `graphchat` process holding the thread's turn lock (HeldTurn) against a
+# second writer: two processes, so the process tier
+pytestmark = pytest.mark.process
+
 
 def env_for(server: ScriptedModelServer) -> dict[str, str]:
     return {**server.env(), "GRAPHCHAT_TEST_TOOLS": "1"}
@@ -86,9 +90,10 @@ class HeldTurn:
 
 
 @pytest.fixture
-def thread_id(graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path) -> str:
+def thread_id(cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path) -> str:
+    """A thread with one turn, made in process: only the turns racing on it need processes."""
     model_server.push({"text": "hello"})
-    done = graphchat("ask", "--json", "start a thread", env=env_for(model_server))
+    done = cli("ask", "--json", "start a thread", env=env_for(model_server))
     assert done.returncode == 0, done.stderr
     return str(json.loads(done.stdout)["thread_id"])
 
@@ -102,7 +107,6 @@ def held(model_server: ScriptedModelServer, workspace: Path, thread_id: str) -> 
         turn.kill()
 
 
-@pytest.mark.process
 def test_a_second_writer_waits_and_then_replays_the_first_turn_whole(
     model_server: ScriptedModelServer, workspace: Path, thread_id: str, held: HeldTurn
 ) -> None:

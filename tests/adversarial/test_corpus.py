@@ -30,9 +30,12 @@ import pytest
 
 from graphchat.naming import tool_name
 from tests.adversarial.support import CORPUS, HOSTILE_SERVER
-from tests.conftest import clean_env
+from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import alive, pids, write_servers
+
+# every case runs `graphchat` on a pseudo-terminal (pexpect): the process tier
+pytestmark = pytest.mark.process
 
 TOOL_CASES = sorted((CORPUS / "tools").glob("*.json"))
 YAML_CASES = sorted((CORPUS / "yaml").glob("*.yaml"))
@@ -94,8 +97,11 @@ class Bench:
         return shown
 
     def ask(self, expected: int = 0) -> Shown:
-        self.model.push({"tool_calls": [{"name": self.name, "arguments": {}}]}, {"text": ANSWER})
+        self.push_turn()
         return self.run(expected, "ask", "run the case's tool")
+
+    def push_turn(self) -> None:
+        self.model.push({"tool_calls": [{"name": self.name, "arguments": {}}]}, {"text": ANSWER})
 
     def thread(self) -> str:
         threads = [path.name for path in (self.workspace / "threads").iterdir() if path.is_dir()]
@@ -124,7 +130,9 @@ def test_a_hostile_tool(workspace: Path, model_server: ScriptedModelServer, case
 
 
 @pytest.mark.parametrize("case", YAML_CASES, ids=[path.stem for path in YAML_CASES])
-def test_a_hostile_yaml_file(workspace: Path, model_server: ScriptedModelServer, case: Path) -> None:
+def test_a_hostile_yaml_file(
+    workspace: Path, model_server: ScriptedModelServer, case: Path, cli: GraphchatRunner
+) -> None:
     bench = Bench(workspace, model_server, {"name": "ok", "result": {"ok": True}})
     if case.name.startswith("plan_"):
         shutil.copy(case, workspace / "plans" / case.name)
@@ -135,7 +143,11 @@ def test_a_hostile_yaml_file(workspace: Path, model_server: ScriptedModelServer,
         bench.thread_readable(bench.thread())
         return
 
-    bench.ask()  # a thread from before the hostile file arrived
+    # a thread from before the hostile file arrived: made in process (no hostile input yet, so
+    # nothing for the terminal to show); what follows is on the terminal
+    bench.push_turn()
+    made = cli("ask", "run the case's tool", env=model_server.env())
+    assert made.returncode == 0 and made.stdout == f"{ANSWER}\n", made.stderr
     thread = bench.thread()
     shutil.copy(case, workspace / "graphchat.yaml")
     for command in (("tools", "call", bench.name, "{}"), ("ask", "again"), ("plan", "run", "corpus_case")):

@@ -4,7 +4,8 @@ thread, no torn line (was: "internal error: OSError" and a 0-byte temp file). MC
 with their stderr to a null sink when their log cannot be opened (was: no server at all).
 
 Every case goes through the real `graphchat` command (`ask` with the scripted model server,
-`plan run`, `tools call`) in a private mount namespace (see `disks.py`)."""
+`plan run`, `tools call`) in a private mount namespace (see `disks.py`); what a case does
+before or after, on the real disk, runs in process (`cli`)."""
 
 from __future__ import annotations
 
@@ -77,8 +78,9 @@ def test_ask_on_a_full_disk_names_the_thread_and_leaves_no_half_built_thread(
 def test_a_disk_that_fills_mid_turn_leaves_only_whole_lines(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:
-    # Room for the thread and the question, not for a 300 KB answer.
-    model_server.push({"text": "long answer " * 25_000})
+    # Room for the thread and the question, not for a 300 KB answer (streamed in 4 KB chunks:
+    # in the default 8-character ones, litellm's parsing of 37,500 chunks took a minute of CPU).
+    model_server.push({"text": "long answer " * 25_000, "piece": 4096})
     done = run_on("small", workspace / "threads", workspace, "ask", "hi", env=model_server.env(), size="64k")
     assert done.returncode == 1, done.stderr
     one_line(done.stderr, r"error: no space left on device: threads/[0-9a-f]+/messages\.jsonl")
@@ -171,12 +173,12 @@ def test_answering_on_a_full_disk_leaves_the_request_open_and_unclaimed(
 
 
 def test_a_claim_written_but_an_answer_that_cannot_be_saved_leaves_the_request_open(
-    workspace: Path, graphchat: GraphchatRunner
+    workspace: Path, cli: GraphchatRunner
 ) -> None:
     """Issue 19, build 7: room for the claim, none for the answered request: one line saying
     the request stays open, the claim given up, and a later answer (with room) settles it."""
     (workspace / "plans" / "ship.yaml").write_text(ASK_PLAN)
-    parked = graphchat("plan", "run", "ship")
+    parked = cli("plan", "run", "ship")
     assert parked.returncode == 5, parked.stderr
     match = re.search(r"request ([0-9a-f]{6,}): ", parked.stderr)
     assert match, parked.stderr
@@ -195,6 +197,6 @@ def test_a_claim_written_but_an_answer_that_cannot_be_saved_leaves_the_request_o
     files = done.files()
     assert f"{request_id}.claim" not in files
     assert json.loads((done.after / f"{request_id}.json").read_text())["state"] == "open"
-    again = graphchat("answer", request_id, "beta")  # this test's real disk has room
+    again = cli("answer", request_id, "beta")  # this test's real disk has room
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == {"channel": "beta"}

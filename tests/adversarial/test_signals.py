@@ -97,15 +97,17 @@ def test_a_signal_cancels_records_and_stops_servers_and_their_children(
 
 
 def test_a_server_exiting_on_eof_does_not_leave_its_children_running(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, marker: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path, marker: Path
 ) -> None:
+    """In process: the server and its grandchild are gone once the command returns, without
+    the end of graphchat's own process to take them down."""
     configure(workspace, marker, "exit")
     model_server.push(
         {"tool_calls": [{"name": "stubborn__wait", "arguments": {"seconds": 0}}]}, {"text": "waited"}
     )
     pids: dict[str, int] = {}
     try:
-        done = graphchat("ask", "wait a moment", env=model_server.env())
+        done = cli("ask", "wait a moment", env=model_server.env())
         pids = server_pids(marker)
         assert done.returncode == 0, done.stderr
         assert done.stdout == "waited\n"

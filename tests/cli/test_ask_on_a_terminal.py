@@ -1,4 +1,5 @@
-"""`graphchat ask` on a pseudo-terminal: what a person sees besides the answer."""
+"""`graphchat ask` on a pseudo-terminal: what a person sees besides the answer; and what a pipe
+gets instead, in process (`cli`: stdout and stderr are never terminals there)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import pexpect
 import pytest
 
 from tests.chat.test_pty import plain
-from tests.conftest import clean_env
+from tests.conftest import GraphchatRunner, clean_env
 from tests.scripted_server import ScriptedModelServer
 
-pytestmark = pytest.mark.process  # every test here runs `graphchat ask` on a pseudo-terminal
+# a test that runs `graphchat ask` on a pseudo-terminal is in the process tier
+on_a_terminal = pytest.mark.process
 
 _TOKEN = re.compile(r"\x1b\[\??([\d;]*)([A-Za-z])|\x1b\][^\x07]*\x07|\r\n|\n|\r|[^\x1b\r\n]+|\x1b")
 
@@ -61,6 +63,7 @@ def run_on_terminal(workspace: Path, server: ScriptedModelServer, *args: str) ->
     return screen(output)
 
 
+@on_a_terminal
 def test_a_usage_line_follows_the_answer_on_a_terminal(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:
@@ -72,12 +75,10 @@ def test_a_usage_line_follows_the_answer_on_a_terminal(
 
 
 def test_narration_before_tool_calls_is_not_part_of_the_answer(
-    workspace: Path, model_server: ScriptedModelServer
+    cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     """Issue 11 point 3: stdout (a pipe) is the final answer byte for byte; the text the model
     wrote before its tool calls goes to stderr, on its own line before the tool line."""
-    import subprocess
-
     model_server.push(
         {
             "text": "Let me check both clocks.",
@@ -85,11 +86,7 @@ def test_narration_before_tool_calls_is_not_part_of_the_answer(
         },
         {"text": "It is noon in both."},
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "what time is it?"],
-        env=clean_env({**model_server.env(), "GRAPHCHAT_TEST_TOOLS": "1"}, workspace.parent),
-        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
-    )  # fmt: skip
+    done = cli("ask", "what time is it?", env={**model_server.env(), "GRAPHCHAT_TEST_TOOLS": "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout == "It is noon in both.\n"
     lines = done.stderr.splitlines()
@@ -97,6 +94,7 @@ def test_narration_before_tool_calls_is_not_part_of_the_answer(
     assert lines[1].startswith("→ debug__sleep")
 
 
+@on_a_terminal
 def test_narration_on_a_terminal_ends_its_line_before_the_tool_line(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:
@@ -121,12 +119,12 @@ def test_narration_on_a_terminal_ends_its_line_before_the_tool_line(
     assert "Done." in lines
 
 
+@on_a_terminal
 def test_a_spinner_shows_the_wait_on_a_terminal_and_never_in_a_pipe(
-    workspace: Path, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     """Issue 11 point 6: while the model thinks, a terminal shows it with the elapsed time."""
     import re
-    import subprocess
 
     model_server.push({"delay": 1.0, "text": "slow answer"})
     child = pexpect.spawn(
@@ -141,20 +139,13 @@ def test_a_spinner_shows_the_wait_on_a_terminal_and_never_in_a_pipe(
     assert re.search(r"thinking \d+\.\ds", raw), raw  # the spinner with its elapsed time
     assert "slow answer" in raw
     model_server.push({"delay": 1.0, "text": "slow answer"})
-    piped = subprocess.run(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "take your time"],
-        env=clean_env(model_server.env(), workspace.parent),
-        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
-    )  # fmt: skip
+    piped = cli("ask", "take your time", env=model_server.env())
     assert (piped.returncode, piped.stdout, piped.stderr) == (0, "slow answer\n", "")
-    jsonl = subprocess.run(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "again"],
-        env=clean_env({**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"}, workspace.parent),
-        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
-    )  # fmt: skip
+    jsonl = cli("ask", "again", env={**model_server.env(), "GRAPHCHAT_EVENTS": "jsonl"})
     assert "thinking" not in jsonl.stderr and "\r" not in jsonl.stderr
 
 
+@on_a_terminal
 def test_a_pipe_that_stays_open_is_reported_on_the_terminal(
     workspace: Path, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
@@ -180,26 +171,22 @@ def test_a_pipe_that_stays_open_is_reported_on_the_terminal(
     assert "some context" in model_server.requests[-1]["messages"][-1]["content"]
 
 
+@on_a_terminal
 def test_ask_on_a_terminal_renders_markdown_and_a_pipe_gets_the_text(
-    workspace: Path, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     """Issue 11 point 13: as the chat renders it on a terminal; byte for byte on a pipe."""
-    import subprocess
-
     answer = "# Plan\n\nUse **bold** moves.\n\n- one\n- two\n"
     model_server.push({"text": answer})
     shown = run_on_terminal(workspace, model_server, "plan?")
     assert "Use bold moves." in shown and "**" not in shown and "# Plan" not in shown
     assert "• one" in shown
     model_server.push({"text": answer})
-    piped = subprocess.run(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), "ask", "plan?"],
-        env=clean_env(model_server.env(), workspace.parent),
-        capture_output=True, text=True, timeout=60, cwd=str(workspace), input="",
-    )  # fmt: skip
+    piped = cli("ask", "plan?", env=model_server.env())
     assert piped.stdout == answer
 
 
+@on_a_terminal
 def test_a_question_left_unanswered_is_never_shown_done(
     workspace: Path, model_server: ScriptedModelServer
 ) -> None:

@@ -54,17 +54,19 @@ def _push_two_calls(server: ScriptedModelServer) -> None:
     )
 
 
-def _chat_with_two_calls(graphchat: GraphchatRunner, server: ScriptedModelServer) -> None:
+def _chat_with_two_calls(cli: GraphchatRunner, server: ScriptedModelServer) -> None:
+    """The thread the workbench opens, made by `ask` in process (only the workbench needs the
+    terminal)."""
     _push_two_calls(server)
-    asked = graphchat("ask", "Plan a headline for 3 days in Lisbon", env=server.env())
+    asked = cli("ask", "Plan a headline for 3 days in Lisbon", env=server.env())
     assert asked.returncode == 0, asked.stderr
 
 
 def test_from_thread_opens_the_latest_chat_frozen_as_an_unsaved_draft_that_ctrl_s_saves(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
-    _chat_with_two_calls(graphchat, model_server)
-    frozen = graphchat("plan", "freeze", "--stdout")  # what `plan freeze` makes of the same thread
+    _chat_with_two_calls(cli, model_server)
+    frozen = cli("plan", "freeze", "--stdout")  # what `plan freeze` makes of the same thread
     assert frozen.returncode == 0, frozen.stderr
     identifier = next(
         line.split(":", 1)[1].strip() for line in frozen.stdout.splitlines() if line.startswith("identifier:")
@@ -88,7 +90,7 @@ def test_from_thread_opens_the_latest_chat_frozen_as_an_unsaved_draft_that_ctrl_
 
 
 def test_from_thread_with_an_id_and_its_refusals(
-    workspace: Path, graphchat: GraphchatRunner, model_server: ScriptedModelServer
+    workspace: Path, cli: GraphchatRunner, model_server: ScriptedModelServer
 ) -> None:
     none_yet = _spawn(workspace, model_server, "--from-thread")
     none_yet.expect(pexpect.EOF)
@@ -96,8 +98,8 @@ def test_from_thread_with_an_id_and_its_refusals(
     assert none_yet.exitstatus == 1 and "there are no threads yet" in (none_yet.before or "")
     assert "Traceback" not in (none_yet.before or "")
 
-    _chat_with_two_calls(graphchat, model_server)
-    listed = graphchat("threads", "list", "--json")
+    _chat_with_two_calls(cli, model_server)
+    listed = cli("threads", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     import json
 
