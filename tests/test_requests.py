@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import GraphchatRunner, clean_env, run_states
+from tests.conftest import GraphchatRunner, clean_env, run_states, spawn_in
 from tests.servers.support import seed_cache, stdio, write_servers
 
 CATALOG_SERVER = str(Path(__file__).resolve().parent / "servers" / "catalog_server.py")
@@ -118,18 +118,6 @@ def parked_id(run: subprocess.CompletedProcess[str]) -> str:
     return match.group(1)
 
 
-def spawn(workspace: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "graphchat", "--home", str(workspace), *args],
-        env=clean_env(None, workspace.parent),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=str(workspace),
-    )
-
-
 def test_a_headless_plan_parks_and_answering_resumes_it_without_rerunning_a_step(
     cli: GraphchatRunner, ship: Path
 ) -> None:
@@ -225,8 +213,8 @@ def test_two_answers_at_once_resume_the_run_exactly_once(cli: GraphchatRunner, s
     fifo = FifoReader(ship / "called.fifo")
     try:
         request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
-        first = spawn(ship, "answer", request_id, '{"channel": "beta"}')
-        second = spawn(ship, "answer", request_id, '{"channel": "stable"}')
+        first = spawn_in(ship, "answer", request_id, '{"channel": "beta"}')
+        second = spawn_in(ship, "answer", request_id, '{"channel": "stable"}')
         results = [p.communicate(timeout=60) + (p.returncode,) for p in (first, second)]
         codes = sorted(code for _out, _err, code in results)
         assert codes == [0, 1], results
@@ -247,7 +235,7 @@ def test_a_resumed_run_killed_midway_resumes_again_without_running_a_finished_st
     fifo = FifoReader(ship / "called.fifo")
     try:
         request_id = parked_id(cli("plan", "run", "ship", '{"wait": 3}'))
-        resuming = spawn(ship, "answer", request_id, '{"channel": "beta"}')
+        resuming = spawn_in(ship, "answer", request_id, '{"channel": "beta"}')
         assert fifo.event.wait(60), "the slow tool never started"
         resuming.send_signal(signal.SIGKILL)
         resuming.communicate(timeout=30)
@@ -625,21 +613,23 @@ def write_claim(workspace: Path, request_id: str, holder: dict[str, Any]) -> Pat
     return path
 
 
-def test_a_stale_claim_is_taken_over_by_the_next_answer(graphchat: GraphchatRunner, ship: Path) -> None:
+def test_a_stale_claim_is_taken_over_by_the_next_answer(cli: GraphchatRunner, ship: Path) -> None:
     fifo = FifoReader(ship / "called.fifo")
     try:
-        request_id = parked_id(graphchat("plan", "run", "ship", '{"wait": 0}'))
+        request_id = parked_id(cli("plan", "run", "ship", '{"wait": 0}'))
         # as a process killed between claiming and settling leaves it: claimed, still open
-        write_claim(ship, request_id, {"pid": dead_pid(), "start": "1", "state": "answered", "answer": {}})
-        (request,) = json.loads(graphchat("requests", "--json").stdout)["requests"]
+        dead = dead_pid()
+        write_claim(ship, request_id, {"pid": dead, "start": "1", "state": "answered", "answer": {}})
+        (request,) = json.loads(cli("requests", "--json").stdout)["requests"]
         assert request["state"] == "open"
-        run = graphchat("answer", request_id, '{"channel": "beta"}')
+        run = cli("answer", request_id, '{"channel": "beta"}')
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["channel"] == "beta"
         assert [c["tool"] for c in shop_calls(ship)] == ["list_items"]
         claim = json.loads((ship / "requests" / f"{request_id}.claim").read_text())
         assert claim["state"] == "answered" and claim["answer"] == {"channel": "beta"}
-        assert claim["pid"] != os.getpid() and claim["start"]
+        # the claim is the answerer's own (run in process: this process, its start time), not the dead one's
+        assert claim["pid"] == os.getpid() != dead and claim["start"] == start_time(os.getpid())
     finally:
         fifo.close()
 

@@ -2,7 +2,10 @@
 imported — in under a third of `import litellm`'s time, measured in the same run — naming the
 variable, with nothing sent and no thread written; a solver plan runs no step; a key the
 provider rejects on a turn's first request leaves no thread. The provider → key table is
-checked against litellm's own `validate_environment`."""
+checked against litellm's own `validate_environment`.
+
+The start-up budget needs a process of its own (`graphchat` fixture); the other two run the real
+entry point in process (`cli` fixture)."""
 
 from __future__ import annotations
 
@@ -87,26 +90,26 @@ def test_a_missing_key_is_exit_2_in_under_a_third_of_the_litellm_import(
         assert took < float(probe["seconds"]) / 3, (took, probe["seconds"])  # type: ignore[arg-type]
 
 
-def test_a_solver_plan_runs_no_step_without_a_key(graphchat: GraphchatRunner, workspace: Path) -> None:
+def test_a_solver_plan_runs_no_step_without_a_key(cli: GraphchatRunner, workspace: Path) -> None:
     (workspace / "plans" / "brief.yaml").write_text(
         "identifier: brief\nname: Brief\ndescription: sleeps, then a report\n"
         "steps:\n  - id: nap\n    tool_name: debug__sleep\n    input: {seconds: 0}\n"
         "solver:\n  query_to_answer: say it\n  data: '{{nap}}'\n"
     )
     env = {"GRAPHCHAT_MODEL": "anthropic/claude-sonnet-4-5", "GRAPHCHAT_TEST_TOOLS": "1"}
-    done = graphchat("plan", "run", "brief", env=env)
+    done = cli("plan", "run", "brief", env=env)
     assert done.returncode == 2, done.stderr
     assert "ANTHROPIC_API_KEY" in done.stderr
     assert "debug__sleep" not in done.stderr and "step" not in done.stderr, done.stderr
 
 
 def test_a_key_rejected_on_the_first_request_leaves_no_thread(
-    graphchat: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
+    cli: GraphchatRunner, model_server: ScriptedModelServer, workspace: Path
 ) -> None:
     model_server.push({"error": 401})
-    done = graphchat("ask", "hi", env={**model_server.env(), "GRAPHCHAT_API_KEY": "sk-wrong"})
+    done = cli("ask", "hi", env={**model_server.env(), "GRAPHCHAT_API_KEY": "sk-wrong"})
     assert done.returncode == 2, done.stderr
     assert len(model_server.requests) == 1
     assert threads(workspace) == []
-    again = graphchat("ask", "-c", "hi again", env={**model_server.env()})
+    again = cli("ask", "-c", "hi again", env={**model_server.env()})
     assert "starting a new one" in again.stderr  # nothing to continue

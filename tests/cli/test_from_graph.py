@@ -3,8 +3,9 @@ the user configuration layer.
 
 The graph project is a copy of graph's own repository's `.graph/` (tests/fixtures/graph:
 config.toml, plans/, tools/ — MIT, copied from tylerdavis/graph). Every command is the real
-`graphchat` in a subprocess; models are the scripted server on loopback, reached through
-litellm's real HTTP path.
+entry point run in process (the `cli` fixture, `tests.inprocess.run_cli`); models are the
+scripted server on loopback, reached through litellm's real HTTP path. The spent line on a
+terminal needs the pty, so that test starts `graphchat` as a process.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import clean_env
+from tests.inprocess import run_cli
 from tests.scripted_server import ScriptedModelServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graph"
@@ -56,17 +58,10 @@ def tree_digest(folder: Path) -> dict[str, str]:
 def gc(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """The real command; HOME and XDG_CONFIG_HOME are the test's (no user layer leaks in)."""
+    """The real command, run in process; HOME and XDG_CONFIG_HOME are the test's (no user layer
+    leaks in)."""
     base = {"HOME": str(cwd.parent / "home"), "XDG_CONFIG_HOME": str(cwd.parent / "config"), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "graphchat", *args],
-        env=clean_env(base, cwd),
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=str(cwd),
-    )
+    return run_cli(args, env=base, home=cwd, cwd=cwd, timeout=timeout)
 
 
 # --- init --from-graph ---------------------------------------------------------------------------
@@ -252,27 +247,27 @@ def test_graphs_review_plan_runs_with_its_named_models_routed(tmp_path: Path) ->
 
 
 def test_an_unknown_model_name_in_a_step_is_one_line_naming_the_step_and_the_names(
-    tmp_path: Path, workspace: Path, graphchat
+    tmp_path: Path, workspace: Path, cli
 ) -> None:
     (workspace / "graphchat.yaml").write_text("models:\n  named:\n    scout: openai/scout\n")
     (workspace / "plans" / "p.yaml").write_text(
         "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
         "    input: {instruction: hi, model: scuot}\n"
     )
-    done = graphchat("plan", "validate", "p")
+    done = cli("plan", "validate", "p")
     assert done.returncode == 1
     assert (
         "step E0: model: unknown model 'scuot' (did you mean scout? named models: scout;"
         in done.stdout + done.stderr
     )
-    run = graphchat("plan", "run", "p")
+    run = cli("plan", "run", "p")
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert "unknown model 'scuot'" in run.stderr
 
 
-def test_a_named_model_may_not_take_a_roles_name(workspace: Path, graphchat) -> None:
+def test_a_named_model_may_not_take_a_roles_name(workspace: Path, cli) -> None:
     (workspace / "graphchat.yaml").write_text("models:\n  named:\n    judge: openai/x\n")
-    done = graphchat("tools", "list")
+    done = cli("tools", "list")
     assert done.returncode == 2
     assert (
         "graphchat.yaml:3" in done.stderr
@@ -292,7 +287,7 @@ def fallback_config(first: ScriptedModelServer, second: ScriptedModelServer) -> 
 
 
 def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_both(
-    workspace: Path, graphchat
+    workspace: Path, cli
 ) -> None:
     first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
     try:
@@ -303,7 +298,7 @@ def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_bo
             "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n    input: {instruction: hi}\n"
             "output:\n  said: '{{E0.text}}'\n"
         )
-        done = graphchat("plan", "run", "p", "--json")
+        done = cli("plan", "run", "p", "--json")
         assert done.returncode == 0, done.stderr
         report = json.loads(done.stdout)
         assert report["output"] == {"said": "from the backup"}
@@ -324,13 +319,13 @@ def test_a_fallback_answers_when_the_first_provider_fails_and_the_usage_shows_bo
         second.stop()
 
 
-def test_ask_json_usage_shows_the_failed_model_and_the_one_that_answered(workspace: Path, graphchat) -> None:
+def test_ask_json_usage_shows_the_failed_model_and_the_one_that_answered(workspace: Path, cli) -> None:
     first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
     try:
         first.default = {"error": 500}
         second.script = [{"text": "from the backup", "usage": {"prompt_tokens": 9, "completion_tokens": 4}}]
         (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
-        done = graphchat("ask", "--json", "hello")
+        done = cli("ask", "--json", "hello")
         assert done.returncode == 0, done.stderr
         body = json.loads(done.stdout)
         assert body["content"] == "from the backup"
@@ -359,6 +354,7 @@ def test_ask_json_usage_shows_the_failed_model_and_the_one_that_answered(workspa
         second.stop()
 
 
+@pytest.mark.process  # the pty: pexpect starts `graphchat` itself
 def test_the_printed_spent_line_names_both_models(workspace: Path) -> None:
     """On a terminal, the dim line after the answer says which model failed and which answered."""
     import pexpect
@@ -389,20 +385,20 @@ def test_the_printed_spent_line_names_both_models(workspace: Path) -> None:
         second.stop()
 
 
-def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path, graphchat) -> None:
+def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path, cli) -> None:
     first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
     try:
         first.default = {"error": 500}
         second.default = {"error": 429, "retry_after": 0}
         (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
-        done = graphchat("ask", "hello")
+        done = cli("ask", "hello")
         assert done.returncode == 1
         assert "Traceback" not in done.stderr
         line = next(line for line in done.stderr.splitlines() if "every model failed" in line)
         assert "openai/primary: model call to openai/primary failed (500)" in line
         assert "openai/backup: rate limited by the provider of openai/backup (429)" in line
         # a failed run prints no envelope; its events meter both failed attempts
-        failed = graphchat("ask", "hello", env={"GRAPHCHAT_EVENTS": "jsonl"})
+        failed = cli("ask", "hello", env={"GRAPHCHAT_EVENTS": "jsonl"})
         assert failed.returncode == 1
         events = [json.loads(x) for x in failed.stderr.splitlines() if x.startswith("{")]
         calls = [(e["model"], e.get("failed")) for e in events if e["event"] == "llm_call"]
@@ -412,12 +408,12 @@ def test_when_every_fallback_fails_the_error_names_each_attempt(workspace: Path,
         second.stop()
 
 
-def test_a_bad_request_does_not_fail_over(workspace: Path, graphchat) -> None:
+def test_a_bad_request_does_not_fail_over(workspace: Path, cli) -> None:
     first, second = ScriptedModelServer().start(), ScriptedModelServer().start()
     try:
         first.default = {"error": 401, "message": "bad key"}
         (workspace / "graphchat.yaml").write_text(fallback_config(first, second))
-        done = graphchat("ask", "hello")
+        done = cli("ask", "hello")
         assert done.returncode == 2 and "rejected the API key for openai/primary" in done.stderr
         assert second.requests == []
     finally:
@@ -429,7 +425,7 @@ def test_a_bad_request_does_not_fail_over(workspace: Path, graphchat) -> None:
 
 
 def test_api_key_and_api_base_variables_are_expanded_at_the_call_and_never_written(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     secret = "sk-from-the-environment-4242"
     (workspace / "graphchat.yaml").write_text(
@@ -437,7 +433,7 @@ def test_api_key_and_api_base_variables_are_expanded_at_the_call_and_never_writt
     )
     env = {"GW_KEY": secret, "GW_BASE": model_server.url, "GRAPHCHAT_EVENTS": "jsonl"}
     model_server.script = [{"text": "hello back"}]
-    done = graphchat("ask", "--json", "hello", env=env)
+    done = cli("ask", "--json", "hello", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["content"] == "hello back"
     assert model_server.authorizations[-1] == f"Bearer {secret}"  # the provider got the value
@@ -445,30 +441,30 @@ def test_api_key_and_api_base_variables_are_expanded_at_the_call_and_never_writt
     written = [p for p in workspace.rglob("*") if p.is_file()]
     assert all(secret.encode() not in p.read_bytes() for p in written), written
     assert "${GW_KEY}" in (workspace / "graphchat.yaml").read_text()
-    shown = graphchat("config", "show", "--json", env=env)
+    shown = cli("config", "show", "--json", env=env)
     models = json.loads(shown.stdout)["config"]["models"]
     assert models["default"]["api_key"] == "${GW_KEY}" and models["default"]["api_base"] == "${GW_BASE}"
     assert secret not in shown.stdout
 
 
 def test_an_unset_variable_in_api_key_is_one_line_naming_it_and_the_file(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     (workspace / "graphchat.yaml").write_text(
         f"models:\n  default:\n    model: openai/gateway\n    api_base: {model_server.url}\n"
         "    api_key: ${GW_KEY}\n"
     )
-    done = graphchat("ask", "hello")
+    done = cli("ask", "hello")
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     first = done.stderr.strip().splitlines()[0]
     assert "environment variable GW_KEY is not set" in first
     assert f"models.default.api_key in {workspace / 'graphchat.yaml'}" in first
     assert model_server.requests == []  # nothing was sent
-    where = graphchat("where")  # and `where` does not call the key set
+    where = cli("where")  # and `where` does not call the key set
     assert where.returncode == 0, where.stderr
     assert "key: GW_KEY not set (named by api_key)" in where.stdout, where.stdout
-    report = json.loads(graphchat("where", "--json").stdout)
+    report = json.loads(cli("where", "--json").stdout)
     assert "GW_KEY" in json.dumps(report) and "${GW_KEY}" not in where.stdout
 
 
@@ -518,7 +514,7 @@ def by_system_prompt(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_prompts_replace_the_solver_judge_and_planner_system_prompts(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     (workspace / "graphchat.yaml").write_text(
         f"models:\n  default: {{model: openai/m, api_base: {model_server.url}, api_key: sk-t}}\n" + PROMPTS
@@ -531,7 +527,7 @@ def test_prompts_replace_the_solver_judge_and_planner_system_prompts(
         "solver:\n  query_to_answer: Describe.\n"
     )
     model_server.default = by_system_prompt
-    done = graphchat("plan", "run", "p", "--json")
+    done = cli("plan", "run", "p", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["answer"].startswith("solved")
     systems = [
@@ -541,7 +537,7 @@ def test_prompts_replace_the_solver_judge_and_planner_system_prompts(
     assert systems == ["JUDGE-X", "JUDGE-X", "SOLVER-X"], systems
     # plan_and_execute's planner (plan go)
     model_server.requests.clear()
-    done = graphchat("plan", "go", "keep the big ones")
+    done = cli("plan", "go", "keep the big ones")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"kept": [2]}
     first = model_server.requests[0]["messages"]
@@ -549,9 +545,9 @@ def test_prompts_replace_the_solver_judge_and_planner_system_prompts(
     assert "keep the big ones" in first[1]["content"]  # the goal and the catalog still follow
 
 
-def test_an_unknown_prompt_names_the_prompts_there_are(workspace: Path, graphchat) -> None:
+def test_an_unknown_prompt_names_the_prompts_there_are(workspace: Path, cli) -> None:
     (workspace / "graphchat.yaml").write_text("prompts:\n  solvr: x\n")
-    done = graphchat("config", "show")
+    done = cli("config", "show")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert (
         "prompts.solvr: unknown prompt (did you mean solver? prompts: chat, workbench, solver, judge, planner)"
@@ -563,7 +559,7 @@ def test_an_unknown_prompt_names_the_prompts_there_are(workspace: Path, graphcha
 
 
 def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_source(
-    workspace: Path, graphchat
+    workspace: Path, cli
 ) -> None:
     user = workspace.parent / "config" / "graphchat" / "config.yaml"
     user.parent.mkdir(parents=True)
@@ -579,7 +575,7 @@ def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_sou
         "settings:\n  max_agent_iterations: 3\napprovals:\n  deny: ['git_*']\n"
     )
     env = {"XDG_CONFIG_HOME": str(user.parent.parent)}
-    shown = graphchat("config", "show", "--json", env=env)
+    shown = cli("config", "show", "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     body = json.loads(shown.stdout)
     assert body["sources"][:2] == [str(user), str(workspace / "graphchat.yaml")]
@@ -588,9 +584,9 @@ def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_sou
     assert body["value_sources"]["models.named.scout"] == str(user)
     assert body["config"]["approvals"]["deny"] == ["rm_*", "git_*"]  # a deny is never dropped
     # the user's plan library is read, and its named model resolves
-    done = graphchat("plan", "validate", "shared", env=env)
+    done = cli("plan", "validate", "shared", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    paths = graphchat("config", "path", "--json", env=env)
+    paths = cli("config", "path", "--json", env=env)
     assert json.loads(paths.stdout)["files"][0] == {"path": str(user), "exists": True}
 
 
@@ -598,7 +594,7 @@ def test_the_user_layer_sits_under_the_workspaces_and_config_show_names_each_sou
 
 
 def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     """A model marked `prompt_caching: true` (an OpenAI-compatible gateway in front of Anthropic)
     gets graph's two breakpoints; settings.prompt_caching: false turns them off everywhere."""
@@ -621,7 +617,7 @@ def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
             },
         }
     ]
-    done = graphchat("plan", "run", "p", "--json")
+    done = cli("plan", "run", "p", "--json")
     assert done.returncode == 0, done.stderr
     last = model_server.requests[-1]["messages"][-1]
     assert last.get("cache_control") == {"type": "ephemeral"}, model_server.requests[-1]
@@ -629,7 +625,7 @@ def test_cache_markers_reach_the_provider_and_usage_shows_the_cache_tokens(
     assert usage["by_model"][0]["cache_read_input_tokens"] == 16
     assert usage["by_step"][0]["cache_read_input_tokens"] == 16
     (workspace / "graphchat.yaml").write_text(config + "settings:\n  prompt_caching: false\n")
-    assert graphchat("plan", "run", "p").returncode == 0
+    assert cli("plan", "run", "p").returncode == 0
     assert "cache_control" not in json.dumps(model_server.requests[-1])
 
 
@@ -642,7 +638,7 @@ CACHED_USAGE = {
 
 
 def test_cache_tokens_are_priced_at_the_pricing_sections_cache_rates(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     """graph's `[pricing]` (USD per million): cache_read and cache_write price the cached part of
     the input; left out, they are the input price x 0.1 and x 1.25 (graph's defaults)."""
@@ -653,7 +649,7 @@ def test_cache_tokens_are_priced_at_the_pricing_sections_cache_rates(
     ):
         (workspace / "graphchat.yaml").write_text(model + f"pricing:\n  gateway: {prices}\n")
         model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
-        done = graphchat("ask", "--json", "hi")
+        done = cli("ask", "--json", "hi")
         assert done.returncode == 0, done.stderr
         # 100 uncached x $3 + 800 read x $0.30 + 100 written x $3.75 + 10 out x $15, per million
         assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(0.001065), prices
@@ -663,7 +659,7 @@ def test_cache_tokens_are_priced_at_the_pricing_sections_cache_rates(
         "    input: {instruction: hi}\n"
     )
     model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
-    done = graphchat("plan", "run", "p", "--json")
+    done = cli("plan", "run", "p", "--json")
     assert done.returncode == 0, done.stderr
     usage = json.loads(done.stdout)["usage"]
     assert usage["cost_usd"] == pytest.approx(0.001065)
@@ -673,14 +669,14 @@ def test_cache_tokens_are_priced_at_the_pricing_sections_cache_rates(
         model + "pricing:\n  gateway: {input: 3, output: 15, cache_read: 1, cache_write: 0}\n"
     )
     model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
-    done = graphchat("ask", "--json", "hi")
+    done = cli("ask", "--json", "hi")
     assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(
         0.00125
     )  # 300 + 800 + 0 + 150 micro-dollars
 
 
 def test_cache_tokens_are_priced_from_litellms_price_list(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     """A model litellm prices (gpt-4o: $2.50 in, $10 out, cache reads $1.25 a million, writes
     at the input price), served by the scripted server."""
@@ -688,18 +684,18 @@ def test_cache_tokens_are_priced_from_litellms_price_list(
         f"models:\n  default: {{model: openai/gpt-4o, api_base: {model_server.url}, api_key: sk-t}}\n"
     )
     model_server.script = [{"text": "ok", "usage": CACHED_USAGE}]
-    done = graphchat("ask", "--json", "hi")
+    done = cli("ask", "--json", "hi")
     assert done.returncode == 0, done.stderr
     # 200 x $2.50 + 800 x $1.25 + 10 x $10 per million (not 1,000 x $2.50 + 100: $0.0026)
     assert json.loads(done.stdout)["usage"]["cost_usd"] == pytest.approx(0.0016)
 
 
-def test_a_plain_openai_compatible_model_gets_no_markers(workspace: Path, graphchat, model_server) -> None:
+def test_a_plain_openai_compatible_model_gets_no_markers(workspace: Path, cli, model_server) -> None:
     (workspace / "plans" / "p.yaml").write_text(
         "identifier: p\nname: P\ndescription: d\nsteps:\n  - id: E0\n    tool_name: builtin__infer\n"
         "    input: {instruction: hi}\n"
     )
-    done = graphchat("plan", "run", "p", env=model_server.env())
+    done = cli("plan", "run", "p", env=model_server.env())
     assert done.returncode == 0, done.stderr
     assert "cache_control" not in json.dumps(model_server.requests[-1])
 
@@ -714,7 +710,7 @@ def test_prompt_caching_is_on_by_default_where_the_provider_takes_markers() -> N
 
 
 def test_the_repair_role_makes_the_one_repair_pass_of_a_structured_reply(
-    workspace: Path, graphchat, model_server: ScriptedModelServer
+    workspace: Path, cli, model_server: ScriptedModelServer
 ) -> None:
     base = f"api_base: {model_server.url}, api_key: sk-t"
     (workspace / "graphchat.yaml").write_text(
@@ -726,7 +722,7 @@ def test_the_repair_role_makes_the_one_repair_pass_of_a_structured_reply(
         "output:\n  n: '{{E0.n}}'\n"
     )
     model_server.script = [{"text": "not json"}, {"json": {"n": 4}}]
-    done = graphchat("plan", "run", "p", "--json")
+    done = cli("plan", "run", "p", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"] == {"n": 4}
     assert [r["model"] for r in model_server.requests] == ["main", "fixer"]

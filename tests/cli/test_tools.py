@@ -10,6 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import GraphchatRunner, clean_env
 from tests.servers.support import LOWLEVEL_SERVER, RecordingListener, alive, pids, stdio, write_servers
 
@@ -230,11 +232,12 @@ def test_a_pasted_mcp_json_with_one_unsupported_server_keeps_the_others_working(
     assert cli("plan", "list").returncode == 0
 
 
-def test_ctrl_c_during_a_call_leaves_no_server_process(workspace: Path, graphchat: GraphchatRunner) -> None:
+@pytest.mark.process  # SIGINT to a running `graphchat` (the cache is warmed in process)
+def test_ctrl_c_during_a_call_leaves_no_server_process(workspace: Path, cli: GraphchatRunner) -> None:
     fifo = workspace / "called"
     os.mkfifo(fifo)
     write_servers(workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(fifo)})})
-    assert graphchat("tools", "list").returncode == 0
+    assert cli("tools", "list").returncode == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "graphchat", "--home", str(workspace), "tools", "call", "t__slow",
          "--input", "seconds=60"],
