@@ -3,11 +3,11 @@
 
 Starting a helper is the cost of these tests (it imports litellm and starts the workspace's MCP
 servers). A test that checks the helper's own life (its start, stop, idle time, replacement)
-has its own (`warm`); a test that needs only *a* helper serving its questions takes one a
-module shares (`Helpers.warm(name, configure)`: one helper per workspace configuration, the
-model server shared too): each such test still begins with an empty history (no thread, no
-request), an empty script and no recorded model request, and counts the turns it was served
-itself (`Warm.served()`)."""
+has its own (`warm`); a test that needs only *a* helper serving its questions takes one its
+module shares (`Helpers.warm(name, configure)`: one helper per workspace configuration). A
+module's tests share one model server (`model_server`). Each test still begins with an empty
+script and no recorded model request, a test of a shared helper with an empty history (no
+thread, no request), and it counts the turns it was served itself (`Warm.served()`)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,22 @@ def is_helper(pid: int) -> bool:
         return False
 
 
+def helpers_of(workspace: Path) -> list[int]:
+    """Pids of the helper processes of `workspace`, ready or still starting (one started in the
+    background by an ask, or for a changed configuration, has no info file yet)."""
+    wanted = ["-m", "graphchat.warm.helper", "--workspace", str(workspace)]
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().decode("utf-8", "surrogateescape").split("\0")
+            except OSError:
+                continue
+            if argv[1:5] == wanted:
+                found.append(int(entry.name))
+    return found
+
+
 def wait_until(check, timeout: float = 30.0, step: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -151,7 +167,7 @@ def warm_state(workspace: Path, server: ScriptedModelServer) -> Warm:
 def leave_no_helper(state: Warm) -> None:
     """Stop the set-up's helpers (and kill one that does not stop); remove its socket directory."""
     subprocess.run(state.command("warm", "--stop"), env=state.env, capture_output=True, timeout=60)
-    for pid in {*state.pids(), *state.started}:
+    for pid in {*state.pids(), *state.started, *helpers_of(state.workspace)}:
         if is_helper(pid):  # a pid that ended long ago may be another process's by now
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -227,10 +243,16 @@ class Helpers:
 
 @pytest.fixture(scope="module")
 def helpers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Helpers]:
-    """The module's shared helpers (see `Helpers`); a module that uses them defines its
-    `model_server` fixture as `helpers.fresh_server()`."""
+    """The module's shared helpers (see `Helpers`)."""
     shared = Helpers(tmp_path_factory.mktemp("shared-warm"))
     try:
         yield shared
     finally:
         shared.close()
+
+
+@pytest.fixture
+def model_server(helpers: Helpers) -> ScriptedModelServer:
+    """The module's model server, the one its shared helpers ask (its script and recorded
+    requests emptied for each test)."""
+    return helpers.fresh_server()

@@ -111,11 +111,6 @@ def one_error_line(stderr: str) -> str:
 
 
 @pytest.fixture
-def model_server(helpers: Helpers) -> ScriptedModelServer:
-    return helpers.fresh_server()
-
-
-@pytest.fixture
 def shared_warm(helpers: Helpers) -> Warm:
     """The module's helper of a workspace without MCP servers (for a test that needs a helper
     serving it, not a new one)."""

@@ -22,11 +22,6 @@ ROOTS = {"name": "everything__get-roots-list", "arguments": {}}
 
 
 @pytest.fixture
-def model_server(helpers: Helpers) -> ScriptedModelServer:
-    return helpers.fresh_server()
-
-
-@pytest.fixture
 def warm(helpers: Helpers) -> Warm:
     """The module's helper of a workspace with the `everything` server and a folder `sub`."""
 

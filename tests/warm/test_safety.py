@@ -28,11 +28,6 @@ from tests.warm.test_lifecycle import info_of, masked, raw_status
 
 
 @pytest.fixture
-def model_server(helpers: Helpers) -> ScriptedModelServer:
-    return helpers.fresh_server()
-
-
-@pytest.fixture
 def warm(helpers: Helpers) -> Warm:
     """The module's helper of a workspace without MCP servers."""
     return helpers.warm("plain")

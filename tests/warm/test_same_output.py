@@ -110,11 +110,6 @@ def tools_workspace(warm: Warm) -> None:
 
 
 @pytest.fixture
-def model_server(helpers: Helpers) -> ScriptedModelServer:
-    return helpers.fresh_server()
-
-
-@pytest.fixture
 def warm(helpers: Helpers) -> Warm:
     """The module's helper of a workspace without MCP servers."""
     return helpers.warm("plain")

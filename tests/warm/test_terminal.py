@@ -76,11 +76,6 @@ def called_file(warm: Warm) -> Path:
 
 
 @pytest.fixture
-def model_server(helpers: Helpers) -> ScriptedModelServer:
-    return helpers.fresh_server()
-
-
-@pytest.fixture
 def warm(helpers: Helpers) -> Warm:
     """The module's helper of a workspace without MCP servers."""
     return helpers.warm("plain")
