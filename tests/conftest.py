@@ -23,14 +23,19 @@ def model_server() -> Iterator[ScriptedModelServer]:
     server.stop()
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """An empty workspace: graphchat.yaml, catalog/, plans/, threads/."""
-    ws = tmp_path / "ws"
+def new_workspace(parent: Path) -> Path:
+    """An empty workspace `parent/ws`: graphchat.yaml, catalog/, plans/, threads/."""
+    ws = parent / "ws"
     for sub in ("catalog", "plans", "threads"):
         (ws / sub).mkdir(parents=True)
     (ws / "graphchat.yaml").write_text("settings:\n  max_agent_iterations: 15\n")
     return ws
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty workspace: graphchat.yaml, catalog/, plans/, threads/."""
+    return new_workspace(tmp_path)
 
 
 def run_states(workspace: Path) -> list[str]:

@@ -1,7 +1,12 @@
 """The warm helper's life (issue 14, item 2): `graphchat warm` starts it, `--status` shows it,
 `--stop`, the idle time and a change of configuration end it; GRAPHCHAT_WARM and
 `settings.warm` switch it; a helper of another identity, a dead one or one that does not answer
-is never used (the question runs locally, without a word); a helper dying mid-turn is one line."""
+is never used (the question runs locally, without a word); a helper dying mid-turn is one line.
+
+Most tests here check a helper's own life and start their own (`warm`); those that need only a
+helper serving them share one per configuration (tests/warm/conftest.py, `Helpers`): `shared_warm`,
+`credentials_warm`, and the stale socket of the listener tests. The module's tests share one
+model server (its script and requests emptied for each)."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +29,7 @@ from graphchat.warm.control import alive
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import pids as server_pids
 from tests.servers.support import stdio, write_servers
-from tests.warm.conftest import Warm, wait_until
+from tests.warm.conftest import Helpers, Warm, wait_until
 
 T = TypeVar("T")
 
@@ -103,6 +108,13 @@ def one_error_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1, stderr
     return lines[0]
+
+
+@pytest.fixture
+def shared_warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace without MCP servers (for a test that needs a helper
+    serving it, not a new one)."""
+    return helpers.warm("plain")
 
 
 # --- graphchat warm, --status, --stop ----------------------------------------------------------
@@ -226,13 +238,14 @@ def test_warm_idle_takes_durations(warm: Warm, value: str) -> None:
 
 
 def test_graphchat_warm_0_neither_uses_nor_starts_a_helper(
-    warm: Warm, model_server: ScriptedModelServer
+    shared_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
+    warm = shared_warm
     warm.start()
     model_server.push({"text": "local"})
-    local = warm.ask("hi", env={"GRAPHCHAT_WARM": "0"})
+    local = warm.ask_in_process("hi")  # GRAPHCHAT_WARM=0
     assert (local.returncode, local.stdout) == (0, "local\n"), local.stderr
-    assert warm.status()["turns_served"] == 0
+    assert warm.served() == 0
     refused = warm.run("warm", env={"GRAPHCHAT_WARM": "0"})
     assert refused.returncode == 2
     lines = refused.stderr.splitlines()
@@ -241,7 +254,7 @@ def test_graphchat_warm_0_neither_uses_nor_starts_a_helper(
     model_server.push({"text": "warm"})
     warmed = warm.ask("hi")  # the same helper, asked without the switch: used
     assert (warmed.returncode, warmed.stdout) == (0, "warm\n"), warmed.stderr
-    assert warm.status()["turns_served"] == 1
+    assert warm.served() == 1
 
 
 def test_settings_warm_off_refuses_graphchat_warm(warm: Warm) -> None:
@@ -356,25 +369,38 @@ def test_a_changed_config_file_is_not_used_and_the_old_helper_leaves(
     assert not Path(info["_socket"]).exists() and not Path(info["_info"]).exists()
 
 
-@pytest.mark.parametrize(
-    "variable",
-    ["OPENAI_API_KEY", "GRAPHCHAT_API_KEY", "ANTHROPIC_API_KEY", "SOME_SERVICE_TOKEN", "REFERENCED"],
-)
+CREDENTIALS = ["OPENAI_API_KEY", "GRAPHCHAT_API_KEY", "ANTHROPIC_API_KEY", "SOME_SERVICE_TOKEN", "REFERENCED"]
+
+
+@pytest.fixture
+def credentials_warm(helpers: Helpers) -> Warm:
+    """The module's helper whose tools server takes ${REFERENCED}, started (by the first test)
+    with each of CREDENTIALS set: each test changes one of them."""
+    return helpers.warm(
+        "credentials", lambda warm: with_tools_server(warm, env={"FROM_ENV": "${REFERENCED}"})
+    )
+
+
+@pytest.mark.parametrize("variable", CREDENTIALS)
 def test_a_changed_credential_or_referenced_variable_is_not_used(
-    warm: Warm, model_server: ScriptedModelServer, variable: str
+    credentials_warm: Warm, model_server: ScriptedModelServer, variable: str
 ) -> None:
-    with_tools_server(warm, env={"FROM_ENV": "${REFERENCED}"})
-    base = {"REFERENCED": "one"}
-    if variable != "REFERENCED":
-        base[variable] = warm.env.get(variable, "sk-one")
+    warm = credentials_warm
+    base = {name: warm.env.get(name, "sk-one") for name in CREDENTIALS if name != "REFERENCED"}
+    base["REFERENCED"] = "one"
     pid = warm.start(env=base)
+
+    def turns() -> int:
+        return int(raw_status(Path(info_of(warm, pid)["_socket"]))["turns_served"])  # type: ignore[index]
+
+    earlier = turns()  # the module's earlier tests'
+
+    def served() -> int:
+        return turns() - earlier
+
     model_server.push({"text": "a"})
     same = warm.ask("hi", env=base)
     assert (same.returncode, same.stdout) == (0, "a\n"), same.stderr
-
-    def served() -> int:
-        return int(raw_status(Path(info_of(warm, pid)["_socket"]))["turns_served"])  # type: ignore[index]
-
     assert served() == 1
     model_server.push({"text": "b"})
     other = warm.ask("hi", env={**base, variable: "something-else"})
@@ -385,8 +411,9 @@ def test_a_changed_credential_or_referenced_variable_is_not_used(
 
 
 def test_the_same_workspace_from_another_folder_uses_the_helper(
-    warm: Warm, model_server: ScriptedModelServer
+    shared_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
+    warm = shared_warm
     warm.start()
     inner = warm.workspace / "plans" / "deeper"
     inner.mkdir(parents=True)
@@ -402,7 +429,7 @@ def test_the_same_workspace_from_another_folder_uses_the_helper(
             input="",
         )
         assert (done.returncode, done.stdout) == (0, "found\n"), done.stderr
-    assert warm.status()["turns_served"] == 2
+    assert warm.served() == 2
 
 
 # --- dead, stale and strange helpers ---------------------------------------------------------
@@ -467,27 +494,44 @@ class FakeHelper:
                 conn.close()
 
     def close(self) -> None:
+        path = self.sock.getsockname()
         self.sock.close()
         for conn in self.held:
             conn.close()
+        os.unlink(path)  # the path is free for the next listener
 
 
-@pytest.fixture
-def stale_socket(warm: Warm) -> Iterator[Path]:
-    """The socket path this workspace's helper would use, its helper killed and gone."""
+@pytest.fixture(scope="module")
+def stale_path(helpers: Helpers) -> Path:
+    """The socket path the module's "stale" workspace's helper uses, its helper killed and gone."""
+    warm = helpers.warm("stale")
     pid = warm.start()
     info = info_of(warm, pid)
     os.kill(pid, signal.SIGKILL)
     assert gone(warm, pid)
     path = Path(info["_socket"])
     path.unlink()
-    yield path
+    return path
+
+
+@pytest.fixture
+def stale_warm(helpers: Helpers) -> Warm:
+    return helpers.warm("stale")
+
+
+@pytest.fixture
+def stale_socket(stale_warm: Warm, stale_path: Path) -> Path:
+    """The socket path `stale_warm`'s helper would use, its helper killed and gone: nothing
+    listens there (each test's listener is removed with it)."""
+    assert not stale_path.exists()
+    return stale_path
 
 
 @pytest.mark.parametrize("behaviour", ["refused", "garbage", "not an object", "close", "silent"])
 def test_a_listener_that_is_not_a_working_helper_means_a_local_ask(
-    warm: Warm, model_server: ScriptedModelServer, stale_socket: Path, behaviour: str
+    stale_warm: Warm, model_server: ScriptedModelServer, stale_socket: Path, behaviour: str
 ) -> None:
+    warm = stale_warm
     fake = FakeHelper(stale_socket, behaviour)
     try:
         model_server.push({"text": "answered"})
@@ -504,17 +548,18 @@ def test_a_listener_that_is_not_a_working_helper_means_a_local_ask(
 
 
 def test_a_large_piped_question_goes_through_the_helper_too(
-    warm: Warm, model_server: ScriptedModelServer
+    shared_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
     """The request is one line of the wire: longer than asyncio's 64 KiB default, it was refused
     (and asked locally)."""
+    warm = shared_warm
     warm.start()
     piped = "".join(f"line {i} of the piped context\n" for i in range(20_000))  # ~600 KB
     assert len(piped) > 4 * 65536
     model_server.push({"text": "read it"})
     asked = warm.ask("summarise", input=piped)
     assert (asked.returncode, asked.stdout) == (0, "read it\n"), asked.stderr
-    assert warm.status()["turns_served"] == 1
+    assert warm.served() == 1
     sent = str(model_server.requests[-1]["messages"][-1]["content"])
     assert sent.startswith("summarise") and "line 19999 of the piped context" in sent
 

@@ -1,7 +1,10 @@
 """MCP roots under the warm helper (issue 25): a turn asked from another folder has that
 folder among its roots — the helper's running servers are told (`roots/list_changed`) and
 read them again — and while another folder's turn runs, the helper does not serve it (its
-servers cannot show two sets of roots): that ask runs locally, with servers of its own."""
+servers cannot show two sets of roots): that ask runs locally, with servers of its own.
+
+The tests share the module's helper (tests/warm/conftest.py, `Helpers`) of a workspace with
+the `everything` server and a folder `sub`."""
 
 from __future__ import annotations
 
@@ -9,11 +12,24 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from tests.catalog.test_mcp_features import everything, needs_everything
 from tests.scripted_server import ScriptedModelServer
-from tests.warm.conftest import Warm
+from tests.warm.conftest import Helpers, Warm
 
 ROOTS = {"name": "everything__get-roots-list", "arguments": {}}
+
+
+@pytest.fixture
+def warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace with the `everything` server and a folder `sub`."""
+
+    def configure(warm: Warm) -> None:
+        everything(warm.workspace)
+        (warm.workspace / "sub").mkdir()
+
+    return helpers.warm("everything", configure)
 
 
 def _roots_result(request: dict[str, object]) -> str:
@@ -24,9 +40,7 @@ def _roots_result(request: dict[str, object]) -> str:
 def test_a_warm_turn_from_another_folder_gets_that_folders_roots(
     warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    everything(warm.workspace)
     sub = warm.workspace / "sub"
-    sub.mkdir()
     warm.start()
     here = warm.workspace.resolve().as_uri()
     for cwd in (warm.workspace, sub, warm.workspace):
@@ -37,16 +51,14 @@ def test_a_warm_turn_from_another_folder_gets_that_folders_roots(
     assert here in first and "total" in first and sub.resolve().as_uri() not in first
     assert sub.resolve().as_uri() in second and "current folder" in second and here in second
     assert sub.resolve().as_uri() not in third  # and back
-    assert warm.status()["turns_served"] == 3  # all three by the helper's one server
+    assert warm.served() == 3  # all three by the helper's one server
 
 
 @needs_everything
 def test_while_a_turn_runs_a_turn_from_another_folder_runs_locally(
     warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    everything(warm.workspace)
     sub = warm.workspace / "sub"
-    sub.mkdir()
     warm.start()
     model_server.push({"delay": 6, "text": "slow answer"})
     slow: list[subprocess.CompletedProcess[str]] = []
@@ -62,4 +74,4 @@ def test_while_a_turn_runs_a_turn_from_another_folder_runs_locally(
     assert "roots would differ" in done.stderr
     assert sub.resolve().as_uri() in _roots_result(model_server.requests[-1])
     assert slow and slow[0].returncode == 0 and slow[0].stdout == "slow answer\n", slow
-    assert warm.status()["turns_served"] == 1  # the slow one only
+    assert warm.served() == 1  # the slow one only

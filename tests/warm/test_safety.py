@@ -1,10 +1,13 @@
 """The warm helper's safety (issue 14, item 2): a socket only its owner can reach (a 0700
 directory, a 0600 socket, the peer's uid checked), requests of another graphchat or
-configuration refused, and a client that imports neither litellm nor the MCP SDK."""
+configuration refused, and a client that imports neither litellm nor the MCP SDK.
+
+The tests share the module's helpers (tests/warm/conftest.py, `Helpers`): one for a workspace
+without MCP servers (`warm`), one with the test tools server `t` (`tools_warm`); a test that
+makes the socket directory unsafe puts it back as it was."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -20,8 +23,26 @@ from graphchat.warm import wire
 from graphchat.warm.control import alive
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
-from tests.warm.conftest import Warm
+from tests.warm.conftest import Helpers, Warm
 from tests.warm.test_lifecycle import info_of, masked, raw_status
+
+
+@pytest.fixture
+def warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace without MCP servers."""
+    return helpers.warm("plain")
+
+
+@pytest.fixture
+def tools_warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace with the test tools server `t`."""
+    return helpers.warm("tools", lambda warm: write_servers(warm.workspace, {"t": stdio()}))
+
+
+def turns(info: dict[str, Any], folder: Path | None = None) -> int:
+    """The turns the helper of `info` has served, asked at its socket (in `folder`, when given)."""
+    path = Path(info["_socket"])
+    return int(raw_status(path if folder is None else folder / path.name)["turns_served"])  # type: ignore[index]
 
 
 def test_the_socket_is_the_owners_alone(warm: Warm) -> None:
@@ -48,6 +69,7 @@ def test_a_socket_directory_others_can_enter_is_never_used(
 ) -> None:
     pid = warm.start()
     info = info_of(warm, pid)
+    earlier = turns(info)  # the module's earlier tests'
     os.chmod(warm.socket_dir, mode)
     try:
         model_server.push({"text": "local"})
@@ -56,7 +78,7 @@ def test_a_socket_directory_others_can_enter_is_never_used(
         local = warm.ask_in_process("hi")
         assert (asked.returncode, asked.stdout) == (0, "local\n"), asked.stderr
         assert masked(asked.stderr) == masked(local.stderr)
-        assert raw_status(Path(info["_socket"]))["turns_served"] == 0  # type: ignore[index]
+        assert turns(info) == earlier
 
         for command in (("warm",), ("warm", "--status"), ("warm", "--stop")):
             done = warm.run(*command)
@@ -76,6 +98,7 @@ def test_a_socket_directory_that_is_a_symlink_is_never_used(
 ) -> None:
     pid = warm.start()
     info = info_of(warm, pid)
+    earlier = turns(info)
     real = warm.runtime / "real"
     os.rename(warm.socket_dir, real)
     os.symlink(real, warm.socket_dir)
@@ -83,7 +106,7 @@ def test_a_socket_directory_that_is_a_symlink_is_never_used(
         model_server.push({"text": "local"})
         asked = warm.ask("hi")
         assert (asked.returncode, asked.stdout) == (0, "local\n"), asked.stderr
-        assert raw_status(real / Path(info["_socket"]).name)["turns_served"] == 0  # type: ignore[index]
+        assert turns(info, real) == earlier
         done = warm.run("warm")
         assert done.returncode == 1 and done.stderr.startswith(
             "error: the warm helper's directory is not safe"
@@ -99,12 +122,13 @@ def test_a_socket_directory_of_another_user_is_never_used(
 ) -> None:
     pid = warm.start()
     info = info_of(warm, pid)
+    earlier = turns(info)
     os.chown(warm.socket_dir, 65534, -1)
     try:
         model_server.push({"text": "local"})
         asked = warm.ask("hi")
         assert (asked.returncode, asked.stdout) == (0, "local\n"), asked.stderr
-        assert raw_status(Path(info["_socket"]))["turns_served"] == 0  # type: ignore[index]
+        assert turns(info) == earlier
         done = warm.run("warm")
         assert done.returncode == 1, done.stderr
         assert done.stderr.splitlines() == [
@@ -149,6 +173,7 @@ def test_a_request_of_another_graphchat_or_configuration_is_refused(
     info = info_of(warm, pid)
     path = info["_socket"]
     key = info["key"]
+    earlier = turns(info)
     cases = [
         {"key": "0" * 64},
         {"key": key, "version": "0.0.0-not-this-one"},
@@ -159,8 +184,7 @@ def test_a_request_of_another_graphchat_or_configuration_is_refused(
     for fields in cases:
         reply = _ask_directly(path, **fields)
         assert reply.get("t") == "refused", (fields, reply)
-    status = raw_status(Path(path))
-    assert status is not None and status["turns_served"] == 0
+    assert turns(info) == earlier
     assert model_server.requests == []  # no turn reached the model
 
 
@@ -179,7 +203,7 @@ def test_a_request_that_is_not_json_gets_no_answer_and_the_helper_carries_on(
     model_server.push({"text": "fine"})
     asked = warm.ask("hi")
     assert (asked.returncode, asked.stdout) == (0, "fine\n"), asked.stderr
-    assert warm.status()["turns_served"] == 1
+    assert warm.served() == 1
 
 
 IMPORT_LINE = re.compile(r"^import time:\s+\d+\s+\|\s+\d+\s+\|( *)(\S+)\s*$")
@@ -191,14 +215,14 @@ def imported_modules(stderr: str) -> list[str]:
 
 
 def test_the_warm_client_imports_neither_litellm_nor_the_mcp_sdk(
-    warm: Warm, model_server: ScriptedModelServer
+    tools_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    write_servers(warm.workspace, {"t": stdio()})
+    warm = tools_warm
     warm.start()
     model_server.push({"tool_calls": [{"name": "t__whoami", "arguments": {}}]}, {"text": "done"})
     done = warm.run("ask", "hi", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
-    assert warm.status()["turns_served"] == 1  # it did go through the helper
+    assert warm.served() == 1  # it did go through the helper
     modules = imported_modules(done.stderr)
     assert "graphchat.warm.client" in modules  # the log is read right
     heavy = sorted({m for m in modules if m.split(".")[0] in HEAVY})
@@ -231,4 +255,4 @@ def test_python_x_importtime_shows_the_same(warm: Warm, model_server: ScriptedMo
     assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
     modules = imported_modules(done.stderr)
     assert modules and not [m for m in modules if m.split(".")[0] in HEAVY]
-    assert json.loads(warm.run("warm", "--status", "--json").stdout)["turns_served"] == 1
+    assert warm.served() == 1

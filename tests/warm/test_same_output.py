@@ -1,7 +1,11 @@
 """A warm `ask` gives what a local `ask` gives: stdout byte for byte, the exit code, and stderr
 with timings masked (issue 14, item 2). Every case asks the same question locally
 (GRAPHCHAT_WARM=0, the real entry point run in process) and then through the helper, the model replying alike, and proves that the
-second one really went through the helper (its `turns_served` grew by one)."""
+second one really went through the helper (its `turns_served` grew by one).
+
+The module's tests share two helpers (tests/warm/conftest.py, `Helpers`): one for a workspace
+without MCP servers (`warm`), one for a workspace with the test tools server `t` (`tools_warm`);
+each test begins with an empty history and model script, and counts its own turns."""
 
 from __future__ import annotations
 
@@ -13,9 +17,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import seed_cache, stdio, write_servers
-from tests.warm.conftest import Warm
+from tests.warm.conftest import Helpers, Warm
 
 TIMINGS = re.compile(
     r"\d+(\.\d+)?\s?(s|ms)\b|\"ms\":\s*[\d.]+|\"(ts|at|started|ended)\":\s*\"[^\"]*\""
@@ -30,7 +36,7 @@ def masked(text: str) -> str:
 
 
 def served(warm: Warm) -> int:
-    return int(warm.status()["turns_served"])
+    return warm.served()
 
 
 def ask_local(
@@ -103,21 +109,31 @@ def tools_workspace(warm: Warm) -> None:
     seed_cache(warm.workspace)
 
 
+@pytest.fixture
+def warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace without MCP servers."""
+    return helpers.warm("plain")
+
+
+@pytest.fixture
+def tools_warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace with the test tools server `t`."""
+    return helpers.warm("tools", tools_workspace)
+
+
 # --- 1. answers, a tool round, --json, --no-stream, narration ----------------------------------
 
 
 def test_a_tool_round_and_the_answer_are_the_same_warm_and_local(
-    warm: Warm, model_server: ScriptedModelServer
+    tools_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    write_servers(warm.workspace, {"t": stdio()})
-    warm.start()
+    tools_warm.start()
     calls = [{"name": "t__slow", "arguments": {"seconds": 0.2, "label": str(i)}} for i in range(3)]
-    local, warmed = both(warm, model_server, [{"tool_calls": calls}, {"text": "done **bold**"}], "go")
+    local, warmed = both(tools_warm, model_server, [{"tool_calls": calls}, {"text": "done **bold**"}], "go")
     assert (local.returncode, local.stdout) == (0, "done **bold**\n"), local.stderr
     results = messages(model_server.requests[-1], "tool")
     assert [json.loads(r) for r in results] == [{"result": f"{i}: slept 0.2s"} for i in range(3)]
-    status = warm.status()
-    assert (status["turns_running"], status["turns_served"]) == (0, 1)
+    assert (tools_warm.status()["turns_running"], served(tools_warm)) == (0, 1)
 
 
 def test_a_plain_answer_json_and_no_stream(warm: Warm, model_server: ScriptedModelServer) -> None:
@@ -137,16 +153,15 @@ def test_a_plain_answer_json_and_no_stream(warm: Warm, model_server: ScriptedMod
 
 
 def test_narration_before_tool_calls_goes_to_stderr_alike(
-    warm: Warm, model_server: ScriptedModelServer
+    tools_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    tools_workspace(warm)
-    warm.start()
+    tools_warm.start()
     calls = [{"name": "t__slow", "arguments": {"seconds": 0, "label": x}} for x in ("a", "b")]
     replies = [{"text": "Let me look at both.", "tool_calls": calls}, {"text": "Both slept."}]
-    local, _ = both(warm, model_server, replies, "look")
+    local, _ = both(tools_warm, model_server, replies, "look")
     assert (local.returncode, local.stdout) == (0, "Both slept.\n"), local.stderr
     assert "Let me look at both." in local.stderr
-    local, _ = both(warm, model_server, replies, "look", "--json")
+    local, _ = both(tools_warm, model_server, replies, "look", "--json")
     assert json.loads(local.stdout)["content"] == "Both slept."
 
 
@@ -354,38 +369,36 @@ def test_odd_text_reaches_stdout_alike(warm: Warm, model_server: ScriptedModelSe
 
 
 def test_a_failing_tool_and_an_unknown_tool_are_the_same(
-    warm: Warm, model_server: ScriptedModelServer
+    tools_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    tools_workspace(warm)
-    warm.start()
+    tools_warm.start()
     replies = [
         {"tool_calls": [{"name": "t__fail", "arguments": {"message": "disk on fire"}}]},
         {"text": "It failed."},
     ]
-    local, _ = both(warm, model_server, replies, "try it")
+    local, _ = both(tools_warm, model_server, replies, "try it")
     assert (local.returncode, local.stdout) == (0, "It failed.\n"), local.stderr
     assert "disk on fire" in messages(model_server.requests[-1], "tool")[0]
 
     replies = [{"tool_calls": [{"name": "nosuch__tool", "arguments": {}}]}, {"text": "No such tool."}]
-    local, _ = both(warm, model_server, replies, "try it")
+    local, _ = both(tools_warm, model_server, replies, "try it")
     assert (local.returncode, local.stdout) == (0, "No such tool.\n"), local.stderr
     assert "nosuch__tool" in messages(model_server.requests[-1], "tool")[0]
 
 
 def test_a_server_crashing_mid_call_is_the_same_and_the_helper_goes_on(
-    warm: Warm, model_server: ScriptedModelServer
+    tools_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    tools_workspace(warm)
-    warm.start()
+    tools_warm.start()
     replies = [{"tool_calls": [{"name": "t__crash", "arguments": {}}]}, {"text": "It crashed."}]
-    local, _ = both(warm, model_server, replies, "crash it")
+    local, _ = both(tools_warm, model_server, replies, "crash it")
     assert (local.returncode, local.stdout) == (0, "It crashed.\n"), local.stderr
     # the helper's server is started again for the next question
     replies = [
         {"tool_calls": [{"name": "t__slow", "arguments": {"seconds": 0, "label": "up"}}]},
         {"text": "Up."},
     ]
-    local, _ = both(warm, model_server, replies, "again")
+    local, _ = both(tools_warm, model_server, replies, "again")
     assert (local.returncode, local.stdout) == (0, "Up.\n"), local.stderr
     assert json.loads(messages(model_server.requests[-1], "tool")[0]) == {"result": "up: slept 0.0s"}
 
@@ -417,7 +430,7 @@ def test_an_unanswerable_question_parks_alike_and_resumes_after_a_warm_park(
     assert json.loads(warm_json.stdout)["parked"] is True
     ids |= {request_id(local_json), request_id(warm_json)}
 
-    listed = warm.run("requests", "--json")
+    listed = warm.run_in_process("requests", "--json")
     assert listed.returncode == 0, listed.stderr
     requests = json.loads(listed.stdout)["requests"]
     assert {r["id"] for r in requests} == ids
@@ -427,7 +440,7 @@ def test_an_unanswerable_question_parks_alike_and_resumes_after_a_warm_park(
     for parked in (local, warmed):
         model_server.script.clear()
         model_server.push({"text": "Teal it is."})
-        answered = warm.run("answer", request_id(parked), "teal")
+        answered = warm.run_in_process("answer", request_id(parked), "teal")
         assert (answered.returncode, answered.stdout) == (0, "Teal it is.\n"), answered.stderr
         assert json.loads(messages(model_server.requests[-1], "tool")[0]) == {
             "answer": "teal",
@@ -435,7 +448,7 @@ def test_an_unanswerable_question_parks_alike_and_resumes_after_a_warm_park(
         }
         answers.append(answered)
     assert masked(answers[0].stderr) == masked(answers[1].stderr)
-    left = json.loads(warm.run("requests", "--json").stdout)["requests"]
+    left = json.loads(warm.run_in_process("requests", "--json").stdout)["requests"]
     assert {r["id"] for r in left} == {request_id(local_json), request_id(warm_json)}
 
     # the thread of the warm park goes on as any other, through the helper
@@ -463,14 +476,13 @@ def test_answers_file_answers_ask_user_alike(
 
 
 def test_yes_approves_a_sensitive_tool_and_without_it_nobody_can(
-    warm: Warm, model_server: ScriptedModelServer, tmp_path: Path
+    tools_warm: Warm, model_server: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    tools_workspace(warm)
-    warm.start()
+    tools_warm.start()
     target = tmp_path / "made.txt"
     replies = [{"tool_calls": [{"name": "t__touch", "arguments": {"path": str(target)}}]}, {"text": "Made."}]
     for run in (ask_local, ask_warm):
-        done = run(warm, model_server, replies, "make it", "--yes")
+        done = run(tools_warm, model_server, replies, "make it", "--yes")
         assert (done.returncode, done.stdout) == (0, "Made.\n"), done.stderr
         assert target.exists()
         target.unlink()
@@ -480,12 +492,12 @@ def test_yes_approves_a_sensitive_tool_and_without_it_nobody_can(
             assert_same(local, done)
 
     # no terminal, no --yes: the turn parks on the approval (exit 5), nothing runs
-    local, warmed = both(warm, model_server, replies, "make it")
+    local, warmed = both(tools_warm, model_server, replies, "make it")
     assert local.returncode == 5 and not target.exists(), local.stderr
-    requests = json.loads(warm.run("requests", "--json").stdout)["requests"]
+    requests = json.loads(tools_warm.run_in_process("requests", "--json").stdout)["requests"]
     assert [r["kind"] for r in requests] == ["approval", "approval"]
     # --no-park: refused at once, the model told so
-    local, warmed = both(warm, model_server, replies, "make it", "--no-park")
+    local, warmed = both(tools_warm, model_server, replies, "make it", "--no-park")
     assert (local.returncode, local.stdout) == (0, "Made.\n"), local.stderr
     assert not target.exists()
     assert "t__touch" in messages(model_server.requests[-1], "tool")[0]
@@ -494,13 +506,12 @@ def test_yes_approves_a_sensitive_tool_and_without_it_nobody_can(
 # --- 7. JSONL events ---------------------------------------------------------------------------
 
 
-def test_jsonl_events_are_the_same(warm: Warm, model_server: ScriptedModelServer) -> None:
-    tools_workspace(warm)
-    warm.start()
+def test_jsonl_events_are_the_same(tools_warm: Warm, model_server: ScriptedModelServer) -> None:
+    tools_warm.start()
     calls = [{"name": "t__slow", "arguments": {"seconds": 0, "label": x}} for x in ("a", "b")]
     env = {"GRAPHCHAT_EVENTS": "jsonl"}
     local, warmed = both(
-        warm, model_server, [{"text": "Checking.", "tool_calls": calls}, {"text": "ok"}], "go", env=env
+        tools_warm, model_server, [{"text": "Checking.", "tool_calls": calls}, {"text": "ok"}], "go", env=env
     )
     assert local.stdout == "ok\n"
     events = [json.loads(line) for line in local.stderr.splitlines()]  # stderr: JSON lines only
@@ -512,7 +523,7 @@ def test_jsonl_events_are_the_same(warm: Warm, model_server: ScriptedModelServer
     assert {"event": "narration", "text": "Checking."} in events  # the narration too, as an event
 
     # a question nobody can answer parks the turn: the request is an event too
-    local, warmed = both(warm, model_server, [ASK_COLOR], "Paint it.", env=env)
+    local, warmed = both(tools_warm, model_server, [ASK_COLOR], "Paint it.", env=env)
     assert local.returncode == 5 and local.stdout == "", local.stderr
     events = [json.loads(line) for line in local.stderr.splitlines()]
     (opened,) = [e for e in events if e["event"] == "request_opened"]
@@ -533,21 +544,20 @@ def echo_reply(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_three_clients_at_once_each_get_their_own_answer(
-    warm: Warm, model_server: ScriptedModelServer
+    tools_warm: Warm, model_server: ScriptedModelServer
 ) -> None:
-    tools_workspace(warm)
-    warm.start()
+    tools_warm.start()
     model_server.script.clear()
     model_server.push(*[echo_reply] * 6)
     procs = [
         subprocess.Popen(
-            warm.command("ask", f"q{i}", "--json"),
-            env=warm.env,
+            tools_warm.command("ask", f"q{i}", "--json"),
+            env=tools_warm.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            cwd=str(warm.workspace),
+            cwd=str(tools_warm.workspace),
         )
         for i in range(3)
     ]
@@ -556,7 +566,7 @@ def test_three_clients_at_once_each_get_their_own_answer(
     docs = [json.loads(out) for out, _ in outs]
     assert [d["content"] for d in docs] == [f"answer: q{i}: slept 0.3s" for i in range(3)]
     assert len({d["thread_id"] for d in docs}) == 3
-    assert served(warm) == 3
+    assert served(tools_warm) == 3
     for i, doc in enumerate(docs):
-        lines = (warm.workspace / "threads" / doc["thread_id"] / "messages.jsonl").read_text()
+        lines = (tools_warm.workspace / "threads" / doc["thread_id"] / "messages.jsonl").read_text()
         assert f"q{i}" in lines and all(f"q{j}" not in lines for j in range(3) if j != i)

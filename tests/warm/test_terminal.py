@@ -2,7 +2,11 @@
 (issue 14, item 2): the rendered answer and the tool lines, questions and approvals typed on
 the client's terminal, Ctrl-C, SIGTERM and SIGHUP during a slow tool call or at a question
 (the turn cancelled and recorded as a local interruption records it, the helper still
-serving), and a second Ctrl-C that never waits for the helper."""
+serving), and a second Ctrl-C that never waits for the helper.
+
+The tests share the module's helpers (tests/warm/conftest.py, `Helpers`), one per workspace:
+without MCP servers (`warm`), with the test tools server `t` (`slow_warm`), with it named
+`files` (`files_warm`)."""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from graphchat.warm.control import alive
 from tests.cli.test_ask_on_a_terminal import screen
 from tests.scripted_server import ScriptedModelServer
 from tests.servers.support import stdio, write_servers
-from tests.warm.conftest import Warm, wait_until
+from tests.warm.conftest import Helpers, Warm, wait_until
 
 TIMINGS = re.compile(r"\d+(\.\d+)?s\b")
 # A spinner frame (`\r ESC[2K ESC[2m⠼ ask_user 0.3s ESC[0m`): how many are drawn depends on time.
@@ -66,9 +70,41 @@ class Terminals:
         return child
 
 
+def called_file(warm: Warm) -> Path:
+    """The file the `t` server of `slow_warm` writes when a call reaches it."""
+    return warm.workspace.parent / "called"
+
+
 @pytest.fixture
-def terminals(warm: Warm) -> Iterator[Terminals]:
-    made = Terminals(warm)
+def warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace without MCP servers."""
+    return helpers.warm("plain")
+
+
+@pytest.fixture
+def slow_warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace with the test tools server `t` (which writes
+    `called_file` when a call reaches it; no such file when the test begins)."""
+
+    def configure(warm: Warm) -> None:
+        write_servers(warm.workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(called_file(warm))})})
+
+    state = helpers.warm("t", configure)
+    called_file(state).unlink(missing_ok=True)
+    return state
+
+
+@pytest.fixture
+def files_warm(helpers: Helpers) -> Warm:
+    """The module's helper of a workspace with the test tools server named `files`."""
+    return helpers.warm("files", lambda warm: write_servers(warm.workspace, {"files": stdio()}))
+
+
+@pytest.fixture
+def terminals(request: pytest.FixtureRequest) -> Iterator[Terminals]:
+    """Terminals asking in the test's workspace (whichever of the module's helpers it takes)."""
+    [name] = [n for n in ("warm", "slow_warm", "files_warm") if n in request.fixturenames]
+    made = Terminals(request.getfixturevalue(name))
     yield made
     for child in made.children:
         if child.isalive():
@@ -84,7 +120,7 @@ def ended(child: pexpect.spawn) -> tuple[int | None, str]:
 
 
 def served(warm: Warm) -> int:
-    return int(warm.status()["turns_served"])  # type: ignore[call-overload]
+    return warm.served()
 
 
 def tool_messages(server: ScriptedModelServer) -> list[str]:
@@ -105,9 +141,9 @@ def threads(workspace: Path) -> set[str]:
 
 
 def test_a_rendered_answer_and_its_tool_lines_look_the_same_warm_and_local(
-    warm: Warm, model_server: ScriptedModelServer, terminals: Terminals
+    slow_warm: Warm, model_server: ScriptedModelServer, terminals: Terminals
 ) -> None:
-    write_servers(warm.workspace, {"t": stdio()})
+    warm = slow_warm
     warm.start()
     replies = [
         {
@@ -200,14 +236,14 @@ def test_an_answers_file_answers_one_question_and_the_client_terminal_the_other(
 
 @pytest.mark.parametrize(("reply", "runs"), [("once", True), ("refuse", False)])
 def test_an_approval_is_asked_on_the_client_terminal_as_locally(
-    warm: Warm,
+    files_warm: Warm,
     model_server: ScriptedModelServer,
     terminals: Terminals,
     tmp_path: Path,
     reply: str,
     runs: bool,
 ) -> None:
-    write_servers(warm.workspace, {"files": stdio()})
+    warm = files_warm
     target = tmp_path / "made.txt"
     warm.start()
     seen, results = {}, {}
@@ -274,6 +310,17 @@ def kinds_and_failure(events: list[dict[str, Any]]) -> tuple[list[str], dict[str
     )
 
 
+def during_the_call(called: Path) -> Callable[[pexpect.spawn], bool]:
+    """Ready once the call has reached the server and the terminal shows it (a warm client
+    draws the line when the helper's message arrives, which can be after the call started)."""
+
+    def ready(child: pexpect.spawn) -> bool:
+        child.expect_exact("→ t__slow")
+        return wait_until(called.exists, timeout=90)
+
+    return ready
+
+
 def at_the_question(child: pexpect.spawn) -> bool:
     child.expect_exact("? Your name?")
     child.expect_exact("> ")
@@ -295,15 +342,15 @@ SIGNALS[signal.SIGHUP] = (129, "interrupted (SIGHUP)")
     ids=["Ctrl-C", "SIGTERM", "SIGHUP", "Ctrl-C-at-a-question"],
 )
 def test_an_interrupted_warm_turn_is_cancelled_and_recorded_as_a_local_one(
-    warm: Warm, model_server: ScriptedModelServer, terminals: Terminals, tmp_path: Path, sig: int, during: str
+    slow_warm: Warm, model_server: ScriptedModelServer, terminals: Terminals, sig: int, during: str
 ) -> None:
     """During a 10-minute tool call (or at a question): the client says so and exits 128 + the
     signal, the thread records what a local `ask` records, and the helper serves on."""
-    called = tmp_path / "called"
-    write_servers(warm.workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(called)})})
+    warm = slow_warm
+    called = called_file(warm)
     pid = warm.start()
     if during == "tool":
-        replies, ready = slow_call(), lambda child: wait_until(called.exists, timeout=90)
+        replies, ready = slow_call(), during_the_call(called)
     else:
         replies, ready = [{"tool_calls": [{"name": "ask_user", "arguments": NAME}]}], at_the_question
     runs = {}
@@ -334,13 +381,13 @@ def test_an_interrupted_warm_turn_is_cancelled_and_recorded_as_a_local_one(
 
 
 def test_a_second_ctrl_c_does_not_wait_for_the_helper(
-    warm: Warm, model_server: ScriptedModelServer, terminals: Terminals, tmp_path: Path
+    slow_warm: Warm, model_server: ScriptedModelServer, terminals: Terminals
 ) -> None:
     """The helper is stopped (SIGSTOP) before the first Ctrl-C: it cannot wind the turn down;
     the second Ctrl-C ends the client all the same, and the helper, let go on, cancels the
     turn and serves the next one."""
-    called = tmp_path / "called"
-    write_servers(warm.workspace, {"t": stdio(env={"GRAPHCHAT_TEST_CALLED": str(called)})})
+    warm = slow_warm
+    called = called_file(warm)
     pid = warm.start()
     model_server.push(*slow_call())
     child = terminals.ask("wait a long time")
