@@ -100,6 +100,7 @@ def test_long_arguments_are_paged_and_quitting_the_pager_refuses(
     assert target.read_text().startswith("line 000")
 
 
+@pytest.mark.process  # `graphchat mcp serve` is a process an MCP client talks to over its stdio
 async def test_an_elicited_approval_shows_every_argument(workspace: Path, tmp_path: Path) -> None:
     write_servers(workspace, {"t": stdio()})
     (workspace / "plans" / "touch_it.yaml").write_text(TOUCH)
@@ -113,6 +114,7 @@ async def test_an_elicited_approval_shows_every_argument(workspace: Path, tmp_pa
     assert str(target) in seen[0].message  # the whole path, not its first 200 characters
 
 
+@pytest.mark.process  # `graphchat mcp serve` is a process an MCP client talks to over its stdio
 async def test_always_from_an_mcp_client_lasts_for_that_serve_session_only(
     workspace: Path, tmp_path: Path
 ) -> None:

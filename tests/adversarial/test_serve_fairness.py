@@ -11,7 +11,11 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.mcp_server.test_serve import make_workspace, serve, text_of
+
+pytestmark = pytest.mark.process  # `graphchat mcp serve` is a process an MCP client talks to over its stdio
 
 LONG = """identifier: long_map
 name: Long map
