@@ -21,7 +21,6 @@ import time
 from typing import Any
 
 from graphchat.catalog.base import CallContext
-from graphchat.catalog.mcp.pool import McpSource
 from graphchat.ci import memory_storage
 from graphchat.cli.output import note, print_json, report_error, warn
 from graphchat.display import safe
@@ -38,7 +37,7 @@ def _catalog(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     settings = load_settings(getattr(args, "home", None))
     # the one host: the catalog's warnings (skipped servers, names wanted twice) said there
     catalog = open_host(settings, include_plans=False).catalog
-    [source] = [s for s in catalog.sources if isinstance(s, McpSource)]
+    source = catalog.mcp_source()
     names = [s.name for s in source.servers]
     wanted = getattr(args, "server", None)
     if wanted is not None:

@@ -32,7 +32,6 @@ from graphchat.mcp_server.convert import (
 from graphchat.mcp_server.runs import Run
 from graphchat.plans.discovery import plan_files
 from graphchat.plans.model import PLAN_TOOL_PREFIX
-from graphchat.plans.plan_tools import PlanSource
 
 if TYPE_CHECKING:
     from graphchat.catalog.base import Approver, CallContext, Catalog, ToolSpec
@@ -149,8 +148,8 @@ class PlanServer:
 
     def _fresh_parking(self, spec: ToolSpec, arguments: dict[str, Any]) -> parking.ServedParking | None:
         for source in self.catalog.sources:
-            if isinstance(source, PlanSource) and spec.meta["plan"] in source.plans():
-                plan = source.plans()[spec.meta["plan"]]
+            plan = source.plans().get(spec.meta["plan"])
+            if plan is not None:
                 return parking.fresh(self.host.settings, plan, arguments, self.events)
         return None
 

@@ -24,7 +24,7 @@ from graphchat.llm.budget import BudgetExceeded, budget_scope
 from graphchat.llm.client import LLM
 from graphchat.plans import finish as finishes
 from graphchat.plans.gates import GateError, evaluate
-from graphchat.plans.model import Body, Plan, Step
+from graphchat.plans.model import Body, Plan, Step, plan_identifier
 from graphchat.plans.runtime import (
     PARKING_AT,
     ExitFired,
@@ -682,7 +682,7 @@ def reachable_servers(plan: Plan, catalog: Catalog) -> set[str]:
         current = todo.pop()
         found |= servers_named_by(current)
         for step in current.all_steps():
-            ident = step.tool_name[len("plan__") :] if step.tool_name.startswith("plan__") else None
+            ident = plan_identifier(step.tool_name)
             if ident is not None and ident in plans and ident not in seen:
                 seen.add(ident)
                 todo.append(plans[ident])
