@@ -87,6 +87,16 @@ def _restore_logger_levels(saved: dict[str, int]) -> None:
     logging.getLogger().setLevel(saved[""])
 
 
+def _swap_environment(env: dict[str, str]) -> None:
+    """Make the environment `env` without emptying it first: a variable both hold is never
+    absent, even for a moment, to a thread still running from an earlier run (litellm's import
+    in the background reads LITELLM_LOCAL_MODEL_COST_MAP; without it, it fetches its price list
+    from the network)."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    os.environ.update(env)
+
+
 @contextmanager
 def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: bytes) -> Iterator[tuple[Any, Any]]:
     saved_env = dict(os.environ)
@@ -112,8 +122,7 @@ def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: bytes)
     caught = warnings.catch_warnings()
     caught.__enter__()
     warnings.showwarning = warnings._showwarning_orig  # type: ignore[attr-defined]
-    os.environ.clear()
-    os.environ.update(env)
+    _swap_environment(env)
     os.chdir(cwd)
     sys.argv = ["graphchat", *argv]
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8", errors="surrogateescape")
@@ -128,8 +137,7 @@ def _isolated(env: dict[str, str], cwd: Path, argv: Sequence[str], stdin: bytes)
         sys.stdin, sys.stdout, sys.stderr = saved_streams
         sys.argv = saved_argv
         os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
+        _swap_environment(saved_env)
         for signum, handler in saved_signals.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
         for name, (handlers, propagate) in saved_loggers.items():
@@ -162,6 +170,8 @@ def run_cli(
 
     args = list(argv)
     environment = clean_env(env, home)
+    # what a process has from the moment `graphchat.cli.main` is imported (clean_env drops LITELLM_*)
+    environment.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     where = cwd if cwd is not None else Path.cwd()
 
     def expire(signum: int, frame: FrameType | None) -> None:
