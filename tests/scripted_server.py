@@ -79,6 +79,14 @@ class ScriptedModelServer:
         self.http.shutdown()
         self.http.server_close()
 
+    def reset(self) -> None:
+        """Empty the script, the recorded requests and their Authorization headers (a server a
+        module's tests share, ready for the next test)."""
+        with self.lock:
+            self.script.clear()
+            self.requests.clear()
+            self.authorizations.clear()
+
     def push(self, *replies: Reply) -> None:
         with self.lock:
             self.script.extend(replies)

@@ -218,9 +218,7 @@ class Helpers:
 
     def fresh_server(self) -> ScriptedModelServer:
         """The module's model server, its script and recorded requests emptied for a new test."""
-        self.server.script.clear()
-        self.server.requests.clear()
-        self.server.authorizations.clear()
+        self.server.reset()
         return self.server
 
     @staticmethod

@@ -35,10 +35,6 @@ def masked(text: str) -> str:
     return IDS.sub("<id>", TIMINGS.sub("<t>", text))
 
 
-def served(warm: Warm) -> int:
-    return warm.served()
-
-
 def ask_local(
     warm: Warm, server: ScriptedModelServer, replies: list[Any], *args: str, **kw: Any
 ) -> subprocess.CompletedProcess[str]:
@@ -51,11 +47,11 @@ def ask_warm(
     warm: Warm, server: ScriptedModelServer, replies: list[Any], *args: str, **kw: Any
 ) -> subprocess.CompletedProcess[str]:
     """`ask` through the helper, proving it went there: the helper counted one more turn."""
-    before = served(warm)
+    before = warm.served()
     server.script.clear()
     server.push(*replies)
     done = warm.ask(*args, **kw)
-    assert served(warm) == before + 1, ("the helper did not take the question", done.stderr)
+    assert warm.served() == before + 1, ("the helper did not take the question", done.stderr)
     return done
 
 
@@ -133,7 +129,7 @@ def test_a_tool_round_and_the_answer_are_the_same_warm_and_local(
     assert (local.returncode, local.stdout) == (0, "done **bold**\n"), local.stderr
     results = messages(model_server.requests[-1], "tool")
     assert [json.loads(r) for r in results] == [{"result": f"{i}: slept 0.2s"} for i in range(3)]
-    assert (tools_warm.status()["turns_running"], served(tools_warm)) == (0, 1)
+    assert (tools_warm.status()["turns_running"], tools_warm.served()) == (0, 1)
 
 
 def test_a_plain_answer_json_and_no_stream(warm: Warm, model_server: ScriptedModelServer) -> None:
@@ -188,7 +184,7 @@ def test_piped_stdin_is_context_or_the_question_alike(warm: Warm, model_server: 
     warmed = warm.ask("", input="  \n")
     assert_same(local, warmed)
     assert local.returncode == 2 and "nothing to ask" in local.stderr, local.stderr
-    assert served(warm) == 3
+    assert warm.served() == 3
 
 
 def test_an_empty_question_is_refused_alike_and_never_reaches_the_helper(
@@ -199,7 +195,7 @@ def test_an_empty_question_is_refused_alike_and_never_reaches_the_helper(
     warmed = warm.ask("  ")
     assert_same(local, warmed)
     assert local.returncode == 2 and "nothing to ask" in local.stderr
-    assert served(warm) == 0 and model_server.requests == []
+    assert warm.served() == 0 and model_server.requests == []
 
 
 def test_piped_stdin_without_a_message_is_the_question_alike(
@@ -277,7 +273,7 @@ def held_thread(warm: Warm, server: ScriptedModelServer, local: bool) -> tuple[s
         assert refused.returncode == 1 and f"thread {thread} is busy" in refused.stderr, refused.stderr
         assert f"(pid {os.getpid()})" in refused.stderr
 
-        before = served(warm)
+        before = warm.served()
         asked = len(server.requests)
         server.script.clear()
         server.push({"text": "5"})
@@ -296,7 +292,7 @@ def held_thread(warm: Warm, server: ScriptedModelServer, local: bool) -> tuple[s
         reader.join(timeout=90)  # the first line it writes: it waits for the lock
         assert said and "waiting for it to end" in said[0], said
         assert waiting.poll() is None and len(server.requests) == asked
-        assert served(warm) == before + (0 if local else 1)
+        assert warm.served() == before + (0 if local else 1)
     finally:
         os.close(fd)  # the lock is released
     out, err = waiting.communicate(timeout=120)
@@ -566,7 +562,7 @@ def test_three_clients_at_once_each_get_their_own_answer(
     docs = [json.loads(out) for out, _ in outs]
     assert [d["content"] for d in docs] == [f"answer: q{i}: slept 0.3s" for i in range(3)]
     assert len({d["thread_id"] for d in docs}) == 3
-    assert served(tools_warm) == 3
+    assert tools_warm.served() == 3
     for i, doc in enumerate(docs):
         lines = (tools_warm.workspace / "threads" / doc["thread_id"] / "messages.jsonl").read_text()
         assert f"q{i}" in lines and all(f"q{j}" not in lines for j in range(3) if j != i)
