@@ -61,18 +61,10 @@ def _type_checking(test: ast.expr) -> bool:
 UNEXPLAINED: list[str] = []  # function-level imports without a comment, filled by scan()
 
 
-def _explained(lines: list[str], lineno: int) -> bool:
-    """A comment on the import's line, or above it (one comment may head a block of imports)."""
-    if "#" in lines[lineno - 1]:
-        return True
-    above = lineno - 2
-    while (
-        above >= 0
-        and lines[above].strip().startswith(("from ", "import ", ")"))
-        or (above >= 0 and lines[above].startswith(" ") and lines[above].strip().endswith(","))
-    ):
-        above -= 1
-    return above >= 0 and lines[above].strip().startswith("#")
+def _commented(lines: list[str], node: ast.stmt) -> bool:
+    """A comment on the statement's lines or on the line right above it."""
+    own = lines[node.lineno - 1 : node.end_lineno or node.lineno]
+    return any("#" in line for line in own) or lines[node.lineno - 2].strip().startswith("#")
 
 
 def scan() -> tuple[dict[str, set[str]], int, int]:
@@ -98,6 +90,7 @@ def scan() -> tuple[dict[str, set[str]], int, int]:
             where: str = str(path.relative_to(ROOT.parent)),
         ) -> None:
             nonlocal top, inner
+            explained_until = -1  # the last line of an explained import right before (a block)
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.If) and _type_checking(child.test):
                     for sub in child.orelse:
@@ -119,7 +112,9 @@ def scan() -> tuple[dict[str, set[str]], int, int]:
                     if units:
                         if in_function:
                             inner += 1
-                            if not _explained(lines, child.lineno):
+                            if explained_until == child.lineno - 1 or _commented(lines, child):
+                                explained_until = child.end_lineno or child.lineno
+                            else:
                                 UNEXPLAINED.append(f"{where}:{child.lineno}")
                         else:
                             top += 1
