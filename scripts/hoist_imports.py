@@ -64,11 +64,11 @@ HEAVY = (
 COMMAND_MAY_IMPORT = ("orjson", "yaml", "ruamel", "rich")
 # modules whose function-level imports stay lazy: they exist for start-up speed
 KEEP_LAZY = ("graphchat.cli.main", "graphchat.__main__", "graphchat.warm.client")
-# What start-up imports: `graphchat --help` imports cli/main and every command group's module
-# (`GROUPS` in cli/main.py: each registers its parser, some through further modules), a command
-# imports its group's modules, and the warm client its own (asked of Python: Tree.started_modules). Their import must not pull in one more module: an import in a
-# module of that set moves only when everything it imports is imported there already (the rest
-# is command dispatch: a group's commands import what they need when they run).
+# What start-up imports: `graphchat --help` imports cli/main and every command group's parser
+# (`GROUPS` in cli/main.py: cli/parsers/<group>.py, which name the commands' code without
+# importing it), and the roots below their own (asked of Python: Tree.started_modules). Their
+# import must not pull in one more module: an import in a module of that set moves only when
+# everything it imports is imported there already (the rest stays lazy, said so).
 # `ask` imports these before it hands its turn to a warm helper (cli/ask.py: run): they stay light
 STARTUP_ROOTS = (
     "graphchat.__main__",
@@ -139,7 +139,7 @@ class Tree:
 
     def started_modules(self) -> list[list[str]]:
         """The graphchat modules each start-up path imports, asked of Python: `--help`'s parser
-        (every command group registers its own, some through further modules), the warm client."""
+        (every command group's, from cli/parsers/), and each of STARTUP_ROOTS."""
         paths = [
             "import contextlib, io\nfrom graphchat.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
